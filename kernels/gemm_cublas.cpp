@@ -1,0 +1,70 @@
+// cuBLAS backend of the GEMM dispatch. cuBLAS is column-major: a row-major C = op(A) op(B) is the
+// column-major C^T = op(B)^T op(A)^T, so we swap the operands and the dimensions instead of transposing.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/gemm.hpp"
+
+namespace gt {
+namespace {
+
+cublasHandle_t handle() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t hh = nullptr;
+    cublasStatus_t st = cublasCreate(&hh);
+    if (st != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error("cublasCreate failed with status " + std::to_string(static_cast<int>(st)));
+    return hh;
+  }();
+  return h;
+}
+
+cublasOperation_t to_cublas(Op op) { return op == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
+void check(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + " failed with cuBLAS status " + std::to_string(static_cast<int>(st)));
+}
+
+}  // namespace
+
+namespace detail {
+
+void cublas_gemm(Op ta, Op tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+                 int ldb, float beta, float* C, int ldc) {
+  check(cublasSgemm(handle(), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
+        "cublasSgemm");
+}
+
+void cublas_gemm(Op ta, Op tb, int M, int N, int K, double alpha, const double* A, int lda, const double* B,
+                 int ldb, double beta, double* C, int ldc) {
+  check(cublasDgemm(handle(), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
+        "cublasDgemm");
+}
+
+}  // namespace detail
+
+bool cublas_compiled() { return true; }
+
+const char* cublas_probe() {
+  static std::string reason;
+  int devices = 0;
+  cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess) {
+    reason = std::string("no CUDA device: ") + cudaGetErrorString(err);
+    return reason.c_str();
+  }
+  if (devices == 0) return "no CUDA device";
+  try {
+    (void)handle();
+  } catch (const std::exception& e) {
+    reason = e.what();
+    return reason.c_str();
+  }
+  return "";
+}
+
+}  // namespace gt

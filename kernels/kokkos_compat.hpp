@@ -1,0 +1,59 @@
+#pragma once
+// One place for the differences between Kokkos 3.4 (Debian 12) and Kokkos 4.x (upstream, CUDA builds).
+// Kernels include this instead of <Kokkos_Core.hpp> and use gt::exec_space / gt::mem_space / gt::math::*.
+#include <Kokkos_Core.hpp>
+#include <cmath>
+
+#if !defined(KOKKOS_VERSION)
+#error "Kokkos does not define KOKKOS_VERSION"
+#endif
+
+#define GT_KOKKOS_AT_LEAST(major, minor) (KOKKOS_VERSION >= ((major)*10000 + (minor)*100))
+
+namespace gt {
+
+using exec_space = Kokkos::DefaultExecutionSpace;
+using mem_space = exec_space::memory_space;
+using host_space = Kokkos::HostSpace;
+
+// True when the default execution space runs on the host (Serial, OpenMP, Threads): GEMMs go to BLAS.
+constexpr bool exec_on_host =
+    Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace, mem_space>::accessible;
+
+template <class T>
+using DeviceView = Kokkos::View<T*, mem_space>;
+template <class T>
+using HostView = Kokkos::View<T*, host_space>;
+
+namespace math {
+// Kokkos 4 has Kokkos::sqrt etc.; 3.4 has them in Kokkos::Experimental.
+#if GT_KOKKOS_AT_LEAST(3, 7)
+#define GT_KMATH Kokkos
+#else
+#define GT_KMATH Kokkos::Experimental
+#endif
+template <class T> KOKKOS_INLINE_FUNCTION T sqrt(T x) { return GT_KMATH::sqrt(x); }
+template <class T> KOKKOS_INLINE_FUNCTION T exp(T x) { return GT_KMATH::exp(x); }
+template <class T> KOKKOS_INLINE_FUNCTION T log(T x) { return GT_KMATH::log(x); }
+template <class T> KOKKOS_INLINE_FUNCTION T tanh(T x) { return GT_KMATH::tanh(x); }
+template <class T> KOKKOS_INLINE_FUNCTION T fabs(T x) { return GT_KMATH::fabs(x); }
+template <class T> KOKKOS_INLINE_FUNCTION T pow(T x, T y) { return GT_KMATH::pow(x, y); }
+template <class T> KOKKOS_INLINE_FUNCTION T fmax(T x, T y) { return x > y ? x : y; }
+template <class T> KOKKOS_INLINE_FUNCTION T fmin(T x, T y) { return x < y ? x : y; }
+#undef GT_KMATH
+}  // namespace math
+
+// Reduced-precision types for the later mixed-precision work: bhalf_t exists from Kokkos 3.6.
+#if GT_KOKKOS_AT_LEAST(3, 6)
+#define GT_HAVE_BF16 1
+using bf16 = Kokkos::Experimental::bhalf_t;
+#else
+#define GT_HAVE_BF16 0
+#endif
+
+// RangePolicy over the default execution space with an integer index type that fits every size we use.
+inline Kokkos::RangePolicy<exec_space, Kokkos::IndexType<long>> range(long begin, long end) {
+  return Kokkos::RangePolicy<exec_space, Kokkos::IndexType<long>>(begin, end);
+}
+
+}  // namespace gt

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set-up on a fresh Debian 12 machine: install the apt packages gridtrain needs (only those missing, quiet
+# when all are present), then configure and build into build/ (or $GRIDTRAIN_BUILD).
+#   scripts/setup.sh            install + build
+#   scripts/setup.sh --deps     install only
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${GRIDTRAIN_BUILD:-$here/build}
+
+packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev hdf5-tools
+          libtrilinos-kokkos-dev libopenblas-dev libgtest-dev python3 python3-matplotlib
+          slurm-wlm munge procps)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+[ "${1:-}" = "--deps" ] && exit 0
+
+jobs=$(nproc)
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GRIDTRAIN_CMAKE_ARGS:-} >"$build.configure.log" 2>&1 \
+    || { cat "$build.configure.log"; exit 1; }
+fi
+cmake --build "$build" -j "$jobs" 2>&1 | grep -E "error|warning: unused|Error|\*\*\*" || true
+test "${PIPESTATUS[0]}" -eq 0 || { echo "setup: build failed"; cmake --build "$build" -j1 2>&1 | tail -40; exit 1; }
+echo "setup: built in $build"

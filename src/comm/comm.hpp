@@ -1,0 +1,98 @@
+#pragma once
+// One communicator interface for everything the trainer sends: collectives and point-to-point on device
+// buffers. Backends: MPI (CPU builds, or CUDA-aware MPI) and NCCL (GPU builds). Each process-grid group
+// (TP, PP, DP, ...) is one Comm. Blocking calls and waits accumulate the time the caller was blocked, which
+// is the communication time exposed on the critical path (metrics report it per group).
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gt {
+
+enum class DType { F32, F64, I32, I64, U8 };
+enum class ReduceOp { Sum, Max, Min };
+// Algorithm for float/double sum all-reduce: the library collective, our ring on send/recv, or the node
+// shared-memory path (MPI-3 shared windows; falls back to the ring when the group spans nodes).
+enum class AllreduceAlgo { Library, Ring, Shm };
+
+size_t dtype_size(DType t);
+template <class T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::F32; }
+template <> constexpr DType dtype_of<double>() { return DType::F64; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::U8; }
+
+AllreduceAlgo parse_allreduce_algo(const std::string& name);  // "mpi" | "ring" | "shm"; throws gt::Error
+
+// Handle of a non-blocking operation. test() makes progress and returns true once complete; wait() blocks.
+class Request {
+ public:
+  virtual ~Request() = default;
+  virtual bool test() = 0;
+  virtual void wait() = 0;
+};
+using RequestPtr = std::unique_ptr<Request>;
+
+struct CommStats {
+  double blocked_seconds = 0;  // time callers spent inside blocking calls, test() and wait()
+  double bytes = 0;            // payload bytes handed to collectives / sends
+  long calls = 0;
+  void reset() { *this = CommStats{}; }
+};
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "mpi" or "nccl"
+
+  // In place. Sum of F32/F64 uses the selected AllreduceAlgo; other types/ops use the library.
+  virtual void allreduce(void* buf, size_t count, DType t, ReduceOp op) = 0;
+  virtual RequestPtr iallreduce(void* buf, size_t count, DType t, ReduceOp op) = 0;
+  // recv gets block `rank()` (recv_count elements) of the reduction of send (size() * recv_count elements).
+  virtual void reduce_scatter(const void* send, void* recv, size_t recv_count, DType t, ReduceOp op) = 0;
+  // recv (size() * send_count elements) gets every rank's send block in rank order.
+  virtual void allgather(const void* send, void* recv, size_t send_count, DType t) = 0;
+  virtual void broadcast(void* buf, size_t count, DType t, int root) = 0;
+  virtual void send(const void* buf, size_t count, DType t, int peer, int tag) = 0;
+  virtual void recv(void* buf, size_t count, DType t, int peer, int tag) = 0;
+  virtual RequestPtr isend(const void* buf, size_t count, DType t, int peer, int tag) = 0;
+  virtual RequestPtr irecv(void* buf, size_t count, DType t, int peer, int tag) = 0;
+  virtual void barrier() = 0;
+
+  virtual void set_allreduce_algo(AllreduceAlgo algo) = 0;
+  virtual AllreduceAlgo allreduce_algo() const = 0;
+
+  CommStats& stats() { return stats_; }
+
+  // Typed conveniences.
+  template <class T> void allreduce_sum(T* buf, size_t n) { allreduce(buf, n, dtype_of<T>(), ReduceOp::Sum); }
+  template <class T> void allreduce_max(T* buf, size_t n) { allreduce(buf, n, dtype_of<T>(), ReduceOp::Max); }
+  template <class T> RequestPtr iallreduce_sum(T* buf, size_t n) {
+    return iallreduce(buf, n, dtype_of<T>(), ReduceOp::Sum);
+  }
+
+ protected:
+  CommStats stats_;
+};
+
+// MPI backend over a communicator the caller keeps alive (Grid owns the MPI_Comm handles).
+std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm, AllreduceAlgo algo);
+
+#if defined(GRIDTRAIN_HAVE_NCCL)
+// NCCL backend: the unique id is created on rank 0 of `comm` and broadcast over MPI.
+std::unique_ptr<Comm> make_nccl_comm(MPI_Comm comm);
+#endif
+bool nccl_compiled();
+
+// The algorithms themselves, callable directly (tests compare them, the benchmark times them).
+// In place sum over `comm`, any rank count and any length (not only multiples of the size).
+void ring_allreduce_sum(MPI_Comm comm, float* buf, size_t n);
+void ring_allreduce_sum(MPI_Comm comm, double* buf, size_t n);
+
+}  // namespace gt

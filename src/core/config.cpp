@@ -1,0 +1,297 @@
+#include "src/core/config.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "src/core/error.hpp"
+
+namespace gt {
+namespace {
+
+enum class Kind { Int, Int64, Double, Bool, String };
+
+struct Field {
+  std::string key;
+  Kind kind;
+  void* ptr;
+};
+
+std::vector<Field> schema(Config& c) {
+  return {
+      {"model.n_layer", Kind::Int, &c.model.n_layer},
+      {"model.d_model", Kind::Int, &c.model.d_model},
+      {"model.n_head", Kind::Int, &c.model.n_head},
+      {"model.seq_len", Kind::Int, &c.model.seq_len},
+      {"model.vocab_size", Kind::Int, &c.model.vocab_size},
+      {"model.init_std", Kind::Double, &c.model.init_std},
+      {"train.steps", Kind::Int, &c.train.steps},
+      {"train.micro_batch_size", Kind::Int, &c.train.micro_batch_size},
+      {"train.micro_batches", Kind::Int, &c.train.micro_batches},
+      {"train.seed", Kind::Int64, &c.train.seed},
+      {"train.lr", Kind::Double, &c.train.lr},
+      {"train.min_lr", Kind::Double, &c.train.min_lr},
+      {"train.warmup_steps", Kind::Int, &c.train.warmup_steps},
+      {"train.decay_steps", Kind::Int, &c.train.decay_steps},
+      {"train.weight_decay", Kind::Double, &c.train.weight_decay},
+      {"train.beta1", Kind::Double, &c.train.beta1},
+      {"train.beta2", Kind::Double, &c.train.beta2},
+      {"train.eps", Kind::Double, &c.train.eps},
+      {"train.grad_clip", Kind::Double, &c.train.grad_clip},
+      {"parallel.tp", Kind::Int, &c.parallel.tp},
+      {"parallel.pp", Kind::Int, &c.parallel.pp},
+      {"parallel.dp", Kind::Int, &c.parallel.dp},
+      {"parallel.schedule", Kind::String, &c.parallel.schedule},
+      {"parallel.allreduce", Kind::String, &c.parallel.allreduce},
+      {"parallel.bucket_mb", Kind::Double, &c.parallel.bucket_mb},
+      {"parallel.blas_threads", Kind::Int, &c.parallel.blas_threads},
+      {"data.source", Kind::String, &c.data.source},
+      {"data.path", Kind::String, &c.data.path},
+      {"data.synthetic_noise", Kind::Double, &c.data.synthetic_noise},
+      {"data.val_every", Kind::Int, &c.data.val_every},
+      {"data.val_batches", Kind::Int, &c.data.val_batches},
+      {"data.prefetch", Kind::Int, &c.data.prefetch},
+      {"checkpoint.dir", Kind::String, &c.checkpoint.dir},
+      {"checkpoint.every", Kind::Int, &c.checkpoint.every},
+      {"checkpoint.keep", Kind::Int, &c.checkpoint.keep},
+      {"checkpoint.resume", Kind::String, &c.checkpoint.resume},
+      {"checkpoint.save_final", Kind::Bool, &c.checkpoint.save_final},
+      {"output.dir", Kind::String, &c.output.dir},
+      {"output.log_every", Kind::Int, &c.output.log_every},
+      {"output.peak_gflops", Kind::Double, &c.output.peak_gflops},
+  };
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// Strip a trailing `# comment` that is not inside a quoted string.
+std::string strip_comment(const std::string& s) {
+  bool in_str = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '"' && (i == 0 || s[i - 1] != '\\')) in_str = !in_str;
+    if (s[i] == '#' && !in_str) return s.substr(0, i);
+  }
+  return s;
+}
+
+void assign(const Field& f, const std::string& raw_in, const std::string& where) {
+  std::string raw = trim(raw_in);
+  auto fail = [&](const char* want) {
+    throw Error(where + ": key '" + f.key + "' expects " + want + ", got '" + raw + "'");
+  };
+  const bool quoted = raw.size() >= 2 && raw.front() == '"' && raw.back() == '"';
+  switch (f.kind) {
+    case Kind::Int:
+    case Kind::Int64: {
+      if (raw.empty() || quoted) fail("an integer");
+      errno = 0;
+      char* end = nullptr;
+      long long v = std::strtoll(raw.c_str(), &end, 10);
+      if (*end != '\0' || errno == ERANGE) fail("an integer");
+      if (f.kind == Kind::Int) {
+        if (v < -2147483647LL || v > 2147483647LL) fail("a 32-bit integer");
+        *static_cast<int*>(f.ptr) = static_cast<int>(v);
+      } else {
+        *static_cast<int64_t*>(f.ptr) = static_cast<int64_t>(v);
+      }
+      break;
+    }
+    case Kind::Double: {
+      if (raw.empty() || quoted) fail("a number");
+      errno = 0;
+      char* end = nullptr;
+      double v = std::strtod(raw.c_str(), &end);
+      if (*end != '\0' || errno == ERANGE || !std::isfinite(v)) fail("a finite number");
+      *static_cast<double*>(f.ptr) = v;
+      break;
+    }
+    case Kind::Bool: {
+      if (raw == "true") *static_cast<bool*>(f.ptr) = true;
+      else if (raw == "false") *static_cast<bool*>(f.ptr) = false;
+      else fail("true or false");
+      break;
+    }
+    case Kind::String: {
+      std::string v = raw;
+      if (quoted) v = raw.substr(1, raw.size() - 2);
+      else if (raw.find_first_of("\"=[]") != std::string::npos) fail("a string");
+      *static_cast<std::string*>(f.ptr) = v;
+      break;
+    }
+  }
+}
+
+std::string format(const Field& f) {
+  std::ostringstream os;
+  os.precision(17);
+  switch (f.kind) {
+    case Kind::Int: os << *static_cast<int*>(f.ptr); break;
+    case Kind::Int64: os << *static_cast<int64_t*>(f.ptr); break;
+    case Kind::Double: os << *static_cast<double*>(f.ptr); break;
+    case Kind::Bool: os << (*static_cast<bool*>(f.ptr) ? "true" : "false"); break;
+    case Kind::String: os << '"' << *static_cast<std::string*>(f.ptr) << '"'; break;
+  }
+  return os.str();
+}
+
+void set_key(Config& c, const std::string& key, const std::string& value, const std::string& where) {
+  for (const Field& f : schema(c)) {
+    if (f.key == key) {
+      assign(f, value, where);
+      return;
+    }
+  }
+  throw Error(where + ": unknown config key '" + key + "'");
+}
+
+}  // namespace
+
+void Config::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open input deck '" + path + "'");
+  std::string line, section;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string where = path + ":" + std::to_string(lineno);
+    std::string s = trim(strip_comment(line));
+    if (s.empty()) continue;
+    if (s.front() == '[') {
+      if (s.back() != ']') throw Error(where + ": malformed section header '" + s + "'");
+      section = trim(s.substr(1, s.size() - 2));
+      if (section.empty()) throw Error(where + ": empty section name");
+      continue;
+    }
+    size_t eq = s.find('=');
+    if (eq == std::string::npos) throw Error(where + ": expected 'key = value', got '" + s + "'");
+    std::string key = trim(s.substr(0, eq));
+    if (key.empty()) throw Error(where + ": missing key before '='");
+    if (!section.empty()) key = section + "." + key;
+    set_key(*this, key, s.substr(eq + 1), where);
+  }
+}
+
+void Config::set(const std::string& assignment, const std::string& origin) {
+  size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error(origin + ": expected section.key=value, got '" + assignment + "'");
+  std::string value = assignment.substr(eq + 1);
+  std::string key = trim(assignment.substr(0, eq));
+  // Strings on the command line need no quotes.
+  for (const Field& f : schema(*this))
+    if (f.key == key && f.kind == Kind::String && (value.empty() || value.front() != '"')) {
+      *static_cast<std::string*>(f.ptr) = value;
+      return;
+    }
+  set_key(*this, key, value, origin);
+}
+
+void Config::validate() const {
+  auto positive = [](const char* key, double v) {
+    if (!(v > 0)) throw Error(std::string("config key '") + key + "' must be positive, got " + std::to_string(v));
+  };
+  auto nonneg = [](const char* key, double v) {
+    if (v < 0) throw Error(std::string("config key '") + key + "' must be >= 0, got " + std::to_string(v));
+  };
+  positive("model.n_layer", model.n_layer);
+  positive("model.d_model", model.d_model);
+  positive("model.n_head", model.n_head);
+  positive("model.seq_len", model.seq_len);
+  positive("model.vocab_size", model.vocab_size);
+  positive("model.init_std", model.init_std);
+  if (model.d_model % model.n_head != 0)
+    throw Error("config: model.d_model (" + std::to_string(model.d_model) + ") is not divisible by model.n_head (" +
+                std::to_string(model.n_head) + ")");
+  positive("train.steps", train.steps);
+  positive("train.micro_batch_size", train.micro_batch_size);
+  positive("train.micro_batches", train.micro_batches);
+  positive("train.lr", train.lr);
+  nonneg("train.min_lr", train.min_lr);
+  nonneg("train.warmup_steps", train.warmup_steps);
+  nonneg("train.decay_steps", train.decay_steps);
+  nonneg("train.weight_decay", train.weight_decay);
+  if (!(train.beta1 >= 0 && train.beta1 < 1)) throw Error("config key 'train.beta1' must be in [0, 1)");
+  if (!(train.beta2 >= 0 && train.beta2 < 1)) throw Error("config key 'train.beta2' must be in [0, 1)");
+  positive("train.eps", train.eps);
+  nonneg("train.grad_clip", train.grad_clip);
+  positive("parallel.tp", parallel.tp);
+  positive("parallel.pp", parallel.pp);
+  nonneg("parallel.dp", parallel.dp);
+  positive("parallel.bucket_mb", parallel.bucket_mb);
+  positive("parallel.blas_threads", parallel.blas_threads);
+  if (parallel.schedule != "1f1b" && parallel.schedule != "gpipe")
+    throw Error("config key 'parallel.schedule' must be \"1f1b\" or \"gpipe\", got \"" + parallel.schedule + "\"");
+  if (parallel.allreduce != "mpi" && parallel.allreduce != "ring" && parallel.allreduce != "shm")
+    throw Error("config key 'parallel.allreduce' must be \"mpi\", \"ring\" or \"shm\", got \"" + parallel.allreduce + "\"");
+  if (data.source != "synthetic" && data.source != "hdf5")
+    throw Error("config key 'data.source' must be \"synthetic\" or \"hdf5\", got \"" + data.source + "\"");
+  if (data.source == "hdf5" && data.path.empty()) throw Error("config: data.source = \"hdf5\" needs data.path");
+  if (!(data.synthetic_noise >= 0 && data.synthetic_noise <= 1))
+    throw Error("config key 'data.synthetic_noise' must be in [0, 1]");
+  nonneg("data.val_every", data.val_every);
+  positive("data.val_batches", data.val_batches);
+  nonneg("data.prefetch", data.prefetch);
+  nonneg("checkpoint.every", checkpoint.every);
+  positive("checkpoint.keep", checkpoint.keep);
+  positive("output.log_every", output.log_every);
+  nonneg("output.peak_gflops", output.peak_gflops);
+  if (output.dir.empty()) throw Error("config key 'output.dir' must not be empty");
+}
+
+std::map<std::string, std::string> Config::to_map() const {
+  std::map<std::string, std::string> m;
+  Config copy = *this;
+  for (const Field& f : schema(copy)) m[f.key] = format(f);
+  return m;
+}
+
+std::string Config::to_toml() const {
+  std::ostringstream os;
+  std::string section;
+  Config copy = *this;
+  for (const Field& f : schema(copy)) {
+    size_t dot = f.key.find('.');
+    std::string sec = f.key.substr(0, dot);
+    if (sec != section) {
+      os << (section.empty() ? "" : "\n") << "[" << sec << "]\n";
+      section = sec;
+    }
+    os << f.key.substr(dot + 1) << " = " << format(f) << "\n";
+  }
+  return os.str();
+}
+
+std::vector<std::string> Config::keys() {
+  Config c;
+  std::vector<std::string> k;
+  for (const Field& f : schema(c)) k.push_back(f.key);
+  return k;
+}
+
+std::string resolve_deck(const std::string& name) {
+  struct stat st;
+  if (name.find('/') != std::string::npos || name.find(".toml") != std::string::npos) return name;
+  const char* env = std::getenv("GRIDTRAIN_INPUTS");
+  std::vector<std::string> dirs;
+  if (env) dirs.push_back(env);
+#ifdef GRIDTRAIN_INPUTS_DIR
+  dirs.push_back(GRIDTRAIN_INPUTS_DIR);
+#endif
+  dirs.push_back("inputs");
+  for (const auto& d : dirs) {
+    std::string p = d + "/" + name + ".toml";
+    if (stat(p.c_str(), &st) == 0) return p;
+  }
+  throw Error("unknown preset '" + name + "': no " + name + ".toml in the inputs directory");
+}
+
+}  // namespace gt

@@ -1,0 +1,94 @@
+#pragma once
+// Run configuration: one typed struct, filled from an input deck (TOML subset) and then from command-line
+// overrides `section.key=value`. Every key of the struct is known to a schema; unknown keys, wrong types and
+// out-of-range values raise gt::Error naming the key and where it came from.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gt {
+
+struct ModelConfig {
+  int n_layer = 2;
+  int d_model = 64;
+  int n_head = 4;
+  int seq_len = 32;
+  int vocab_size = 256;
+  double init_std = 0.02;
+};
+
+struct TrainConfig {
+  int steps = 20;
+  int micro_batch_size = 4;   // sequences per micro-batch on one DP rank
+  int micro_batches = 1;      // gradient accumulation steps (and pipeline micro-batches)
+  int64_t seed = 1234;
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int warmup_steps = 0;
+  int decay_steps = 0;        // cosine decay length after warm-up; 0 means until the last step
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;     // global gradient-norm clip; 0 disables
+};
+
+struct ParallelConfig {
+  int tp = 1;
+  int pp = 1;
+  int dp = 0;                         // 0: world size / (tp * pp)
+  std::string schedule = "1f1b";      // "1f1b" or "gpipe"
+  std::string allreduce = "mpi";      // "mpi" (library collective), "ring" (send/recv), "shm" (node shared memory)
+  double bucket_mb = 25.0;            // DP gradient bucket size
+  int blas_threads = 1;
+};
+
+struct DataConfig {
+  std::string source = "synthetic";   // "synthetic" or "hdf5"
+  std::string path;                   // HDF5 token dataset for source = "hdf5"
+  double synthetic_noise = 0.1;       // probability that a synthetic token is random rather than the rule's
+  int val_every = 0;                  // validation loss every N steps (0: never)
+  int val_batches = 2;
+  int prefetch = 1;                   // background prefetch of the next batch
+};
+
+struct CheckpointConfig {
+  std::string dir;                    // empty: <output.dir>/checkpoints
+  int every = 0;                      // 0: only at the end and on signals
+  int keep = 3;
+  std::string resume = "none";        // "none", "auto", or a checkpoint path
+  bool save_final = true;
+};
+
+struct OutputConfig {
+  std::string dir = "runs/default";
+  int log_every = 1;
+  double peak_gflops = 0.0;           // per-rank peak for MFU; 0: measure an sgemm at start-up
+};
+
+struct Config {
+  ModelConfig model;
+  TrainConfig train;
+  ParallelConfig parallel;
+  DataConfig data;
+  CheckpointConfig checkpoint;
+  OutputConfig output;
+
+  // Apply a deck file (`[section]` / `key = value`); throws gt::Error with file:line on any problem.
+  void load_file(const std::string& path);
+  // Apply one `section.key=value` override.
+  void set(const std::string& assignment, const std::string& origin = "command line");
+  // Checks that do not need the world size (positive sizes, divisibility of heads, ...).
+  void validate() const;
+  // Flat `section.key -> value` text of every key, for the summary file and checkpoints.
+  std::map<std::string, std::string> to_map() const;
+  std::string to_toml() const;
+  // Names of all keys, for help output.
+  static std::vector<std::string> keys();
+};
+
+// Path of a preset deck by name (`tiny` -> <inputs dir>/tiny.toml), or the argument itself if it is a path.
+std::string resolve_deck(const std::string& name_or_path);
+
+}  // namespace gt

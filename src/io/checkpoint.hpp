@@ -1,0 +1,56 @@
+#pragma once
+// Sharded HDF5 checkpoints. Every tensor is stored in its *global* shape; each rank reads/writes only its
+// own hyperslab, collectively through MPI-IO, so a restart on any other layout just selects other
+// hyperslabs (resharding needs no conversion step).
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gt {
+
+// One rank's part of one global tensor: the hyperslab [start, start + count) of global_shape, row-major
+// contiguous in `data` (host memory).
+struct TensorShard {
+  std::string name;                    // dataset path inside the file, e.g. "params/h.3.attn.qkv.w"
+  std::vector<int64_t> global_shape;
+  std::vector<int64_t> start;
+  std::vector<int64_t> count;
+  float* data = nullptr;               // prod(count) floats
+  bool writer = true;                  // false: a replica that another rank writes (this rank selects none)
+};
+
+// Scalar metadata stored as attributes of the root group.
+struct CheckpointMeta {
+  std::map<std::string, int64_t> ints;        // step, grid.tp, grid.pp, grid.dp, format_version, ...
+  std::map<std::string, double> reals;
+  std::map<std::string, std::string> strings; // config (TOML text), model signature, ...
+};
+
+struct CheckpointOptions {
+  std::string dir;     // checkpoint directory; files are <dir>/step_<8 digits>.h5 and <dir>/latest
+  int keep = 3;        // keep the newest K valid checkpoints
+};
+
+// Collective over `comm`. Writes <dir>/step_N.h5.tmp, verifies, fsyncs, renames to step_N.h5, then rewrites
+// `latest` atomically, then prunes to `keep`. Returns the final path. Throws gt::Error on failure (the
+// previous checkpoints are untouched).
+std::string save_checkpoint(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
+                            const std::vector<TensorShard>& tensors, const CheckpointMeta& meta);
+
+// Collective. Reads meta and every shard's hyperslab (data must be allocated), verifying each dataset's
+// checksum and global shape. Throws gt::Error "<file>: <problem>" on any mismatch.
+void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorShard>& tensors,
+                     CheckpointMeta& meta);
+
+// Reads only the metadata (collective).
+CheckpointMeta read_checkpoint_meta(MPI_Comm comm, const std::string& path);
+
+// Newest checkpoint in dir that opens and verifies; invalid newer ones are reported on rank 0 (stderr) and
+// skipped. Empty when there is none. Collective.
+std::optional<std::string> find_latest_checkpoint(MPI_Comm comm, const std::string& dir);
+
+}  // namespace gt
