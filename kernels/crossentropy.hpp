@@ -1,0 +1,73 @@
+#pragma once
+// Vocab-parallel softmax cross-entropy (Megatron style). This rank holds the logits of vocab columns
+// [v0, v0+Vl). Phases, with the caller all-reducing over the tensor-parallel group in between
+// (with one rank no reduction is needed):
+//   1. ce_row_max          -> all-reduce MAX of rowmax
+//   2. ce_row_sumexp       -> all-reduce SUM of sumexp and tlogit (only the owning rank has a nonzero tlogit)
+//   3. ce_loss             loss_i = log(sumexp_i) + rowmax_i - tlogit_i
+//   4. ce_backward_inplace logits <- scale * (softmax - onehot(target))
+#include <cstdint>
+
+#include "kernels/fastmath.hpp"
+#include "kernels/lanes.hpp"
+
+namespace gt {
+
+// logits: (N,Vl)  rowmax: (N) set
+template <class T>
+void ce_row_max(T* rowmax, const T* logits, int N, int Vl) {
+  Kokkos::parallel_for("ce_row_max", range(0, N), KOKKOS_LAMBDA(long i) {
+    rowmax[i] = lanes_max(logits + i * Vl, Vl);
+  });
+}
+
+// logits: (N,Vl)  rowmax: (N, global)  targets: (N) global ids
+// sumexp (N) set = sum_j exp(logits[i,j] - rowmax[i]);  tlogit (N) set = logits[i, tgt-v0] if owned, else 0
+template <class T>
+void ce_row_sumexp(T* sumexp, T* tlogit, const T* logits, const T* rowmax, const int32_t* targets, int N, int Vl,
+                   int v0) {
+  Kokkos::parallel_for("ce_row_sumexp", range(0, N), KOKKOS_LAMBDA(long i) {
+    const T* x = logits + i * Vl;
+    const T m = rowmax[i];
+    // exp into a small stack block (a plain map loop vectorises), then a lane sum of the block
+    constexpr int kBuf = 8 * kLanes;
+    T buf[kBuf];
+    T acc[kLanes] = {};
+    for (int j0 = 0; j0 < Vl; j0 += kBuf) {
+      const int n = Vl - j0 < kBuf ? Vl - j0 : kBuf;
+      for (int j = 0; j < n; ++j) buf[j] = kexp(x[j0 + j] - m);
+      for (int j = n; j < kBuf; ++j) buf[j] = T(0);
+      for (int j = 0; j < kBuf; j += kLanes)
+        for (int k = 0; k < kLanes; ++k) acc[k] += buf[j + k];
+    }
+    sumexp[i] = detail::combine_sum(acc);
+    const long t = static_cast<long>(targets[i]) - v0;
+    tlogit[i] = (t >= 0 && t < Vl) ? x[t] : T(0);
+  });
+}
+
+// sumexp, rowmax, tlogit: (N, all reduced)  loss: (N) set
+template <class T>
+void ce_loss(T* loss, const T* sumexp, const T* rowmax, const T* tlogit, int N) {
+  Kokkos::parallel_for("ce_loss", range(0, N), KOKKOS_LAMBDA(long i) {
+    loss[i] = math::log(sumexp[i]) + rowmax[i] - tlogit[i];
+  });
+}
+
+// logits: (N,Vl) in, dlogits out = scale * (exp(l - rowmax)/sumexp - [j == tgt-v0])
+template <class T>
+void ce_backward_inplace(T* logits, const T* rowmax, const T* sumexp, const int32_t* targets, int N, int Vl,
+                         int v0, T scale) {
+  Kokkos::parallel_for("ce_backward_inplace", range(0, N), KOKKOS_LAMBDA(long i) {
+    T* x = logits + i * Vl;
+    const T m = rowmax[i];
+    const T inv = T(1) / sumexp[i];
+    const long t = static_cast<long>(targets[i]) - v0;
+    const bool own = t >= 0 && t < Vl;
+    const T xt = own ? x[t] : T(0);
+    for (int j = 0; j < Vl; ++j) x[j] = scale * (kexp(x[j] - m) * inv);
+    if (own) x[t] = scale * (kexp(xt - m) * inv - T(1));
+  });
+}
+
+}  // namespace gt

@@ -1,0 +1,84 @@
+#pragma once
+// Flat elementwise kernels over N elements (long), and a deterministic sum of squares for gradient norms.
+// Host builds give each work item a chunk of kChunk elements so that its plain inner loop vectorises.
+#include "kernels/lanes.hpp"
+
+namespace gt {
+
+namespace detail {
+KOKKOS_INLINE_FUNCTION long chunk_end(long ch, long N) { return (ch + 1) * kChunk < N ? (ch + 1) * kChunk : N; }
+}  // namespace detail
+
+// out = a + b   (N) set
+template <class T>
+void residual_forward(T* out, const T* a, const T* b, long N) {
+  Kokkos::parallel_for("residual_forward", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = detail::chunk_end(ch, N);
+    for (long i = ch * kChunk; i < i1; ++i) out[i] = a[i] + b[i];
+  });
+}
+
+// y += x   (N)
+template <class T>
+void add_inplace(T* y, const T* x, long N) {
+  Kokkos::parallel_for("add_inplace", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = detail::chunk_end(ch, N);
+    for (long i = ch * kChunk; i < i1; ++i) y[i] += x[i];
+  });
+}
+
+// y *= s   (N)
+template <class T>
+void scale_inplace(T* y, long N, T s) {
+  Kokkos::parallel_for("scale_inplace", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = detail::chunk_end(ch, N);
+    for (long i = ch * kChunk; i < i1; ++i) y[i] *= s;
+  });
+}
+
+// y = v   (N) set
+template <class T>
+void fill(T* y, long N, T v) {
+  Kokkos::parallel_for("fill", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = detail::chunk_end(ch, N);
+    for (long i = ch * kChunk; i < i1; ++i) y[i] = v;
+  });
+}
+
+// dst = src   (N) set
+template <class T>
+void copy(T* dst, const T* src, long N) {
+  Kokkos::parallel_for("copy", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = detail::chunk_end(ch, N);
+    for (long i = ch * kChunk; i < i1; ++i) dst[i] = src[i];
+  });
+}
+
+// sum_i x[i]^2 in double. Fixed blocks of kSumBlock elements are each summed in a fixed order (kLanes
+// partial sums), then the block sums are combined by parallel_reduce, whose order is fixed for a given
+// backend and size (sequential on Serial): two runs give the same bits.
+constexpr long kSumBlock = 4096;
+template <class T>
+double sum_squares(const T* x, long N) {
+  const long nblk = (N + kSumBlock - 1) / kSumBlock;
+  double total = 0.0;
+  Kokkos::parallel_reduce("sum_squares", range(0, nblk), KOKKOS_LAMBDA(long blk, double& acc) {
+    const long i0 = blk * kSumBlock;
+    const long i1 = i0 + kSumBlock < N ? i0 + kSumBlock : N;
+    double lane[kLanes] = {};
+    long i = i0;
+    for (; i + kLanes <= i1; i += kLanes)
+      for (int k = 0; k < kLanes; ++k) {
+        const double v = static_cast<double>(x[i + k]);
+        lane[k] += v * v;
+      }
+    for (int k = 0; i + k < i1; ++k) {
+      const double v = static_cast<double>(x[i + k]);
+      lane[k] += v * v;
+    }
+    acc += detail::combine_sum(lane);
+  }, total);
+  return total;
+}
+
+}  // namespace gt

@@ -1,0 +1,50 @@
+#pragma once
+// GELU, tanh approximation (GPT-2): gelu(x) = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3).
+// Computed through the identity 0.5 (1 + tanh u) = sigmoid(2u) = 1 / (1 + e^{-2u}): one exp and one divide,
+// and no cancellation for negative u (where 1 + tanh u would lose digits).
+// Backward: with s = sigmoid(2u), 1 - tanh(u)^2 = 4 s (1-s) and 1-s = e^{-2u} s, so
+//   gelu'(x) = s + 2 x s (1-s) sqrt(2/pi) (1 + 3*0.044715 x^2).
+#include "kernels/fastmath.hpp"
+#include "kernels/lanes.hpp"
+
+namespace gt {
+
+namespace detail {
+template <class T>
+KOKKOS_INLINE_FUNCTION T gelu_u(T x) {
+  const T k = T(0.7978845608028654);  // sqrt(2/pi)
+  return k * (x + T(0.044715) * x * x * x);
+}
+}  // namespace detail
+
+// inp, out: (N) ; out set
+template <class T>
+void gelu_forward(T* out, const T* inp, long N) {
+  Kokkos::parallel_for("gelu_forward", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = (ch + 1) * kChunk < N ? (ch + 1) * kChunk : N;
+    for (long i = ch * kChunk; i < i1; ++i) {
+      const T x = inp[i];
+      out[i] = x / (T(1) + kexp(T(-2) * detail::gelu_u(x)));
+    }
+  });
+}
+
+// inp, dout: (N) ; dinp set
+template <class T>
+void gelu_backward(T* dinp, const T* inp, const T* dout, long N) {
+  Kokkos::parallel_for("gelu_backward", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = (ch + 1) * kChunk < N ? (ch + 1) * kChunk : N;
+    for (long i = ch * kChunk; i < i1; ++i) {
+      const T x = inp[i];
+      // e is capped so that e*s stays finite (e = inf at x < -10 would give inf*0); s is ~1e-30 there anyway
+      const T e_raw = kexp(T(-2) * detail::gelu_u(x));
+      const T e = e_raw < T(1e30) ? e_raw : T(1e30);
+      const T s = T(1) / (T(1) + e);
+      const T one_minus_s = e * s;
+      const T du = T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
+      dinp[i] = (s + T(2) * x * s * one_minus_s * du) * dout[i];
+    }
+  });
+}
+
+}  // namespace gt

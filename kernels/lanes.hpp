@@ -1,0 +1,82 @@
+#pragma once
+// Fixed-order reductions over one contiguous row, used inside kernels (one work item = one row).
+// A single accumulator is a serial dependency that IEEE semantics forbid the compiler to reorder, so such a
+// loop never vectorises without -ffast-math. Here kLanes independent partial results are kept instead
+// (GCC turns them into one or two vector registers) and combined in a fixed tree at the end: fast, and the
+// same bits on every call.
+#include "kernels/kokkos_compat.hpp"
+
+namespace gt {
+
+constexpr int kLanes = 8;
+
+namespace detail {
+template <class T>
+KOKKOS_INLINE_FUNCTION T combine_sum(const T* acc) {
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T max2(T a, T b) { return a > b ? a : b; }
+}  // namespace detail
+
+// sum_j x[j], j < n
+template <class T>
+KOKKOS_INLINE_FUNCTION T lanes_sum(const T* x, int n) {
+  T acc[kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += x[j + k];
+  for (int k = 0; j + k < n; ++k) acc[k] += x[j + k];
+  return detail::combine_sum(acc);
+}
+
+// sum_j x[j] * y[j], j < n
+template <class T>
+KOKKOS_INLINE_FUNCTION T lanes_dot(const T* x, const T* y, int n) {
+  T acc[kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += x[j + k] * y[j + k];
+  for (int k = 0; j + k < n; ++k) acc[k] += x[j + k] * y[j + k];
+  return detail::combine_sum(acc);
+}
+
+// sum_j (x[j] - m)^2, j < n
+template <class T>
+KOKKOS_INLINE_FUNCTION T lanes_sum_sq_dev(const T* x, T m, int n) {
+  T acc[kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const T d = x[j + k] - m;
+      acc[k] += d * d;
+    }
+  for (int k = 0; j + k < n; ++k) {
+    const T d = x[j + k] - m;
+    acc[k] += d * d;
+  }
+  return detail::combine_sum(acc);
+}
+
+// max_j x[j], j < n (n >= 1)
+template <class T>
+KOKKOS_INLINE_FUNCTION T lanes_max(const T* x, int n) {
+  T acc[kLanes];
+  for (int k = 0; k < kLanes; ++k) acc[k] = x[0];
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] = detail::max2(acc[k], x[j + k]);
+  for (int k = 0; j + k < n; ++k) acc[k] = detail::max2(acc[k], x[j + k]);
+  using detail::max2;
+  return max2(max2(max2(acc[0], acc[4]), max2(acc[1], acc[5])), max2(max2(acc[2], acc[6]), max2(acc[3], acc[7])));
+}
+
+// Work-splitting constants. On the host one work item takes a cache-friendly block (a run of columns, a
+// chunk of a flat array) so that its inner loop vectorises; on a GPU one item per element is best.
+constexpr int kColBlock = exec_on_host ? 64 : 1;
+constexpr long kChunk = exec_on_host ? 4096 : 1;
+
+KOKKOS_INLINE_FUNCTION long chunk_count(long n) { return (n + kChunk - 1) / kChunk; }
+KOKKOS_INLINE_FUNCTION int col_block_count(int c) { return (c + kColBlock - 1) / kColBlock; }
+
+}  // namespace gt

@@ -1,0 +1,45 @@
+#pragma once
+// Fully connected layer, PyTorch layout: weight (OUT,IN), out = inp @ weight^T + bias. The products go
+// through gt::gemm (BLAS on host, cuBLAS on device); only the bias handling is a Kokkos kernel.
+#include "kernels/gemm.hpp"
+#include "kernels/lanes.hpp"
+
+namespace gt {
+
+// inp: (N,IN)  weight: (OUT,IN)  bias: (OUT) or nullptr  out: (N,OUT) set
+template <class T>
+void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int IN, int OUT) {
+  T beta = T(0);
+  if (bias != nullptr) {
+    // rows start as the bias, then the GEMM accumulates onto them (one pass over out instead of two)
+    Kokkos::parallel_for("linear_forward_bias", range(0, N), KOKKOS_LAMBDA(long i) {
+      T* o = out + i * OUT;
+      for (int j = 0; j < OUT; ++j) o[j] = bias[j];
+    });
+    Kokkos::fence();  // the GEMM may run on another stream (cuBLAS)
+    beta = T(1);
+  }
+  gemm(Op::N, Op::T, N, OUT, IN, T(1), inp, IN, weight, IN, beta, out, OUT);
+}
+
+// dout: (N,OUT)  inp: (N,IN)  weight: (OUT,IN)
+// dinp: (N,IN) set (skipped if nullptr)  dweight: (OUT,IN) acc  dbias: (OUT) acc (skipped if nullptr)
+template <class T>
+void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int IN,
+                     int OUT) {
+  if (dinp != nullptr) gemm(Op::N, Op::N, N, IN, OUT, T(1), dout, OUT, weight, IN, T(0), dinp, IN);
+  gemm(Op::T, Op::N, OUT, IN, N, T(1), dout, OUT, inp, IN, T(1), dweight, IN);
+  if (dbias == nullptr) return;
+  Kokkos::fence();
+  const int nblk = col_block_count(OUT);
+  Kokkos::parallel_for("linear_backward_dbias", range(0, nblk), KOKKOS_LAMBDA(long blk) {
+    const int c0 = static_cast<int>(blk) * kColBlock;
+    const int c1 = c0 + kColBlock < OUT ? c0 + kColBlock : OUT;
+    for (long i = 0; i < N; ++i) {
+      const T* g = dout + i * OUT;
+      for (int c = c0; c < c1; ++c) dbias[c] += g[c];
+    }
+  });
+}
+
+}  // namespace gt
