@@ -2,7 +2,7 @@
 # Submit slurm/train.sbatch with the allocation and the run given as options (or variables); prints the job id.
 #   slurm/submit.sh [options] [-- section.key=value ...]
 # Allocation (variable in brackets, default after =):
-#   --nodes N [NODES=1]            --gpus-per-node G [GPUS_PER_NODE=0: CPU build, one rank per core]
+#   --nodes N [NODES=1; with --ntasks: as many as needed]            --gpus-per-node G [GPUS_PER_NODE=0: CPU build, one rank per core]
 #   --tasks-per-node N [TASKS_PER_NODE=G, or 2 without GPUs]      --ntasks N [NTASKS: total, overrides]
 #   --partition P [PARTITION]      --account A [ACCOUNT]          --time T [TIME_LIMIT=00:30:00]
 #   --signal-lead S [SIGNAL_LEAD=120: seconds before the limit at which the trainer is told to checkpoint]
@@ -15,16 +15,16 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-nodes=${NODES:-1}; gpus=${GPUS_PER_NODE:-0}; tpn=${TASKS_PER_NODE:-}; ntasks=${NTASKS:-}
+nodes=${NODES:-}; gpus=${GPUS_PER_NODE:-0}; tpn=${TASKS_PER_NODE:-}; ntasks=${NTASKS:-}
 partition=${PARTITION:-}; account=${ACCOUNT:-}; time_limit=${TIME_LIMIT:-00:30:00}
 lead=${SIGNAL_LEAD:-120}; job_name=${JOB_NAME:-gridtrain}; output=${OUTPUT:-}; dependency=""
-extra=${SBATCH_ARGS:-}; dry=0
+extra=${SBATCH_ARGS:-}; dry=0; tpn_set=${TASKS_PER_NODE:+1}
 overrides=()
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) nodes=$2; shift ;;
     --gpus-per-node) gpus=$2; shift ;;
-    --tasks-per-node) tpn=$2; shift ;;
+    --tasks-per-node) tpn=$2; tpn_set=1; shift ;;
     --ntasks) ntasks=$2; shift ;;
     --partition) partition=$2; shift ;;
     --account) account=$2; shift ;;
@@ -50,6 +50,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+[ -z "$ntasks" ] && [ -z "$nodes" ] && nodes=1
 [ -z "$tpn" ] && { if [ "$gpus" -gt 0 ]; then tpn=$gpus; else tpn=2; fi; }
 
 export GT_ROOT=${GT_ROOT:-$here}
@@ -61,9 +62,13 @@ fi
 mkdir -p "$GT_RUN_DIR"
 [ -n "$output" ] || output=$GT_RUN_DIR/slurm-%j.out
 
-args=(--parsable --job-name="$job_name" --nodes="$nodes" --time="$time_limit" --signal="B:USR1@$lead"
+args=(--parsable --job-name="$job_name" --time="$time_limit" --signal="B:USR1@$lead"
       --output="$output" --chdir="$GT_ROOT")
-if [ -n "$ntasks" ]; then args+=(--ntasks="$ntasks"); else args+=(--ntasks-per-node="$tpn"); fi
+# the total always goes with --ntasks, so that it replaces the script's default (--ntasks=2)
+if [ -n "$ntasks" ]; then
+  args+=(--ntasks="$ntasks"); [ -n "$tpn_set" ] && args+=(--ntasks-per-node="$tpn")
+else args+=(--ntasks=$((nodes * tpn)) --ntasks-per-node="$tpn"); fi
+[ -n "$nodes" ] && args+=(--nodes="$nodes")
 [ "$gpus" -gt 0 ] && args+=(--gpus-per-node="$gpus")
 [ -n "$partition" ] && args+=(--partition="$partition")
 [ -n "$account" ] && args+=(--account="$account")
