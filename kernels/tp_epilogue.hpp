@@ -1,0 +1,37 @@
+#pragma once
+// The parts of layers that must run once, after a tensor-parallel all-reduce of partial results: the bias
+// of a row-parallel linear layer fused with the residual add, and the position embedding added to the
+// vocab-parallel token embedding. Forward and backward side by side.
+#include "kernels/kokkos_compat.hpp"
+
+namespace gt {
+
+// in: res (N,C), y (N,C), bias (C)   out: out (N,C) set = res + y + bias
+template <class T>
+void residual_bias_forward(T* out, const T* res, const T* y, const T* bias, int N, int C) {
+  Kokkos::parallel_for("residual_bias_forward", range(0, long(N)), KOKKOS_LAMBDA(long i) {
+    const long o = i * C;
+    for (int c = 0; c < C; ++c) out[o + c] = res[o + c] + y[o + c] + bias[c];
+  });
+}
+
+// in: dout (N,C)   out: dbias (C) acc = column sums. Parallel over columns: a fixed order, no atomics.
+template <class T>
+void bias_backward(T* dbias, const T* dout, int N, int C) {
+  Kokkos::parallel_for("bias_backward", range(0, long(C)), KOKKOS_LAMBDA(long c) {
+    T s = 0;
+    for (long i = 0; i < N; ++i) s += dout[i * C + c];
+    dbias[c] += s;
+  });
+}
+
+// in: x (BT,C) token embeddings, wpe (T,C)   out: x += wpe[i % T]. Backward: embedding_backward's dwpe.
+template <class T>
+void add_positions(T* x, const T* wpe, int BT, int T_, int C) {
+  Kokkos::parallel_for("add_positions", range(0, long(BT)), KOKKOS_LAMBDA(long i) {
+    const T* p = wpe + (i % T_) * C;
+    for (int c = 0; c < C; ++c) x[i * C + c] += p[c];
+  });
+}
+
+}  // namespace gt

@@ -1,0 +1,147 @@
+// The gridtrain command.
+//   gridtrain [train] [--config PRESET|DECK] [section.key=value ...]   train (default command)
+//   gridtrain prepare --tokenizer byte|gpt2 --out FILE.h5 INPUT...      text -> HDF5 token dataset
+//   gridtrain inspect PATH                                              what a checkpoint or dataset holds
+//   gridtrain keys                                                      every config key with its default
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.hpp"
+#include "kernels/kokkos_compat.hpp"
+#include "src/core/config.hpp"
+#include "src/core/error.hpp"
+#include "src/data/prepare.hpp"
+#include "src/grid/grid.hpp"
+#include "src/io/inspect.hpp"
+#include "src/data/dataset_inspect.hpp"
+#include "src/train/trainer.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: gridtrain [train] [--config PRESET|DECK] [section.key=value ...]\n"
+    "       gridtrain prepare --tokenizer byte|gpt2 --out FILE.h5 [--val-fraction F] INPUT...\n"
+    "       gridtrain inspect PATH\n"
+    "       gridtrain keys\n"
+    "presets: tiny, small, gpt2-124m (inputs/); every key of the deck can be overridden as section.key=value\n";
+
+struct UsageError : gt::Error {
+  using gt::Error::Error;
+};
+
+int world_rank() {
+  int r = 0, init = 0;
+  MPI_Initialized(&init);
+  if (init) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// Prints the one error line and takes the whole job down. Rank 0 reports first; another rank waits briefly so
+// that an error every rank saw (a bad config) is printed once, and prints itself if rank 0 is unaffected.
+[[noreturn]] void fail(const std::string& msg, int code) {
+  const int rank = world_rank();
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank != 0) usleep(300000);
+  std::fprintf(stderr, "gridtrain: error: %s\n", msg.c_str());
+  std::fflush(stderr);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  if (Kokkos::is_initialized()) Kokkos::finalize();
+  MPI_Finalize();
+  std::exit(code);
+}
+
+int cmd_train(const std::vector<std::string>& args) {
+  gt::Config cfg;
+  std::string deck = "tiny";
+  std::vector<std::string> overrides;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--config" || a == "-c") {
+      if (i + 1 >= args.size()) throw UsageError("--config needs a preset name or a deck path");
+      deck = args[++i];
+    } else if (a.rfind("--config=", 0) == 0) {
+      deck = a.substr(9);
+    } else if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      overrides.push_back(a.substr(2));  // --section.key=value works too
+    } else if (a.find('=') != std::string::npos) {
+      overrides.push_back(a);
+    } else {
+      throw UsageError("unexpected argument '" + a + "' (expected section.key=value)");
+    }
+  }
+  const std::string deck_path = gt::resolve_deck(deck);
+  cfg.load_file(deck_path);
+  for (const auto& o : overrides) cfg.set(o);
+  cfg.validate();
+  gt::gemm_set_threads(cfg.parallel.blas_threads);
+
+  gt::Grid grid(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp,
+                gt::parse_allreduce_algo(cfg.parallel.allreduce));
+  cfg.parallel.dp = grid.shape().dp;
+  if (grid.world_rank() == 0) {
+    std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d\n",
+                deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
+                cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
+                cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp);
+    std::fflush(stdout);
+  }
+  gt::Trainer trainer(cfg, grid, cfg.to_toml());
+  return trainer.run();
+}
+
+int cmd_inspect(const std::vector<std::string>& args) {
+  if (args.size() != 1) throw UsageError("inspect takes exactly one PATH");
+  const std::string kind = gt::hdf5_file_kind(args[0]);
+  if (kind == "checkpoint") return gt::inspect_checkpoint(args[0], std::cout);
+  if (kind == "dataset") {
+    gt::inspect_dataset(args[0], std::cout);
+    return 0;
+  }
+  throw gt::Error(args[0] + ": not a gridtrain checkpoint or dataset (no gridtrain_kind attribute)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string cmd = "train";
+  if (!args.empty() && (args[0] == "train" || args[0] == "prepare" || args[0] == "inspect" || args[0] == "keys" ||
+                        args[0] == "help" || args[0] == "--help" || args[0] == "-h")) {
+    cmd = args[0];
+    args.erase(args.begin());
+  }
+  int code = 0;
+  try {
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+      if (world_rank() == 0) std::fputs(kUsage, stdout);
+    } else if (cmd == "keys") {
+      if (world_rank() == 0) std::fputs(gt::Config().to_toml().c_str(), stdout);
+    } else if (cmd == "prepare") {
+      std::vector<char*> pargv{const_cast<char*>("prepare")};
+      for (auto& a : args) pargv.push_back(a.data());
+      code = gt::prepare_main(static_cast<int>(pargv.size()), pargv.data());
+    } else {
+      Kokkos::initialize(argc, argv);
+      code = cmd == "inspect" ? cmd_inspect(args) : cmd_train(args);
+      Kokkos::finalize();
+    }
+  } catch (const UsageError& e) {
+    if (world_rank() == 0) std::fputs(kUsage, stderr);
+    fail(e.what(), gt::kExitUsage);
+  } catch (const gt::Error& e) {
+    fail(e.what(), gt::kExitError);
+  } catch (const std::exception& e) {
+    fail(std::string("internal error: ") + e.what(), gt::kExitError);
+  }
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,52 @@
+#include "src/grid/grid.hpp"
+
+#include <string>
+
+#include "src/core/error.hpp"
+
+namespace gt {
+
+Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo) {
+  int world_size = 0;
+  MPI_Comm_size(world, &world_size);
+  MPI_Comm_rank(world, &world_rank_);
+  if (tp <= 0 || pp <= 0 || dp < 0) throw Error("grid: tp and pp must be positive and dp >= 0");
+  if (dp == 0) {
+    if (world_size % (tp * pp) != 0)
+      throw Error("grid tp=" + std::to_string(tp) + " pp=" + std::to_string(pp) + " does not divide the world size " +
+                  std::to_string(world_size));
+    dp = world_size / (tp * pp);
+  }
+  shape_ = GridShape{tp, pp, dp};
+  if (shape_.size() != world_size)
+    throw Error("grid tp=" + std::to_string(tp) + " pp=" + std::to_string(pp) + " dp=" + std::to_string(dp) +
+                " needs " + std::to_string(shape_.size()) + " ranks but the world has " + std::to_string(world_size));
+
+  tp_rank_ = world_rank_ % tp;
+  dp_rank_ = (world_rank_ / tp) % dp;
+  pp_rank_ = world_rank_ / (tp * dp);
+
+  MPI_Comm_dup(world, &world_comm_);
+  // Colour = the coordinates that stay fixed inside the group; key = the coordinate that varies.
+  MPI_Comm_split(world_comm_, pp_rank_ * dp + dp_rank_, tp_rank_, &tp_comm_);
+  MPI_Comm_split(world_comm_, dp_rank_ * tp + tp_rank_, pp_rank_, &pp_comm_);
+  MPI_Comm_split(world_comm_, pp_rank_ * tp + tp_rank_, dp_rank_, &dp_comm_);
+  MPI_Comm_split(world_comm_, dp_rank_, pp_rank_ * tp + tp_rank_, &mp_comm_);
+  const bool in_embed = pp > 1 && (first_stage() || last_stage());
+  MPI_Comm_split(world_comm_, in_embed ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_, &embed_comm_);
+
+  world_ = make_mpi_comm(world_comm_, algo);
+  tp_ = make_mpi_comm(tp_comm_, algo);
+  pp_ = make_mpi_comm(pp_comm_, algo);
+  dp_ = make_mpi_comm(dp_comm_, algo);
+  mp_ = make_mpi_comm(mp_comm_, algo);
+  if (embed_comm_ != MPI_COMM_NULL) embed_ = make_mpi_comm(embed_comm_, algo);
+}
+
+Grid::~Grid() {
+  world_.reset(); tp_.reset(); pp_.reset(); dp_.reset(); mp_.reset(); embed_.reset();
+  for (MPI_Comm* c : {&tp_comm_, &pp_comm_, &dp_comm_, &mp_comm_, &embed_comm_, &world_comm_})
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+}  // namespace gt

@@ -1,0 +1,293 @@
+#include "src/model/gpt.hpp"
+
+#include <cmath>
+
+#include "kernels/kernels.hpp"
+#include "kernels/tp_epilogue.hpp"
+#include "src/core/error.hpp"
+
+namespace gt {
+
+ModelDims::ModelDims(const ModelConfig& m, int tp_rank, int tp_size)
+    : L(m.n_layer), C(m.d_model), NH(m.n_head), hd(m.d_model / m.n_head), T(m.seq_len), V(m.vocab_size) {
+  if (m.d_model % m.n_head != 0)
+    throw Error("model.d_model (" + std::to_string(C) + ") is not divisible by model.n_head (" + std::to_string(NH) + ")");
+  if (NH % tp_size != 0)
+    throw Error("model.n_head (" + std::to_string(NH) + ") is not divisible by parallel.tp (" + std::to_string(tp_size) + ")");
+  if (V % tp_size != 0)
+    throw Error("model.vocab_size (" + std::to_string(V) + ") is not divisible by parallel.tp (" + std::to_string(tp_size) + ")");
+  NHl = NH / tp_size;
+  Cl = NHl * hd;
+  Fl = 4 * C / tp_size;
+  Vl = V / tp_size;
+  v0 = tp_rank * Vl;
+}
+
+namespace {
+std::string bname(int l, const char* leaf) { return "h." + std::to_string(l) + "." + leaf; }
+}  // namespace
+
+std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size) {
+  const ModelDims d(cfg, tp_rank, tp_size);
+  const int L = d.L, C = d.C, r = tp_rank;
+  const double std0 = cfg.init_std, std_res = cfg.init_std / std::sqrt(2.0 * L);
+  std::vector<TensorSpec> specs;
+  auto rep = [&](std::string name, std::vector<int64_t> shape, Init init, double sd, bool decay, int unit) {
+    TensorSpec s;
+    s.name = std::move(name); s.global_shape = std::move(shape); s.init = init; s.std = sd; s.decay = decay; s.unit = unit;
+    specs.push_back(s);
+  };
+  auto split = [&](std::string name, std::vector<int64_t> shape, int dim, int64_t len, Init init, double sd, bool decay,
+                   int unit) {
+    TensorSpec s;
+    s.name = std::move(name); s.global_shape = std::move(shape); s.split_dim = dim; s.split_start = r * len;
+    s.split_len = len; s.init = init; s.std = sd; s.decay = decay; s.unit = unit;
+    specs.push_back(s);
+  };
+  // Storage order = forward order, so that backward completes gradients from the end of the buffer.
+  if (stage.first() || stage.last())
+    split("wte", {d.V, C}, 0, d.Vl, Init::Normal, std0, true, stage.first() ? 0 : L + 1);
+  if (stage.first()) rep("wpe", {d.T, C}, Init::Normal, std0, true, 0);
+  for (int l = stage.block_begin; l < stage.block_end; ++l) {
+    const int u = l + 1;
+    rep(bname(l, "ln_1.w"), {C}, Init::Ones, 0, false, u);
+    rep(bname(l, "ln_1.b"), {C}, Init::Zeros, 0, false, u);
+    split(bname(l, "attn.qkv.w"), {3, C, C}, 1, d.Cl, Init::Normal, std0, true, u);
+    split(bname(l, "attn.qkv.b"), {3, C}, 1, d.Cl, Init::Zeros, 0, false, u);
+    split(bname(l, "attn.proj.w"), {C, C}, 1, d.Cl, Init::Normal, std_res, true, u);
+    rep(bname(l, "attn.proj.b"), {C}, Init::Zeros, 0, false, u);
+    rep(bname(l, "ln_2.w"), {C}, Init::Ones, 0, false, u);
+    rep(bname(l, "ln_2.b"), {C}, Init::Zeros, 0, false, u);
+    split(bname(l, "mlp.fc.w"), {4 * C, C}, 0, d.Fl, Init::Normal, std0, true, u);
+    split(bname(l, "mlp.fc.b"), {4 * C}, 0, d.Fl, Init::Zeros, 0, false, u);
+    split(bname(l, "mlp.proj.w"), {C, 4 * C}, 1, d.Fl, Init::Normal, std_res, true, u);
+    rep(bname(l, "mlp.proj.b"), {C}, Init::Zeros, 0, false, u);
+  }
+  if (stage.last()) {
+    rep("ln_f.w", {C}, Init::Ones, 0, false, L + 1);
+    rep("ln_f.b", {C}, Init::Zeros, 0, false, L + 1);
+  }
+  return specs;
+}
+
+template <class T>
+GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLayout stage, TensorParallel tp,
+            int slots)
+    : d_(cfg, tp.rank, tp.size), B_(micro_batch_size), stage_(stage), tp_(tp) {
+  const int C = d_.C;
+  for (TensorSpec& s : model_tensor_specs(cfg, stage, tp.rank, tp.size)) store_.add(std::move(s));
+  store_.finalize();
+  store_.initialize(seed);
+
+  const long BT = long(B_) * d_.T;
+  const int nb = stage.block_end - stage.block_begin;
+  acts_.resize(slots);
+  for (auto& a : acts_) {
+    a.x0 = DeviceView<T>("x0", BT * C);
+    a.blocks.resize(nb);
+    for (auto& b : a.blocks) {
+      b.ln1 = DeviceView<T>("ln1", BT * C);
+      b.ln1_mean = DeviceView<T>("ln1_mean", BT);
+      b.ln1_rstd = DeviceView<T>("ln1_rstd", BT);
+      b.qkv = DeviceView<T>("qkv", BT * 3 * d_.Cl);
+      b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
+      b.atty = DeviceView<T>("atty", BT * d_.Cl);
+      b.res2 = DeviceView<T>("res2", BT * C);
+      b.ln2 = DeviceView<T>("ln2", BT * C);
+      b.ln2_mean = DeviceView<T>("ln2_mean", BT);
+      b.ln2_rstd = DeviceView<T>("ln2_rstd", BT);
+      b.fch = DeviceView<T>("fch", BT * d_.Fl);
+      b.fchg = DeviceView<T>("fchg", BT * d_.Fl);
+      b.res3 = DeviceView<T>("res3", BT * C);
+    }
+    if (stage.first()) a.inputs = Kokkos::View<int32_t*, mem_space>("inputs", BT);
+    if (stage.last()) {
+      a.targets = Kokkos::View<int32_t*, mem_space>("targets", BT);
+      a.lnf_mean = DeviceView<T>("lnf_mean", BT);
+      a.lnf_rstd = DeviceView<T>("lnf_rstd", BT);
+      a.dlnf = DeviceView<T>("dlnf", BT * C);
+    }
+  }
+  if (stage.last()) {
+    lnf_ = DeviceView<T>("lnf", BT * C);
+    logits_ = DeviceView<T>("logits", BT * d_.Vl);
+    ce_ = DeviceView<T>("ce", 3 * BT);
+    loss_ = DeviceView<T>("loss", BT);
+    loss_host_ = Kokkos::View<T*, host_space>("loss_host", BT);
+  }
+  tmp_ = DeviceView<T>("tmp", BT * C);
+  dres_ = DeviceView<T>("dres", BT * C);
+  dln_ = DeviceView<T>("dln", BT * C);
+  if (nb > 0) {
+    dqkv_ = DeviceView<T>("dqkv", BT * 3 * d_.Cl);
+    datty_ = DeviceView<T>("datty", BT * d_.Cl);
+    dfch_ = DeviceView<T>("dfch", BT * d_.Fl);
+    dfchg_ = DeviceView<T>("dfchg", BT * d_.Fl);
+    att_scratch_ = DeviceView<T>("att_scratch", long(d_.T) * d_.T);
+  }
+}
+
+template <class T>
+typename GPT<T>::BlockParams GPT<T>::block_params(int l, bool grads) {
+  auto p = [&](const char* leaf) { return grads ? store_.grad(bname(l, leaf)) : store_.param(bname(l, leaf)); };
+  return {p("ln_1.w"), p("ln_1.b"), p("attn.qkv.w"), p("attn.qkv.b"), p("attn.proj.w"), p("attn.proj.b"),
+          p("ln_2.w"), p("ln_2.b"), p("mlp.fc.w"), p("mlp.fc.b"), p("mlp.proj.w"), p("mlp.proj.b")};
+}
+
+template <class T>
+void GPT<T>::tp_allreduce_sum(T* buf, size_t n) {
+  if (tp_.size > 1) tp_.comm->allreduce(buf, n, dtype_of<T>(), ReduceOp::Sum);
+}
+
+template <class T>
+void GPT<T>::set_tokens(int slot, const int32_t* inputs, const int32_t* targets) {
+  Acts& a = acts_[slot];
+  const size_t BT = size_t(B_) * d_.T;
+  if (stage_.first()) {
+    Kokkos::View<const int32_t*, host_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(inputs, BT);
+    Kokkos::deep_copy(a.inputs, h);
+  }
+  if (stage_.last()) {
+    Kokkos::View<const int32_t*, host_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(targets, BT);
+    Kokkos::deep_copy(a.targets, h);
+  }
+}
+
+template <class T>
+T* GPT<T>::stage_output(int slot) {
+  Acts& a = acts_[slot];
+  return a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
+}
+
+// in: x (B,T,C)   out: a.res3 (B,T,C), activations of the block kept in a
+template <class T>
+void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
+  const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl;
+  BlockParams p = block_params(l, false);
+  // attention half: column-parallel qkv, local heads, row-parallel proj + one all-reduce
+  layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p.ln1w, p.ln1b, BT, C);
+  linear_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, BT, C, 3 * Cl);
+  attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
+  linear_forward(tmp_.data(), a.atty.data(), p.projw, static_cast<const T*>(nullptr), BT, Cl, C);
+  tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
+  residual_bias_forward(a.res2.data(), x, tmp_.data(), p.projb, BT, C);
+  // MLP half: column-parallel fc, GELU, row-parallel proj + one all-reduce
+  layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, BT, C);
+  linear_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, BT, C, Fl);
+  gelu_forward(a.fchg.data(), a.fch.data(), long(BT) * Fl);
+  linear_forward(tmp_.data(), a.fchg.data(), p.fcprojw, static_cast<const T*>(nullptr), BT, Fl, C);
+  tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
+  residual_bias_forward(a.res3.data(), a.res2.data(), tmp_.data(), p.fcprojb, BT, C);
+}
+
+// in: dres_ = dL/d(block output) (B,T,C)   out: dres_ = dL/dx; parameter grads accumulate
+template <class T>
+void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
+  const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl;
+  BlockParams p = block_params(l, false);
+  BlockParams g = block_params(l, true);
+  T* dres = dres_.data();
+  // MLP half (the residual path carries dres through unchanged; layernorm_backward adds the branch)
+  bias_backward(g.fcprojb, dres, BT, C);
+  linear_backward(dfchg_.data(), g.fcprojw, static_cast<T*>(nullptr), dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
+  gelu_backward(dfch_.data(), a.fch.data(), dfchg_.data(), long(BT) * Fl);
+  linear_backward(dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, BT, C, Fl);
+  tp_allreduce_sum(dln_.data(), size_t(BT) * C);
+  layernorm_backward(dres, g.ln2w, g.ln2b, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(), a.ln2_rstd.data(), BT, C);
+  // attention half
+  bias_backward(g.projb, dres, BT, C);
+  linear_backward(datty_.data(), g.projw, static_cast<T*>(nullptr), dres, a.atty.data(), p.projw, BT, Cl, C);
+  attention_backward(dqkv_.data(), att_scratch_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, Tn, d_.NHl, d_.hd);
+  linear_backward(dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, 3 * Cl);
+  tp_allreduce_sum(dln_.data(), size_t(BT) * C);
+  layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), x, p.ln1w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C);
+}
+
+// in: last block output (B,T,C)   out: token losses summed into *loss_sum; with_grad: a.dlnf, dwte acc
+template <class T>
+void GPT<T>::head_forward(Acts& a, bool with_grad, T loss_scale, double* loss_sum) {
+  const int C = d_.C, BT = B_ * d_.T, Vl = d_.Vl, v0 = d_.v0;
+  const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
+  T* wte = store_.param("wte");
+  layernorm_forward(lnf_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"),
+                    store_.param("ln_f.b"), BT, C);
+  linear_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), BT, C, Vl);
+  T* rowmax = ce_.data();
+  T* sumexp = ce_.data() + BT;
+  T* tlogit = ce_.data() + 2 * BT;
+  ce_row_max(rowmax, logits_.data(), BT, Vl);
+  if (tp_.size > 1) tp_.comm->allreduce(rowmax, BT, dtype_of<T>(), ReduceOp::Max);
+  ce_row_sumexp(sumexp, tlogit, logits_.data(), rowmax, a.targets.data(), BT, Vl, v0);
+  tp_allreduce_sum(sumexp, 2 * size_t(BT));  // sumexp and tlogit are adjacent
+  ce_loss(loss_.data(), sumexp, rowmax, tlogit, BT);
+  Kokkos::deep_copy(loss_host_, loss_);
+  double s = 0;
+  for (int i = 0; i < BT; ++i) s += loss_host_(i);
+  *loss_sum += s;
+  if (!with_grad) return;
+  ce_backward_inplace(logits_.data(), rowmax, sumexp, a.targets.data(), BT, Vl, v0, loss_scale);
+  linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<T*>(nullptr), logits_.data(), lnf_.data(), wte, BT, C, Vl);
+  tp_allreduce_sum(a.dlnf.data(), size_t(BT) * C);
+}
+
+template <class T>
+void GPT<T>::forward(int slot, bool with_grad, T loss_scale, double* loss_sum) {
+  Acts& a = acts_[slot];
+  const int BT = B_ * d_.T, C = d_.C;
+  if (stage_.first()) {
+    embedding_forward(a.x0.data(), a.inputs.data(), store_.param("wte"), static_cast<const T*>(nullptr), BT, d_.T, C,
+                      d_.v0, d_.Vl);
+    tp_allreduce_sum(a.x0.data(), size_t(BT) * C);  // each TP rank looked up only its vocab shard
+    add_positions(a.x0.data(), store_.param("wpe"), BT, d_.T, C);
+  }
+  const T* x = a.x0.data();
+  for (size_t i = 0; i < a.blocks.size(); ++i) {
+    block_forward(stage_.block_begin + static_cast<int>(i), x, a.blocks[i]);
+    x = a.blocks[i].res3.data();
+  }
+  if (stage_.last()) head_forward(a, with_grad, loss_scale, loss_sum);
+}
+
+template <class T>
+void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
+  Acts& a = acts_[slot];
+  const int BT = B_ * d_.T, C = d_.C;
+  if (stage_.last()) {
+    const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
+    fill(dres_.data(), long(BT) * C, T(0));
+    layernorm_backward(dres_.data(), store_.grad("ln_f.w"), store_.grad("ln_f.b"), a.dlnf.data(), x,
+                       store_.param("ln_f.w"), a.lnf_mean.data(), a.lnf_rstd.data(), BT, C);
+    if (on_unit) on_unit(d_.L + 1);
+  }
+  for (int i = static_cast<int>(a.blocks.size()) - 1; i >= 0; --i) {
+    const T* x = i == 0 ? a.x0.data() : a.blocks[i - 1].res3.data();
+    const int l = stage_.block_begin + i;
+    block_backward(l, x, a.blocks[i]);
+    if (on_unit) on_unit(l + 1);
+  }
+  if (stage_.first()) {
+    embedding_backward(store_.grad("wte"), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl);
+    if (on_unit) on_unit(0);
+  }
+}
+
+template <class T>
+size_t GPT<T>::activation_bytes_per_slot() const {
+  const size_t BT = size_t(B_) * d_.T, C = d_.C;
+  size_t per_block = BT * (C * 4 + 3 * d_.Cl + d_.Cl + 2 * d_.Fl + 4) + size_t(B_) * d_.NHl * d_.T * d_.T;
+  size_t n = BT * C + per_block * (stage_.block_end - stage_.block_begin);
+  if (stage_.last()) n += BT * (C + 2);
+  return n * sizeof(T) + BT * 2 * sizeof(int32_t);
+}
+
+template <class T>
+size_t GPT<T>::work_bytes() const {
+  size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
+             att_scratch_.size() + lnf_.size() + logits_.size() + ce_.size() + loss_.size();
+  return n * sizeof(T);
+}
+
+template class GPT<float>;
+template class GPT<double>;
+
+}  // namespace gt

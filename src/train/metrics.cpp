@@ -1,0 +1,124 @@
+#include "src/train/metrics.hpp"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "kernels/gemm.hpp"
+#include "src/core/error.hpp"
+
+namespace gt {
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
+
+JsonObject& JsonObject::num(const std::string& k, double v) {
+  char buf[64];
+  if (std::isfinite(v)) std::snprintf(buf, sizeof buf, "%.9g", v);
+  else std::snprintf(buf, sizeof buf, "null");
+  kv_.emplace_back(k, buf);
+  return *this;
+}
+JsonObject& JsonObject::integer(const std::string& k, long long v) {
+  kv_.emplace_back(k, std::to_string(v));
+  return *this;
+}
+JsonObject& JsonObject::str(const std::string& k, const std::string& v) {
+  kv_.emplace_back(k, "\"" + json_escape(v) + "\"");
+  return *this;
+}
+JsonObject& JsonObject::raw(const std::string& k, const std::string& json) {
+  kv_.emplace_back(k, json);
+  return *this;
+}
+std::string JsonObject::dump() const {
+  std::string o = "{";
+  for (size_t i = 0; i < kv_.size(); ++i) {
+    if (i) o += ", ";
+    o += "\"" + json_escape(kv_[i].first) + "\": " + kv_[i].second;
+  }
+  return o + "}";
+}
+
+void make_dirs(const std::string& path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
+      throw Error("cannot create directory '" + cur + "': " + std::strerror(errno));
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0) {
+      ::close(fd);
+      throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(w);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+}
+
+double peak_rss_bytes() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;
+}
+
+double measure_sgemm_gflops(int n, int reps) {
+  std::vector<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n, 0.f);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = float((i * 7919) % 1000) * 1e-3f - 0.5f;
+    b[i] = float((i * 104729) % 1000) * 1e-3f - 0.5f;
+  }
+  detail::blas_gemm(Op::N, Op::N, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);  // warm-up
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    detail::blas_gemm(Op::N, Op::N, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::min(best, s);
+  }
+  return 2.0 * n * double(n) * n / best * 1e-9;
+}
+
+}  // namespace gt

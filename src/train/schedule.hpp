@@ -1,0 +1,34 @@
+#pragma once
+// Pipeline schedules and stage partitioning: pure functions that tests check without running a model.
+#include <string>
+#include <vector>
+
+namespace gt {
+
+enum class Schedule { GPipe, OneFOneB };
+Schedule parse_schedule(const std::string& name);  // "gpipe" | "1f1b"
+
+struct PipeOp {
+  enum Kind { Forward, Backward } kind;
+  int micro_batch;
+  bool operator==(const PipeOp& o) const { return kind == o.kind && micro_batch == o.micro_batch; }
+};
+
+// The order of forward and backward passes that `stage` (0-based of `stages`) runs over `micro_batches`.
+// GPipe: all forwards, then all backwards. 1F1B: (stages - stage - 1) warm-up forwards, then alternate one
+// forward and one backward, then the remaining backwards. Backwards run in micro-batch order on every stage,
+// so the sends of one stage meet the receives of the next in the same order.
+std::vector<PipeOp> pipeline_schedule(Schedule s, int stages, int stage, int micro_batches);
+
+// Largest number of micro-batches whose activations `stage` holds at once under the schedule.
+int max_in_flight(const std::vector<PipeOp>& ops);
+
+// Pipeline bubble of the schedule in ideal (uniform-cost) time: (p - 1) / (m + p - 1).
+double bubble_fraction(int stages, int micro_batches);
+
+// Contiguous ranges of blocks per stage, [begin[s], begin[s+1]), that minimise the largest stage cost where
+// a block costs `block_cost`, the first stage adds `first_extra` (embedding) and the last `last_extra`
+// (ln_f, head, loss). Every stage gets at least one block. Throws gt::Error if blocks < stages.
+std::vector<int> partition_stages(int blocks, int stages, double block_cost, double first_extra, double last_extra);
+
+}  // namespace gt
