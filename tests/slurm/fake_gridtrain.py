@@ -30,6 +30,8 @@ if dp == 0:
     dp = world // (tp * pp) if world % (tp * pp) == 0 else 0
 if tp * pp * dp != world or dp == 0:
     die(f"grid tp={tp} pp={pp} dp={kv['parallel.dp']} needs {tp * pp * max(dp, 1)} ranks but the world has {world}")
+if 4 % tp:
+    die(f"model.n_head=4 is not divisible by parallel.tp={tp}")
 out = kv["output.dir"]
 ckdir = kv["checkpoint.dir"] or os.path.join(out, "checkpoints")
 steps, every = int(kv["train.steps"]), int(kv["checkpoint.every"])

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# The Slurm tests: submit the project's own batch scripts to the local cluster (scripts/slurm_local.sh) and check
+# what the jobs did from their files and `scontrol show job` (there is no accounting database).
+#   tests/slurm/slurm_test.sh job|chain|bad|sweep|sweep_local
+# Environment (set by tests/slurm/CMakeLists.txt): GT_BIN trainer, GT_SLURM_STATE cluster state directory,
+# GT_TEST_WORK scratch directory, GT_TEST_DECK deck (default tiny).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+what=${1:?usage: slurm_test.sh job|chain|bad|sweep|sweep_local}
+work=${GT_TEST_WORK:?}/$what
+deck=${GT_TEST_DECK:-tiny}
+export GT_BIN=${GT_BIN:?} GT_ROOT=$here
+unset GT_RUN_DIR GT_CHAIN_FILE GT_ARGS GT_STEPS GT_TP GT_PP GT_DP GT_DECK GT_RESUME GT_CKPT_EVERY
+rm -rf "$work"; mkdir -p "$work"
+
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok: $*"; }
+
+if [ "$what" != sweep_local ]; then
+  state=${GT_SLURM_STATE:?}
+  [ -f "$state/env.sh" ] || { echo "no local cluster in $state (slurm_cluster_start did not run)"; exit 77; }
+  # shellcheck source=/dev/null
+  . "$state/env.sh"
+fi
+
+# json FILE KEY -> value ("" when missing)
+json() {
+  python3 -c 'import json,sys
+try: v = json.load(open(sys.argv[1])).get(sys.argv[2], "")
+except Exception: v = ""
+print(v)' "$1" "$2"
+}
+lines() { local n; n=$(grep -c . "$1" 2>/dev/null); echo "${n:-0}"; }
+# job_field ID FIELD -> from scontrol show job
+job_field() { scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+# wait_job ID [SECONDS]: until the job has left the queue (process time limit only, never asserted on)
+wait_job() {
+  local id=$1 limit=${2:-180} t=0
+  while [ -n "$(squeue -h -j "$id" -o %i 2>/dev/null)" ]; do
+    sleep 0.5; t=$((t + 1))
+    [ $t -lt $((limit * 2)) ] || { scancel "$id"; fail "job $id still queued after ${limit}s: $(job_field "$id" JobState) $(job_field "$id" Reason)"; }
+  done
+}
+expect_state() {  # expect_state ID STATE [EXIT]
+  local st ec
+  st=$(job_field "$1" JobState); ec=$(job_field "$1" ExitCode)
+  [ "$st" = "$2" ] || fail "job $1 ended $st (exit $ec), expected $2; output: $(cat "$3" 2>/dev/null | tail -15)"
+}
+same_float() {  # same_float A B: equal to 1e-9 relative (a restart on the same grid should be bit for bit)
+  python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 1e-9 * max(abs(a), abs(b)) else 1)' "$1" "$2"
+}
+
+case $what in
+job)
+  # a 2-rank job runs with world size 2 (not two singletons) and writes its summary
+  run=$work/run
+  id=$("$here/slurm/submit.sh" --ntasks 2 --deck "$deck" --steps 4 --run-dir "$run" --job-name t-job) || fail "submit"
+  wait_job "$id"
+  out=$run/slurm-$id.out
+  expect_state "$id" COMPLETED "$out"
+  [ -f "$run/summary.json" ] || fail "no summary.json in $run"
+  [ "$(json "$run/summary.json" status)" = finished ] || fail "status $(json "$run/summary.json" status)"
+  [ "$(json "$run/summary.json" world_size)" = 2 ] || fail "world_size $(json "$run/summary.json" world_size), expected 2"
+  [ "$(json "$run/summary.json" dp)" = 2 ] || fail "dp $(json "$run/summary.json" dp), expected 2 (dp=0 is the whole world)"
+  [ "$(json "$run/summary.json" step)" = 4 ] || fail "step $(json "$run/summary.json" step), expected 4"
+  n=$(lines "$run/metrics.jsonl")
+  [ "$n" = 4 ] || fail "metrics.jsonl has $n lines, expected one per step (4)"
+  grep -q "grid tp=1 pp=1 dp=2" "$out" || fail "job output does not show the grid"
+  ok "job $id: 2 ranks, summary written"
+  ;;
+
+chain)
+  # reference: an uninterrupted run. Its length is chosen from a short calibration run so that the chained run
+  # lasts some seconds and the signal lands in the middle (a run that ends first is reported, not passed).
+  cal=$work/calibrate
+  id=$("$here/slurm/submit.sh" --ntasks 2 --deck "$deck" --steps 3 --run-dir "$cal" --job-name t-cal) || fail "submit"
+  wait_job "$id"; expect_state "$id" COMPLETED "$cal/slurm-$id.out"
+  ms=$(json "$cal/summary.json" ms_per_step)
+  steps=$(python3 -c 'import math,sys; print(min(3000, max(40, math.ceil(6000.0 / max(float(sys.argv[1]), 0.01)))))' "$ms")
+  echo "calibration: $ms ms/step -> $steps steps"
+  common=(--ntasks 2 --deck "$deck" --steps "$steps" --every 0)
+  ref=$work/reference
+  rid=$("$here/slurm/submit.sh" "${common[@]}" --run-dir "$ref" --job-name t-ref) || fail "submit"
+  wait_job "$rid" 300; expect_state "$rid" COMPLETED "$ref/slurm-$rid.out"
+  ref_loss=$(json "$ref/summary.json" final_loss)
+  [ -n "$ref_loss" ] || fail "reference run has no final_loss"
+
+  run=$work/chain
+  mapfile -t ids < <("$here/slurm/chain.sh" --jobs 3 "${common[@]}" --run-dir "$run" --job-name t-chain)
+  [ ${#ids[@]} = 3 ] || fail "chain.sh submitted ${#ids[@]} jobs, expected 3"
+  first=${ids[0]}
+  # wait until the first job has trained a few steps, then give it the time-limit warning by hand
+  t=0
+  while [ "$(lines "$run/metrics.jsonl")" -lt 3 ]; do
+    sleep 0.2; t=$((t + 1))
+    [ $t -lt 900 ] || fail "first chain job did not start training: $(job_field "$first" JobState)"
+    [ "$(job_field "$first" JobState)" = RUNNING ] || [ "$(job_field "$first" JobState)" = PENDING ] ||
+      fail "first chain job ended $(job_field "$first" JobState) before the signal: $(tail -5 "$run/slurm-$first.out")"
+  done
+  scancel --batch --signal=USR1 "$first" || fail "scancel --signal=USR1"
+  for id in "${ids[@]}"; do wait_job "$id" 300; done
+  out1=$run/slurm-$first.out
+  grep -q "received SIGUSR1" "$out1" || fail "job $first did not see the signal: $(tail -5 "$out1")"
+  grep -q "stopped at step" "$out1" ||
+    fail "job $first was not stopped by the signal (the run may have ended first): $(tail -5 "$out1")"
+  expect_state "$first" COMPLETED "$out1"
+  grep -q "job=$first end rc=75 status=preempted" "$run/jobs.log" || fail "jobs.log: $(cat "$run/jobs.log")"
+  stopped=$(sed -n "s/.*job=$first end rc=75 status=preempted step=\([0-9]*\).*/\1/p" "$run/jobs.log")
+  [ -n "$stopped" ] && [ "$stopped" -gt 0 ] && [ "$stopped" -lt "$steps" ] || fail "stopped at step '$stopped' of $steps"
+  ckpt=$run/checkpoints
+  [ -d "$ckpt" ] && [ -n "$(ls -A "$ckpt")" ] || fail "no checkpoint in $ckpt after the signal"
+  expect_state "${ids[1]}" COMPLETED "$run/slurm-${ids[1]}.out"
+  grep -q "job=${ids[1]} end rc=0 status=finished" "$run/jobs.log" || fail "second job did not finish: $(cat "$run/jobs.log")"
+  st3=$(job_field "${ids[2]}" JobState)
+  [ "$st3" = CANCELLED ] || fail "third chain job ended $st3, expected CANCELLED once the run had finished"
+  s=$run/summary.json
+  [ "$(json "$s" status)" = finished ] || fail "chain summary status $(json "$s" status)"
+  [ "$(json "$s" step)" = "$steps" ] || fail "chain summary step $(json "$s" step), expected $steps"
+  [ -n "$(json "$s" resumed_from)" ] || fail "chain summary does not say where it resumed from"
+  loss=$(json "$s" final_loss)
+  same_float "$loss" "$ref_loss" || fail "final loss after the restart $loss differs from the uninterrupted run's $ref_loss"
+  ok "chain: stopped at step $stopped/$steps by SIGUSR1, resumed from $(json "$s" resumed_from), final loss $loss = reference $ref_loss"
+  ;;
+
+bad)
+  # grid that does not match the allocation: fails before any rank starts, with the reason in the job output
+  id=$("$here/slurm/submit.sh" --ntasks 2 --dp 4 --deck "$deck" --steps 2 --run-dir "$work/grid" --job-name t-badgrid) || fail "submit"
+  wait_job "$id" 60
+  out=$work/grid/slurm-$id.out
+  expect_state "$id" FAILED "$out"
+  grep -q "error: grid tp=1 pp=1 dp=4 needs 4 ranks but the allocation has 2" "$out" || fail "grid message missing: $(cat "$out")"
+  grep -q "command:" "$out" && fail "the trainer was launched despite the bad grid"
+  ok "bad grid: job $id FAILED with: $(grep error: "$out")"
+
+  # missing input deck
+  id=$("$here/slurm/submit.sh" --ntasks 2 --deck no-such-deck --steps 2 --run-dir "$work/deck" --job-name t-baddeck) || fail "submit"
+  wait_job "$id" 60
+  out=$work/deck/slurm-$id.out
+  expect_state "$id" FAILED "$out"
+  grep -q "error: input deck 'no-such-deck' not found" "$out" || fail "deck message missing: $(cat "$out")"
+  ok "missing deck: job $id FAILED with: $(grep error: "$out")"
+
+  # an error only the trainer can see (tensor parallelism that does not divide the heads): it reaches the job
+  # output as the trainer's one-line message and fails the job on every rank instead of hanging
+  id=$("$here/slurm/submit.sh" --ntasks 3 --tp 3 --deck "$deck" --steps 2 --run-dir "$work/trainer" --job-name t-badtp) || fail "submit"
+  wait_job "$id" 120
+  out=$work/trainer/slurm-$id.out
+  expect_state "$id" FAILED "$out"
+  grep -q "^gridtrain: error:" "$out" || fail "trainer error line missing: $(tail -10 "$out")"
+  ok "trainer error: job $id FAILED with: $(grep -m1 '^gridtrain: error:' "$out")"
+
+  # a chain whose first job fails stops: the dependent job is cancelled instead of pending forever
+  mapfile -t ids < <("$here/slurm/chain.sh" --jobs 2 --ntasks 2 --deck no-such-deck --run-dir "$work/chain" --job-name t-badchain)
+  [ ${#ids[@]} = 2 ] || fail "chain.sh submitted ${#ids[@]} jobs"
+  wait_job "${ids[0]}" 60; wait_job "${ids[1]}" 60
+  expect_state "${ids[0]}" FAILED "$work/chain/slurm-${ids[0]}.out"
+  expect_state "${ids[1]}" CANCELLED ""
+  ok "failed chain: ${ids[0]} FAILED, ${ids[1]} CANCELLED"
+  ;;
+
+sweep|sweep_local)
+  # weak scaling over 1 and 2 ranks through Slurm; strong scaling with mpiexec (no Slurm): table and plots
+  if [ "$what" = sweep ]; then
+    kind=weak; mode=(--wait --poll 0.5)
+  else
+    kind=strong; mode=(--local)
+  fi
+  sw=$work/sweep
+  "$here/scripts/sweep.py" --kind $kind --ranks 1,2 --deck "$deck" --steps 3 --micro-batch-size 2 \
+    --out "$sw" "${mode[@]}" --collect || fail "sweep.py failed"
+  for f in scaling.csv scaling.md scaling_throughput.png scaling_breakdown.png sweep.json; do
+    [ -s "$sw/$f" ] || fail "$f missing"
+  done
+  for f in scaling_throughput.png scaling_breakdown.png; do
+    [ "$(head -c 8 "$sw/$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$f is not a PNG"
+  done
+  python3 - "$sw" "$kind" <<'EOF' || fail "table check"
+import csv, json, os, sys
+sw, kind = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(os.path.join(sw, "scaling.csv"))))
+assert [int(r["ranks"]) for r in rows] == [1, 2], rows
+sums = {r: json.load(open(os.path.join(sw, f"r{r}-tp1-pp1-dp{r}", "summary.json"))) for r in (1, 2)}
+for r in rows:
+    s = sums[int(r["ranks"])]
+    assert s["world_size"] == int(r["ranks"]) and s["status"] == "finished", s
+    assert abs(float(r["tokens_per_s"]) - s["tokens_per_s"]) <= 1e-6 * s["tokens_per_s"], (r, s)
+# efficiency against the 1-rank point, recomputed from the summaries
+eff = (sums[2]["tokens_per_s"] / 2) / (sums[1]["tokens_per_s"] / 1)
+assert abs(float(rows[1]["efficiency"]) - eff) < 1e-6 and float(rows[0]["efficiency"]) == 1.0, rows
+# the generator's meaning of weak and strong scaling, seen in what the trainer ran
+g1, g2 = sums[1]["global_batch_tokens"], sums[2]["global_batch_tokens"]
+assert (g2 == 2 * g1) if kind == "weak" else (g2 == g1), (kind, g1, g2)
+md = open(os.path.join(sw, "scaling.md")).read()
+assert "| ranks |" in md and md.count("\n| ") >= 3, md
+print(f"table ok: efficiency {eff:.3f}, global batch tokens {g1} -> {g2}")
+EOF
+  ok "$kind sweep: table and plots in $sw"
+  ;;
+*) echo "unknown test $what" >&2; exit 2 ;;
+esac
