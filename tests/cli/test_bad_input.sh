@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Bad input to the gridtrain command: each case must exit non-zero (on every rank, within a time limit), print
+# one "gridtrain: error:" line naming the problem, and leave no summary.json that looks like a finished run.
+#   test_bad_input.sh GRIDTRAIN MPIEXEC
+set -u
+bin=$1
+mpiexec=$2
+work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_badinput_XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0 cases=0
+
+# expect NAME RANKS EXPECTED_CODE('nonzero'|N) PATTERN -- ARGS...
+expect() {
+  local name=$1 ranks=$2 code_want=$3 pattern=$4
+  shift 5
+  local out="$work/$name"
+  mkdir -p "$out"
+  cases=$((cases + 1))
+  if [ "$ranks" -gt 1 ]; then
+    timeout 120 "$mpiexec" -n "$ranks" "$bin" "$@" output.dir="$out/run" >"$out/stdout" 2>"$out/stderr"
+  else
+    timeout 120 "$bin" "$@" output.dir="$out/run" >"$out/stdout" 2>"$out/stderr"
+  fi
+  local code=$?
+  local ok=1
+  if [ $code -eq 124 ]; then echo "FAIL $name: hung (killed by the time limit)"; ok=0; fi
+  if [ "$code_want" = nonzero ]; then [ $code -ne 0 ] || { echo "FAIL $name: exit code 0"; ok=0; }
+  else [ $code -eq "$code_want" ] || { echo "FAIL $name: exit code $code, expected $code_want"; ok=0; }; fi
+  local lines
+  lines=$(grep -c "^gridtrain: error: " "$out/stderr")
+  [ "$lines" -ge 1 ] || { echo "FAIL $name: no 'gridtrain: error:' line"; ok=0; }
+  grep "^gridtrain: error: " "$out/stderr" | grep -qE -- "$pattern" || { echo "FAIL $name: message does not match /$pattern/"; ok=0; }
+  [ ! -e "$out/run/summary.json" ] || { echo "FAIL $name: summary.json written"; ok=0; }
+  if [ $ok -eq 1 ]; then echo "ok   $name: $(grep -m1 '^gridtrain: error: ' "$out/stderr")"
+  else failures=$((failures + 1)); sed 's/^/     | /' "$out/stderr" | head -5; fi
+}
+
+deck="$work/bad.toml"
+printf '[model]\nn_layer = 2\nbogus_key = 3\n' >"$deck"
+typo="$work/typo.toml"
+printf '[model]\nn_layer = "two"\n' >"$typo"
+
+expect unknown_key_cli 1 nonzero "unknown config key 'model.n_layers'" -- train --config tiny model.n_layers=3
+expect unknown_key_deck 1 nonzero "bad.toml:3: unknown config key 'model.bogus_key'" -- train --config "$deck"
+expect wrong_type_cli 1 nonzero "'train.steps' expects an integer" -- train --config tiny train.steps=ten
+expect wrong_type_deck 1 nonzero "typo.toml:2: key 'model.n_layer' expects an integer" -- train --config "$typo"
+expect heads_divide 1 nonzero "model.d_model \(100\) is not divisible by model.n_head \(3\)" -- train --config tiny model.d_model=100 model.n_head=3
+expect nonpositive 1 nonzero "'train.micro_batch_size' must be positive" -- train --config tiny train.micro_batch_size=0
+expect negative 1 nonzero "'model.n_layer' must be positive" -- train --config tiny model.n_layer=-2
+expect missing_deck 1 nonzero "cannot open input deck '/nonexistent/deck.toml'" -- train --config /nonexistent/deck.toml
+expect unknown_preset 1 nonzero "unknown preset 'huge'" -- train --config huge
+expect missing_dataset 1 nonzero "/nonexistent/tokens.h5" -- train --config tiny data.source=hdf5 data.path=/nonexistent/tokens.h5
+expect bad_schedule 1 nonzero "parallel.schedule" -- train --config tiny parallel.schedule=zigzag
+expect bad_argument 1 2 "unexpected argument 'bogus'" -- train bogus
+expect grid_too_big 2 nonzero "grid tp=2 pp=2 dp=1 needs 4 ranks but the world has 2" -- train --config tiny parallel.tp=2 parallel.pp=2 parallel.dp=1
+expect grid_not_divisible 2 nonzero "does not divide the world size 2" -- train --config tiny parallel.tp=3
+expect heads_vs_tp 2 nonzero "model.n_head \(3\) is not divisible by parallel.tp \(2\)" -- train --config tiny parallel.tp=2 model.n_head=3 model.d_model=96
+expect vocab_vs_tp 2 nonzero "model.vocab_size \(255\) is not divisible by parallel.tp \(2\)" -- train --config tiny parallel.tp=2 model.vocab_size=255
+expect blocks_vs_stages 2 nonzero "model.n_layer \(1\) is smaller than parallel.pp \(2\)" -- train --config tiny parallel.pp=2 model.n_layer=1
+
+echo "$((cases - failures)) passed, $failures failed"
+[ $failures -eq 0 ]
