@@ -10,7 +10,7 @@ namespace gt {
 // tokens: (BT) int32   wte: (Vl,C)   wpe: (T,C) or nullptr   out: (BT,C) set
 // out[i,:] = (tok in [v0,v0+Vl) ? wte[tok-v0,:] : 0) + (wpe ? wpe[i % T,:] : 0)
 template <class T>
-void embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int BT, int T_, int C, int v0,
+void embedding_forward(T* out, const int32_t* tokens, const T* wte, const no_deduce_t<T>* wpe, int BT, int T_, int C, int v0,
                        int Vl) {
   Kokkos::parallel_for("embedding_forward", range(0, BT), KOKKOS_LAMBDA(long i) {
     const long row = static_cast<long>(tokens[i]) - v0;
@@ -36,7 +36,7 @@ void embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe
 // Work items own disjoint column blocks (and positions, for dwpe), so repeated tokens never race and need
 // no atomics; tokens are visited in order, so the sums are the same bits on every run.
 template <class T>
-void embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int BT, int T_, int C, int v0,
+void embedding_backward(T* dwte, no_deduce_t<T>* dwpe, const T* dout, const int32_t* tokens, int BT, int T_, int C, int v0,
                         int Vl) {
   const int nblk = col_block_count(C);
   Kokkos::parallel_for("embedding_backward_wte", range(0, nblk), KOKKOS_LAMBDA(long blk) {

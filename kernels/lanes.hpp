@@ -10,6 +10,13 @@ namespace gt {
 
 constexpr int kLanes = 8;
 
+// Optional pointer arguments (nullptr allowed) take their type from the other arguments, so that a call
+// like linear_forward(out, x, w, nullptr, ...) deduces T from out (C++20's std::type_identity_t).
+template <class T>
+struct no_deduce { using type = T; };
+template <class T>
+using no_deduce_t = typename no_deduce<T>::type;
+
 namespace detail {
 template <class T>
 KOKKOS_INLINE_FUNCTION T combine_sum(const T* acc) {

@@ -8,7 +8,7 @@ namespace gt {
 
 // inp: (N,IN)  weight: (OUT,IN)  bias: (OUT) or nullptr  out: (N,OUT) set
 template <class T>
-void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int IN, int OUT) {
+void linear_forward(T* out, const T* inp, const T* weight, const no_deduce_t<T>* bias, int N, int IN, int OUT) {
   T beta = T(0);
   if (bias != nullptr) {
     // rows start as the bias, then the GEMM accumulates onto them (one pass over out instead of two)
@@ -25,7 +25,7 @@ void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
 // dout: (N,OUT)  inp: (N,IN)  weight: (OUT,IN)
 // dinp: (N,IN) set (skipped if nullptr)  dweight: (OUT,IN) acc  dbias: (OUT) acc (skipped if nullptr)
 template <class T>
-void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int N, int IN,
+void linear_backward(no_deduce_t<T>* dinp, T* dweight, no_deduce_t<T>* dbias, const T* dout, const T* inp, const T* weight, int N, int IN,
                      int OUT) {
   if (dinp != nullptr) gemm(Op::N, Op::N, N, IN, OUT, T(1), dout, OUT, weight, IN, T(0), dinp, IN);
   gemm(Op::T, Op::N, OUT, IN, N, T(1), dout, OUT, inp, IN, T(1), dweight, IN);

@@ -1,0 +1,127 @@
+// gt::fast_expf and gt::fast_tanhf against std::exp / std::tanh in double, measured in float ulps of the
+// correctly rounded result: a sweep over float bit patterns (every magnitude from 1e-45 to 110, both signs),
+// a dense uniform grid, and the special values (overflow, gradual underflow, infinities, NaN).
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "kernels/fastmath.hpp"
+
+namespace {
+
+// |f - ref| in units of the float spacing at ref (2^-149 in the subnormal range). An infinite float ref
+// (overflow) must be matched exactly.
+double ulp_error(float f, double ref) {
+  const float rf = static_cast<float>(ref);
+  if (std::isinf(rf)) return f == rf ? 0.0 : INFINITY;
+  if (std::isnan(f)) return INFINITY;
+  const double a = std::fabs(ref);
+  const double ulp = a < FLT_MIN ? std::ldexp(1.0, -149) : std::ldexp(1.0, std::ilogb(a) - 23);
+  return std::fabs(static_cast<double>(f) - ref) / ulp;
+}
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+std::vector<float> sample_points(float max_abs) {
+  std::vector<float> xs;
+  const float lim = max_abs;
+  uint32_t lim_bits;
+  std::memcpy(&lim_bits, &lim, sizeof lim_bits);
+  for (uint32_t u = 0; u <= lim_bits; u += 4099) {
+    xs.push_back(from_bits(u));
+    xs.push_back(-from_bits(u));
+  }
+  const int n = 400000;
+  for (int i = 0; i <= n; ++i) xs.push_back(-max_abs + 2.0f * max_abs * static_cast<float>(i) / n);
+  return xs;
+}
+
+__attribute__((noinline)) float scalar_exp(float x) { return gt::fast_expf(x); }
+__attribute__((noinline)) float scalar_tanh(float x) { return gt::fast_tanhf(x); }
+
+}  // namespace
+
+TEST(FastMath, ExpMaxUlpOverWideRange) {
+  const auto xs = sample_points(110.0f);
+  std::vector<float> ys(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) ys[i] = gt::fast_expf(xs[i]);  // the vectorised form kernels use
+  double worst = 0.0;
+  float worst_x = 0.0f;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double e = ulp_error(ys[i], std::exp(static_cast<double>(xs[i])));
+    if (e > worst) {
+      worst = e;
+      worst_x = xs[i];
+    }
+  }
+  std::printf("fast_expf: %zu points in [-110,110], max error %.3f ulp at x=%.9g\n", xs.size(), worst, worst_x);
+  RecordProperty("max_ulp", std::to_string(worst));
+  EXPECT_LE(worst, 2.0) << "at x=" << worst_x;
+}
+
+TEST(FastMath, ExpSpecialValues) {
+  EXPECT_EQ(gt::fast_expf(0.0f), 1.0f);
+  EXPECT_EQ(gt::fast_expf(-0.0f), 1.0f);
+  // overflow boundary: ln(FLT_MAX) = 88.7228391...
+  const float below = std::nextafter(88.7228391f, 0.0f);
+  EXPECT_TRUE(std::isfinite(gt::fast_expf(below)));
+  EXPECT_LE(ulp_error(gt::fast_expf(below), std::exp(double(below))), 2.0);
+  EXPECT_EQ(gt::fast_expf(88.7229f), INFINITY);
+  EXPECT_EQ(gt::fast_expf(1000.0f), INFINITY);
+  EXPECT_EQ(gt::fast_expf(INFINITY), INFINITY);
+  // gradual underflow: FLT_MIN at -87.3365, the smallest subnormal 2^-149 at -103.279, 0 below -103.972
+  for (float x : {-87.3f, -87.34f, -90.0f, -100.0f, -103.2f, -103.28f, -103.9f}) {
+    EXPECT_LE(ulp_error(gt::fast_expf(x), std::exp(double(x))), 2.0) << "x=" << x;
+  }
+  EXPECT_GT(gt::fast_expf(-103.0f), 0.0f);
+  EXPECT_EQ(gt::fast_expf(-104.0f), 0.0f);
+  EXPECT_EQ(gt::fast_expf(-200.0f), 0.0f);
+  EXPECT_EQ(gt::fast_expf(-INFINITY), 0.0f);
+  EXPECT_TRUE(std::isnan(gt::fast_expf(NAN)));
+}
+
+TEST(FastMath, VectorisedAndScalarGiveSameBits) {
+  const auto xs = sample_points(110.0f);
+  std::vector<float> ev(xs.size()), tv(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) ev[i] = gt::fast_expf(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) tv[i] = gt::fast_tanhf(xs[i]);
+  size_t mismatches = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float es = scalar_exp(xs[i]), ts = scalar_tanh(xs[i]);
+    mismatches += std::memcmp(&es, &ev[i], sizeof es) != 0;
+    mismatches += std::memcmp(&ts, &tv[i], sizeof ts) != 0;
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(FastMath, TanhMaxUlp) {
+  auto xs = sample_points(20.0f);
+  std::vector<float> ys(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) ys[i] = gt::fast_tanhf(xs[i]);
+  double worst = 0.0;
+  float worst_x = 0.0f;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double e = ulp_error(ys[i], std::tanh(static_cast<double>(xs[i])));
+    if (e > worst) {
+      worst = e;
+      worst_x = xs[i];
+    }
+  }
+  std::printf("fast_tanhf: %zu points in [-20,20], max error %.3f ulp at x=%.9g\n", xs.size(), worst, worst_x);
+  RecordProperty("max_ulp", std::to_string(worst));
+  EXPECT_LE(worst, 2.0) << "at x=" << worst_x;
+  EXPECT_EQ(gt::fast_tanhf(0.0f), 0.0f);
+  EXPECT_EQ(gt::fast_tanhf(30.0f), 1.0f);
+  EXPECT_EQ(gt::fast_tanhf(-30.0f), -1.0f);
+  EXPECT_EQ(gt::fast_tanhf(INFINITY), 1.0f);
+  EXPECT_EQ(gt::fast_tanhf(-INFINITY), -1.0f);
+  EXPECT_TRUE(std::isnan(gt::fast_tanhf(NAN)));
+}

@@ -1,0 +1,300 @@
+// Every kernel against the naive double references of reference.hpp, in float and in double, on fresh
+// random inputs. "set" outputs start NaN-poisoned (a kernel that skips an element fails); "acc" outputs start
+// random (a kernel that overwrites instead of adding fails). Odd sizes exercise the vector tails, sizes
+// above the block constants (64 rows/columns, 4096 elements) exercise the blocking.
+#include <gtest/gtest.h>
+
+#include "kernels/kernels.hpp"
+#include "tests/kernels/reference.hpp"
+#include "tests/kernels/test_util.hpp"
+
+using kt::cast;
+using kt::rel_err;
+using kt::Vec;
+
+template <class T>
+class KernelRef : public ::testing::Test {
+ protected:
+  std::mt19937_64 rng{20261202u + sizeof(T)};
+};
+using ScalarTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(KernelRef, ScalarTypes);
+
+TYPED_TEST(KernelRef, EmbeddingForwardVocabShard) {
+  using T = TypeParam;
+  const int B = 3, T_ = 7, C = 13, v0 = 5, Vl = 11, V = 25;
+  const int BT = B * T_;
+  auto tok = kt::random_tokens(this->rng, BT, 0, V);  // about half fall outside [v0, v0+Vl)
+  tok[0] = v0;
+  tok[1] = v0 + Vl - 1;
+  tok[2] = v0 + Vl;
+  tok[3] = v0 - 1;
+  const Vec wte = kt::random_vec(this->rng, static_cast<size_t>(Vl) * C);
+  const Vec wpe = kt::random_vec(this->rng, static_cast<size_t>(T_) * C);
+  for (bool with_wpe : {true, false}) {
+    Vec expect;
+    ref::embedding_forward(expect, tok, wte, with_wpe ? &wpe : nullptr, BT, T_, C, v0, Vl);
+    auto out = kt::poisoned<T>(expect.size());
+    auto wte_t = cast<T>(wte), wpe_t = cast<T>(wpe);
+    gt::embedding_forward(out.data(), tok.data(), wte_t.data(), with_wpe ? wpe_t.data() : nullptr, BT, T_, C, v0,
+                          Vl);
+    EXPECT_LT(rel_err(out, expect), kt::tol<T>()) << "with_wpe=" << with_wpe;
+  }
+}
+
+TYPED_TEST(KernelRef, EmbeddingBackwardAccumulatesRepeatedTokens) {
+  using T = TypeParam;
+  const int B = 2, T_ = 9, C = 70, v0 = 3, Vl = 6, V = 12;  // C > 64: two column blocks
+  const int BT = B * T_;
+  auto tok = kt::random_tokens(this->rng, BT, 0, V);  // 18 tokens over 12 ids: repeats for sure
+  tok[4] = tok[5] = tok[6] = v0 + 2;
+  const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(BT) * C);
+  const Vec dwte0 = kt::random_vec(this->rng, static_cast<size_t>(Vl) * C);
+  const Vec dwpe0 = kt::random_vec(this->rng, static_cast<size_t>(T_) * C);
+  for (bool with_wpe : {true, false}) {
+    Vec dwte = dwte0, dwpe = dwpe0;
+    ref::embedding_backward(dwte, with_wpe ? &dwpe : nullptr, dout, tok, BT, T_, C, v0, Vl);
+    auto dwte_t = cast<T>(dwte0), dwpe_t = cast<T>(dwpe0), dout_t = cast<T>(dout);
+    gt::embedding_backward(dwte_t.data(), with_wpe ? dwpe_t.data() : nullptr, dout_t.data(), tok.data(), BT, T_, C,
+                           v0, Vl);
+    EXPECT_LT(rel_err(dwte_t, dwte), kt::tol<T>()) << "with_wpe=" << with_wpe;
+    EXPECT_LT(rel_err(dwpe_t, dwpe), kt::tol<T>()) << "with_wpe=" << with_wpe;
+  }
+}
+
+TYPED_TEST(KernelRef, LayerNormForward) {
+  using T = TypeParam;
+  const int N = 9, C = 37;
+  const Vec x = kt::random_vec(this->rng, static_cast<size_t>(N) * C, 2.0, 4.0);  // offset mean
+  const Vec w = kt::random_vec(this->rng, C), b = kt::random_vec(this->rng, C);
+  Vec out, mean, rstd;
+  ref::layernorm_forward(out, mean, rstd, x, w, b, N, C);
+  auto out_t = kt::poisoned<T>(out.size()), mean_t = kt::poisoned<T>(N), rstd_t = kt::poisoned<T>(N);
+  auto x_t = cast<T>(x), w_t = cast<T>(w), b_t = cast<T>(b);
+  gt::layernorm_forward(out_t.data(), mean_t.data(), rstd_t.data(), x_t.data(), w_t.data(), b_t.data(), N, C);
+  // x has mean ~3 and spread ~0.6: centring loses ~2 bits in float
+  const double tol = 4 * kt::tol<T>();
+  EXPECT_LT(rel_err(out_t, out), tol);
+  EXPECT_LT(rel_err(mean_t, mean), tol);
+  EXPECT_LT(rel_err(rstd_t, rstd), tol);
+}
+
+TYPED_TEST(KernelRef, LayerNormBackwardAccumulates) {
+  using T = TypeParam;
+  const int N = 5, C = 70;
+  const Vec x = kt::random_vec(this->rng, static_cast<size_t>(N) * C, -2.0, 2.0);
+  const Vec w = kt::random_vec(this->rng, C), b = kt::random_vec(this->rng, C);
+  const Vec dout = kt::random_vec(this->rng, x.size());
+  const Vec dx0 = kt::random_vec(this->rng, x.size()), dw0 = kt::random_vec(this->rng, C),
+            db0 = kt::random_vec(this->rng, C);
+  Vec dx = dx0, dw = dw0, db = db0;
+  ref::layernorm_backward(dx, dw, db, dout, x, w, N, C);
+  auto x_t = cast<T>(x), w_t = cast<T>(w), b_t = cast<T>(b), dout_t = cast<T>(dout);
+  auto out_t = kt::poisoned<T>(x.size()), mean_t = kt::poisoned<T>(N), rstd_t = kt::poisoned<T>(N);
+  gt::layernorm_forward(out_t.data(), mean_t.data(), rstd_t.data(), x_t.data(), w_t.data(), b_t.data(), N, C);
+  auto dx_t = cast<T>(dx0), dw_t = cast<T>(dw0), db_t = cast<T>(db0);
+  gt::layernorm_backward(dx_t.data(), dw_t.data(), db_t.data(), dout_t.data(), x_t.data(), w_t.data(), mean_t.data(),
+                         rstd_t.data(), N, C);
+  EXPECT_LT(rel_err(dx_t, dx), 4 * kt::tol<T>());
+  EXPECT_LT(rel_err(dw_t, dw), kt::tol<T>());
+  EXPECT_LT(rel_err(db_t, db), kt::tol<T>());
+}
+
+TYPED_TEST(KernelRef, LinearForwardWithAndWithoutBias) {
+  using T = TypeParam;
+  const int N = 7, IN = 19, OUT = 11;
+  const Vec x = kt::random_vec(this->rng, static_cast<size_t>(N) * IN);
+  const Vec w = kt::random_vec(this->rng, static_cast<size_t>(OUT) * IN);
+  const Vec b = kt::random_vec(this->rng, OUT);
+  auto x_t = cast<T>(x), w_t = cast<T>(w), b_t = cast<T>(b);
+  for (bool with_bias : {true, false}) {
+    Vec out;
+    ref::linear_forward(out, x, w, with_bias ? &b : nullptr, N, IN, OUT);
+    auto out_t = kt::poisoned<T>(out.size());
+    gt::linear_forward(out_t.data(), x_t.data(), w_t.data(), with_bias ? b_t.data() : nullptr, N, IN, OUT);
+    EXPECT_LT(rel_err(out_t, out), kt::tol<T>()) << "with_bias=" << with_bias;
+  }
+}
+
+TYPED_TEST(KernelRef, LinearBackwardSetAndAccumulate) {
+  using T = TypeParam;
+  const int N = 6, IN = 13, OUT = 70;
+  const Vec x = kt::random_vec(this->rng, static_cast<size_t>(N) * IN);
+  const Vec w = kt::random_vec(this->rng, static_cast<size_t>(OUT) * IN);
+  const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(N) * OUT);
+  const Vec dw0 = kt::random_vec(this->rng, w.size()), db0 = kt::random_vec(this->rng, OUT);
+  Vec dx, dw = dw0, db = db0;
+  ref::linear_backward(dx, dw, &db, dout, x, w, N, IN, OUT);
+  auto x_t = cast<T>(x), w_t = cast<T>(w), dout_t = cast<T>(dout);
+  {
+    auto dx_t = kt::poisoned<T>(dx.size());
+    auto dw_t = cast<T>(dw0), db_t = cast<T>(db0);
+    gt::linear_backward(dx_t.data(), dw_t.data(), db_t.data(), dout_t.data(), x_t.data(), w_t.data(), N, IN, OUT);
+    EXPECT_LT(rel_err(dx_t, dx), kt::tol<T>());
+    EXPECT_LT(rel_err(dw_t, dw), kt::tol<T>());
+    EXPECT_LT(rel_err(db_t, db), kt::tol<T>());
+  }
+  {  // optional outputs skipped: only dweight changes
+    auto dw_t = cast<T>(dw0);
+    gt::linear_backward(nullptr, dw_t.data(), nullptr, dout_t.data(), x_t.data(), w_t.data(), N, IN, OUT);
+    EXPECT_LT(rel_err(dw_t, dw), kt::tol<T>());
+  }
+}
+
+// T_ = 70 crosses the 64-row query block of the kernel; T_ = 5 is a single partial block.
+TYPED_TEST(KernelRef, AttentionForwardAndBackward) {
+  using T = TypeParam;
+  struct Shape { int B, T_, NH, hd; };
+  for (Shape s : {Shape{2, 5, 3, 4}, Shape{2, 70, 2, 5}, Shape{1, 130, 1, 8}}) {
+    const int Cl = s.NH * s.hd;
+    const Vec qkv = kt::random_vec(this->rng, static_cast<size_t>(s.B) * s.T_ * 3 * Cl, -2.0, 2.0);
+    const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(s.B) * s.T_ * Cl);
+    Vec out, att, dqkv;
+    ref::attention_forward(out, att, qkv, s.B, s.T_, s.NH, s.hd);
+    ref::attention_backward(dqkv, dout, qkv, s.B, s.T_, s.NH, s.hd);
+    auto qkv_t = cast<T>(qkv), dout_t = cast<T>(dout);
+    auto out_t = kt::poisoned<T>(out.size()), att_t = kt::poisoned<T>(att.size());
+    gt::attention_forward(out_t.data(), att_t.data(), qkv_t.data(), s.B, s.T_, s.NH, s.hd);
+    EXPECT_LT(rel_err(att_t, att), kt::tol<T>()) << "T=" << s.T_;
+    EXPECT_LT(rel_err(out_t, out), kt::tol<T>()) << "T=" << s.T_;
+    auto dqkv_t = kt::poisoned<T>(qkv.size());
+    auto scratch = kt::poisoned<T>(static_cast<size_t>(s.T_) * s.T_);
+    gt::attention_backward(dqkv_t.data(), scratch.data(), dout_t.data(), qkv_t.data(), att_t.data(), s.B, s.T_, s.NH,
+                           s.hd);
+    EXPECT_LT(rel_err(dqkv_t, dqkv), 4 * kt::tol<T>()) << "T=" << s.T_;
+  }
+}
+
+TYPED_TEST(KernelRef, GeluForwardBackward) {
+  using T = TypeParam;
+  const long N = 2 * 4096 + 37;  // three chunks, the last one partial
+  Vec x = kt::random_vec(this->rng, N, -6.0, 6.0);
+  const double edges[] = {0.0, -0.0, 1e-30, -1e-30, 12.0, -12.0, 30.0, -30.0, 1e4, -1e4};
+  for (size_t k = 0; k < sizeof(edges) / sizeof(edges[0]); ++k) x[k] = edges[k];
+  const Vec dout = kt::random_vec(this->rng, N);
+  Vec y(N), dx(N);
+  for (long i = 0; i < N; ++i) {
+    y[i] = ref::gelu(x[i]);
+    dx[i] = ref::gelu_grad(x[i]) * dout[i];
+  }
+  auto x_t = cast<T>(x), dout_t = cast<T>(dout);
+  auto y_t = kt::poisoned<T>(N), dx_t = kt::poisoned<T>(N);
+  gt::gelu_forward(y_t.data(), x_t.data(), N);
+  gt::gelu_backward(dx_t.data(), x_t.data(), dout_t.data(), N);
+  EXPECT_LT(rel_err(y_t, y), kt::tol<T>());
+  EXPECT_LT(rel_err(dx_t, dx), kt::tol<T>());
+  // elementwise, in units of the type's epsilon: relative where the value is well conditioned, plus an
+  // absolute term for the reference's own cancellation in 1 + tanh(u) (u << 0) and 1 - tanh(u)^2
+  const double eps = std::numeric_limits<T>::epsilon();
+  for (long i = 0; i < N; ++i) {
+    const double ax = std::fabs(x[i]);
+    ASSERT_LE(std::fabs(double(y_t[i]) - y[i]), 16 * eps * std::fabs(y[i]) + 4 * eps * ax + 1e-300) << "x=" << x[i];
+    ASSERT_LE(std::fabs(double(dx_t[i]) - dx[i]),
+              16 * eps * (std::fabs(dx[i]) + (1 + ax + ax * ax * ax) * std::fabs(dout[i])) + 1e-300)
+        << "x=" << x[i];
+  }
+}
+
+TYPED_TEST(KernelRef, Elementwise) {
+  using T = TypeParam;
+  const long N = 4096 + 5;
+  const Vec a = kt::random_vec(this->rng, N), b = kt::random_vec(this->rng, N);
+  auto a_t = cast<T>(a), b_t = cast<T>(b);
+  Vec sum(N), scaled(N);
+  for (long i = 0; i < N; ++i) {
+    sum[i] = double(T(a[i] + b[i]));  // float sum rounded once: the kernel must match it exactly
+    scaled[i] = double(T(a[i] * 0.75));
+  }
+  auto out = kt::poisoned<T>(N);
+  gt::residual_forward(out.data(), a_t.data(), b_t.data(), N);
+  EXPECT_EQ(kt::to_double(out), sum);
+  auto y = a_t;
+  gt::add_inplace(y.data(), b_t.data(), N);
+  EXPECT_EQ(kt::to_double(y), sum);
+  y = a_t;
+  gt::scale_inplace(y.data(), N, T(0.75));
+  EXPECT_EQ(kt::to_double(y), scaled);
+  auto f = kt::poisoned<T>(N);
+  gt::fill(f.data(), N, T(2.5));
+  EXPECT_EQ(kt::to_double(f), Vec(N, 2.5));
+  auto c = kt::poisoned<T>(N);
+  gt::copy(c.data(), a_t.data(), N);
+  EXPECT_EQ(kt::to_double(c), a);
+  double ss = 0.0;
+  for (long i = 0; i < N; ++i) ss += a[i] * a[i];
+  EXPECT_NEAR(gt::sum_squares(a_t.data(), N), ss, 1e-13 * ss);
+  EXPECT_EQ(gt::sum_squares(a_t.data(), 0), 0.0);
+}
+
+// Vocab-parallel cross-entropy emulated on one process: three uneven shards, the all-reduces done here
+// (MAX of rowmax, SUM of sumexp and tlogit), compared with the full-vocabulary reference.
+TYPED_TEST(KernelRef, CrossEntropyVocabParallel) {
+  using T = TypeParam;
+  const int N = 6, V = 150;
+  const int bounds[] = {0, 17, 81, V};  // shards of 17, 64, 69 columns
+  Vec logits = kt::random_vec(this->rng, static_cast<size_t>(N) * V, -8.0, 8.0);
+  auto tgt = kt::random_tokens(this->rng, N, 0, V);
+  tgt[0] = 0;
+  tgt[1] = V - 1;
+  tgt[2] = 17;
+  const double scale = 1.0 / N;
+  Vec loss, dlogits;
+  ref::crossentropy(loss, dlogits, logits, tgt, N, V, scale);
+
+  const int S = 3;
+  std::vector<std::vector<T>> shard(S), rowmax(S), sumexp(S), tlogit(S);
+  for (int s = 0; s < S; ++s) {
+    const int v0 = bounds[s], Vl = bounds[s + 1] - bounds[s];
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < Vl; ++j) shard[s].push_back(T(logits[static_cast<size_t>(i) * V + v0 + j]));
+    rowmax[s] = kt::poisoned<T>(N);
+    gt::ce_row_max(rowmax[s].data(), shard[s].data(), N, Vl);
+  }
+  std::vector<T> gmax(N), gsum(N, T(0)), gt_logit(N, T(0));
+  for (int i = 0; i < N; ++i) {
+    gmax[i] = rowmax[0][i];
+    for (int s = 1; s < S; ++s) gmax[i] = std::max(gmax[i], rowmax[s][i]);
+  }
+  for (int s = 0; s < S; ++s) {
+    const int v0 = bounds[s], Vl = bounds[s + 1] - bounds[s];
+    sumexp[s] = kt::poisoned<T>(N);
+    tlogit[s] = kt::poisoned<T>(N);
+    gt::ce_row_sumexp(sumexp[s].data(), tlogit[s].data(), shard[s].data(), gmax.data(), tgt.data(), N, Vl, v0);
+    for (int i = 0; i < N; ++i) {
+      gsum[i] += sumexp[s][i];
+      gt_logit[i] += tlogit[s][i];
+    }
+  }
+  auto loss_t = kt::poisoned<T>(N);
+  gt::ce_loss(loss_t.data(), gsum.data(), gmax.data(), gt_logit.data(), N);
+  EXPECT_LT(rel_err(loss_t, loss), kt::tol<T>());
+  Vec dl(static_cast<size_t>(N) * V);
+  for (int s = 0; s < S; ++s) {
+    const int v0 = bounds[s], Vl = bounds[s + 1] - bounds[s];
+    gt::ce_backward_inplace(shard[s].data(), gmax.data(), gsum.data(), tgt.data(), N, Vl, v0, T(scale));
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < Vl; ++j) dl[static_cast<size_t>(i) * V + v0 + j] = shard[s][static_cast<size_t>(i) * Vl + j];
+  }
+  EXPECT_LT(rel_err(dl, dlogits), kt::tol<T>());
+}
+
+TYPED_TEST(KernelRef, AdamWStepAndClipScale) {
+  using T = TypeParam;
+  const long N = 4096 + 99;
+  Vec p = kt::random_vec(this->rng, N), g = kt::random_vec(this->rng, N), m = kt::random_vec(this->rng, N, -0.1, 0.1),
+      v = kt::random_vec(this->rng, N, 0.0, 0.01);
+  auto p_t = cast<T>(p), g_t = cast<T>(g), m_t = cast<T>(m), v_t = cast<T>(v);
+  const double lr = 1e-3, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1, gs = 0.5;
+  for (int step = 1; step <= 3; ++step) {
+    ref::adamw(p, g, m, v, lr, b1, b2, eps, wd, step, gs);
+    gt::adamw_update(p_t.data(), g_t.data(), m_t.data(), v_t.data(), N, T(lr), T(b1), T(b2), T(eps), T(wd), step,
+                     T(gs));
+  }
+  EXPECT_LT(rel_err(p_t, p), kt::tol<T>());
+  EXPECT_LT(rel_err(m_t, m), kt::tol<T>());
+  EXPECT_LT(rel_err(v_t, v), kt::tol<T>());
+  EXPECT_DOUBLE_EQ(gt::clip_scale(4.0, 1.0), 1.0 / (4.0 + 1e-6));
+  EXPECT_EQ(gt::clip_scale(0.5, 1.0), 1.0);
+  EXPECT_EQ(gt::clip_scale(100.0, 0.0), 1.0);
+  EXPECT_EQ(gt::clip_scale(100.0, -1.0), 1.0);
+}
