@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Workstation launcher, no Slurm: runs slurm/train.sbatch directly (the same checks, mpiexec instead of srun).
+#   scripts/launch.sh -n RANKS [--deck D] [--tp N] [--pp N] [--dp N] [--steps N] [--every K] [--run-dir DIR]
+#                     [--time-limit S [--restarts R]] [-- section.key=value ...]
+# --time-limit S gives every attempt S seconds, then SIGUSR1 (the trainer checkpoints and exits 75), like a
+# Slurm time limit; with --restarts R the run is restarted from the newest checkpoint up to R times until it
+# has finished: the workstation form of slurm/chain.sh.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+limit=""; restarts=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    -n|--ranks) export GT_RANKS=$2; shift ;;
+    --deck) export GT_DECK=$2; shift ;;
+    --tp) export GT_TP=$2; shift ;;
+    --pp) export GT_PP=$2; shift ;;
+    --dp) export GT_DP=$2; shift ;;
+    --steps) export GT_STEPS=$2; shift ;;
+    --every) export GT_CKPT_EVERY=$2; shift ;;
+    --run-dir) export GT_RUN_DIR=$2; shift ;;
+    --bin) export GT_BIN=$2; shift ;;
+    --time-limit) limit=$2; shift ;;
+    --restarts) restarts=$2; shift ;;
+    --) shift; export GT_ARGS="${GT_ARGS:+$GT_ARGS }$*"; break ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "launch.sh: error: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+unset SLURM_JOB_ID   # inside an allocation this still runs the workstation way
+export GT_ROOT=${GT_ROOT:-$here}
+export GT_RUN_DIR=${GT_RUN_DIR:-$here/runs/local/$(date +%Y%m%d-%H%M%S)-$$}
+[[ $GT_RUN_DIR == /* ]] || GT_RUN_DIR=$PWD/$GT_RUN_DIR
+
+attempt=0
+while :; do
+  rc=0
+  if [ -n "$limit" ]; then
+    timeout --preserve-status --signal=USR1 --kill-after=120 "$limit" "$here/slurm/train.sbatch" || rc=$?
+  else
+    "$here/slurm/train.sbatch" || rc=$?
+  fi
+  [ "$rc" -eq 75 ] && [ "$attempt" -lt "$restarts" ] || exit "$rc"
+  attempt=$((attempt + 1))
+  echo "launch.sh: restart $attempt of $restarts from the newest checkpoint in $GT_RUN_DIR"
+done
