@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The Slurm tests: submit the project's own batch scripts to the local cluster (scripts/slurm_local.sh) and check
 # what the jobs did from their files and `scontrol show job` (there is no accounting database).
-#   tests/slurm/slurm_test.sh job|chain|bad|sweep|sweep_local
+#   tests/slurm/slurm_test.sh job|chain|timelimit|bad|sweep|sweep_local
 # Environment (set by tests/slurm/CMakeLists.txt): GT_BIN trainer, GT_SLURM_STATE cluster state directory,
 # GT_TEST_WORK scratch directory, GT_TEST_DECK deck (default tiny).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-what=${1:?usage: slurm_test.sh job|chain|bad|sweep|sweep_local}
+what=${1:?usage: slurm_test.sh job|chain|timelimit|bad|sweep|sweep_local}
 work=${GT_TEST_WORK:?}/$what
 deck=${GT_TEST_DECK:-tiny}
 export GT_BIN=${GT_BIN:?} GT_ROOT=$here
@@ -120,6 +120,22 @@ chain)
   loss=$(json "$s" final_loss)
   same_float "$loss" "$ref_loss" || fail "final loss after the restart $loss differs from the uninterrupted run's $ref_loss"
   ok "chain: stopped at step $stopped/$steps by SIGUSR1, resumed from $(json "$s" resumed_from), final loss $loss = reference $ref_loss"
+  ;;
+
+timelimit)
+  # the real time-limit path: --time=1 with the warning 50 s before the end (Slurm checks limits about every
+  # 30 s, so it comes 10-40 s in); one rank, a run far longer than the job: it must stop with a checkpoint
+  run=$work/run
+  id=$("$here/slurm/submit.sh" --ntasks 1 --time 1 --signal-lead 50 --deck "$deck" --steps 1000000 --every 0 \
+       --run-dir "$run" --job-name t-limit) || fail "submit"
+  wait_job "$id" 150
+  out=$run/slurm-$id.out
+  grep -q "received SIGUSR1" "$out" || fail "no SIGUSR1 before the time limit: $(tail -5 "$out")"
+  [ "$(job_field "$id" ExitCode)" = 75:0 ] || fail "job $id exit $(job_field "$id" ExitCode), expected 75 (stopped with a checkpoint)"
+  grep -q "job=$id end rc=75 status=preempted" "$run/jobs.log" || fail "jobs.log: $(cat "$run/jobs.log")"
+  [ -n "$(ls -A "$run/checkpoints" 2>/dev/null)" ] || fail "no checkpoint after the time-limit signal"
+  [ "$(json "$run/summary.json" status)" = preempted ] || fail "summary status $(json "$run/summary.json" status)"
+  ok "time limit: job $id stopped at step $(json "$run/summary.json" step) with a checkpoint, exit 75"
   ;;
 
 bad)
