@@ -29,17 +29,11 @@ void ce_row_sumexp(T* sumexp, T* tlogit, const T* logits, const T* rowmax, const
   Kokkos::parallel_for("ce_row_sumexp", range(0, N), KOKKOS_LAMBDA(long i) {
     const T* x = logits + i * Vl;
     const T m = rowmax[i];
-    // exp into a small stack block (a plain map loop vectorises), then a lane sum of the block
-    constexpr int kBuf = 8 * kLanes;
-    T buf[kBuf];
     T acc[kLanes] = {};
-    for (int j0 = 0; j0 < Vl; j0 += kBuf) {
-      const int n = Vl - j0 < kBuf ? Vl - j0 : kBuf;
-      for (int j = 0; j < n; ++j) buf[j] = kexp(x[j0 + j] - m);
-      for (int j = n; j < kBuf; ++j) buf[j] = T(0);
-      for (int j = 0; j < kBuf; j += kLanes)
-        for (int k = 0; k < kLanes; ++k) acc[k] += buf[j + k];
-    }
+    int j = 0;
+    for (; j + kLanes <= Vl; j += kLanes)
+      for (int k = 0; k < kLanes; ++k) acc[k] += kexp(x[j + k] - m);
+    for (int k = 0; j + k < Vl; ++k) acc[k] += kexp(x[j + k] - m);
     sumexp[i] = detail::combine_sum(acc);
     const long t = static_cast<long>(targets[i]) - v0;
     tlogit[i] = (t >= 0 && t < Vl) ? x[t] : T(0);

@@ -8,7 +8,7 @@
 
 namespace gt {
 
-constexpr int kLanes = 8;
+constexpr int kLanes = 16;  // one AVX-512 register of floats, two AVX2 ones (more ILP there)
 
 // Optional pointer arguments (nullptr allowed) take their type from the other arguments, so that a call
 // like linear_forward(out, x, w, nullptr, ...) deduces T from out (C++20's std::type_identity_t).
@@ -18,9 +18,12 @@ template <class T>
 using no_deduce_t = typename no_deduce<T>::type;
 
 namespace detail {
+// Pairwise tree over the lanes, always in the same order. Overwrites acc.
 template <class T>
-KOKKOS_INLINE_FUNCTION T combine_sum(const T* acc) {
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+KOKKOS_INLINE_FUNCTION T combine_sum(T* acc) {
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0];
 }
 template <class T>
 KOKKOS_INLINE_FUNCTION T max2(T a, T b) { return a > b ? a : b; }
@@ -74,8 +77,9 @@ KOKKOS_INLINE_FUNCTION T lanes_max(const T* x, int n) {
   for (; j + kLanes <= n; j += kLanes)
     for (int k = 0; k < kLanes; ++k) acc[k] = detail::max2(acc[k], x[j + k]);
   for (int k = 0; j + k < n; ++k) acc[k] = detail::max2(acc[k], x[j + k]);
-  using detail::max2;
-  return max2(max2(max2(acc[0], acc[4]), max2(acc[1], acc[5])), max2(max2(acc[2], acc[6]), max2(acc[3], acc[7])));
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int k = 0; k < w; ++k) acc[k] = detail::max2(acc[k], acc[k + w]);
+  return acc[0];
 }
 
 // Work-splitting constants. On the host one work item takes a cache-friendly block (a run of columns, a

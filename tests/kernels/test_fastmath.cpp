@@ -64,7 +64,7 @@ TEST(FastMath, ExpMaxUlpOverWideRange) {
   }
   std::printf("fast_expf: %zu points in [-110,110], max error %.3f ulp at x=%.9g\n", xs.size(), worst, worst_x);
   RecordProperty("max_ulp", std::to_string(worst));
-  EXPECT_LE(worst, 2.0) << "at x=" << worst_x;
+  EXPECT_LE(worst, 1.0) << "at x=" << worst_x;  // measured 0.88 ulp on this sample set
 }
 
 TEST(FastMath, ExpSpecialValues) {
@@ -117,7 +117,7 @@ TEST(FastMath, TanhMaxUlp) {
   }
   std::printf("fast_tanhf: %zu points in [-20,20], max error %.3f ulp at x=%.9g\n", xs.size(), worst, worst_x);
   RecordProperty("max_ulp", std::to_string(worst));
-  EXPECT_LE(worst, 2.0) << "at x=" << worst_x;
+  EXPECT_LE(worst, 1.5) << "at x=" << worst_x;  // measured 0.93 ulp on this sample set
   EXPECT_EQ(gt::fast_tanhf(0.0f), 0.0f);
   EXPECT_EQ(gt::fast_tanhf(30.0f), 1.0f);
   EXPECT_EQ(gt::fast_tanhf(-30.0f), -1.0f);
