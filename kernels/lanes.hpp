@@ -84,8 +84,14 @@ KOKKOS_INLINE_FUNCTION T lanes_max(const T* x, int n) {
 
 // Work-splitting constants. On the host one work item takes a cache-friendly block (a run of columns, a
 // chunk of a flat array) so that its inner loop vectorises; on a GPU one item per element is best.
-constexpr int kColBlock = exec_on_host ? 64 : 1;
-constexpr long kChunk = exec_on_host ? 4096 : 1;
+// GT_KERNELS_DEVICE_BLOCKING makes a host build use the GPU split, so that the CPU tests cover it too.
+#if defined(GT_KERNELS_DEVICE_BLOCKING)
+constexpr bool kHostBlocking = false;
+#else
+constexpr bool kHostBlocking = exec_on_host;
+#endif
+constexpr int kColBlock = kHostBlocking ? 64 : 1;
+constexpr long kChunk = kHostBlocking ? 4096 : 1;
 
 KOKKOS_INLINE_FUNCTION long chunk_count(long n) { return (n + kChunk - 1) / kChunk; }
 KOKKOS_INLINE_FUNCTION int col_block_count(int c) { return (c + kColBlock - 1) / kColBlock; }
