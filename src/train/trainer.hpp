@@ -1,6 +1,7 @@
 #pragma once
 // The training driver: composes the grid, the model stage, the data source, the pipeline schedule, the DP
 // gradient buckets, AdamW, metrics and checkpoints. One object per rank; run() is collective.
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,7 @@ class Trainer {
   int64_t n_params_ = 0;
   std::vector<StepStats> history_;
   double val_loss_last_ = -1;
+  double last_loss_ = NAN;     // loss of the last step before a resume (for the summary of a no-op run)
   double t_fwd_ = 0, t_bwd_ = 0;
   double comm_fwd_ = 0, comm_bwd_ = 0, t_data_ = 0;
 };

@@ -53,6 +53,7 @@ CheckpointMeta Trainer::checkpoint_meta() const {
   meta.ints["grid.pp"] = grid_.shape().pp;
   meta.ints["grid.dp"] = grid_.shape().dp;
   meta.reals["lr"] = learning_rate_at_step();
+  meta.reals["loss"] = history_.empty() ? last_loss_ : history_.back().loss;
   meta.strings["model"] = model_signature(cfg_.model);
   meta.strings["config"] = config_text_;
   meta.strings["data"] = data_->describe();
@@ -97,6 +98,7 @@ void Trainer::try_resume() {
   samples_done_ = meta.ints.at("samples_done");
   last_saved_step_ = step_;
   resumed_from_ = path;
+  if (meta.reals.count("loss")) last_loss_ = meta.reals["loss"];
   if (grid_.world_rank() == 0)
     std::printf("gridtrain: resumed from %s at step %d (written on tp=%lld pp=%lld dp=%lld)\n", path.c_str(), step_,
                 (long long)meta.ints["grid.tp"], (long long)meta.ints["grid.pp"], (long long)meta.ints["grid.dp"]);
@@ -153,7 +155,7 @@ void Trainer::write_summary(const std::string& status) {
   j.str("status", status).integer("world_size", g.size()).integer("tp", g.tp).integer("pp", g.pp)
       .integer("dp", g.dp).integer("steps", cfg_.train.steps).integer("step", step_)
       .integer("steps_this_run", (long long)history_.size())
-      .num("final_loss", history_.empty() ? NAN : history_.back().loss)
+      .num("final_loss", history_.empty() ? last_loss_ : history_.back().loss)
       .num("val_loss", val_loss_last_).num("tokens_per_s", tok_s).num("tokens_per_s_per_rank", tok_s / g.size())
       .num("ms_per_step", mean.ms_max).num("ms_per_step_mean_rank", mean.ms).num("mfu", mfu)
       .num("exposed_comm_share", n > 0 && mean.ms > 0 ? comm / mean.ms : 0.0).num("forward_ms", mean.fwd_ms)
