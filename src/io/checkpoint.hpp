@@ -33,7 +33,15 @@ struct CheckpointMeta {
 struct CheckpointOptions {
   std::string dir;     // checkpoint directory; files are <dir>/step_<8 digits>.h5 and <dir>/latest
   int keep = 3;        // keep the newest K valid checkpoints
+  // Tuning knobs (defaults are what docs/checkpoints.md measured best); tests and the benchmark vary them.
+  bool verify_after_write = true;   // re-read the .tmp file and check every checksum before the rename
+  bool collective_io = true;        // H5FD_MPIO_COLLECTIVE (false: independent writes)
+  int64_t alignment = 1 << 20;      // H5Pset_alignment for objects >= 1 MiB (<= 1: no alignment)
+  std::map<std::string, std::string> mpi_hints;  // MPI-IO hints, e.g. {"romio_cb_write", "enable"}
 };
+
+// Value of the root attribute format_version written by this code; load rejects other versions.
+constexpr int64_t kCheckpointFormatVersion = 1;
 
 // Collective over `comm`. Writes <dir>/step_N.h5.tmp, verifies, fsyncs, renames to step_N.h5, then rewrites
 // `latest` atomically, then prunes to `keep`. Returns the final path. Throws gt::Error on failure (the
@@ -52,5 +60,9 @@ CheckpointMeta read_checkpoint_meta(MPI_Comm comm, const std::string& path);
 // Newest checkpoint in dir that opens and verifies; invalid newer ones are reported on rank 0 (stderr) and
 // skipped. Empty when there is none. Collective.
 std::optional<std::string> find_latest_checkpoint(MPI_Comm comm, const std::string& dir);
+
+// Collective. Opens path, checks gridtrain_kind/format_version and the checksum of every dataset in it;
+// returns the meta. Throws gt::Error "<file>: <problem>" (on every rank) if anything is wrong.
+CheckpointMeta verify_checkpoint(MPI_Comm comm, const std::string& path);
 
 }  // namespace gt

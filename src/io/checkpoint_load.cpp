@@ -1,0 +1,146 @@
+// Reading checkpoints: load (any layout reads its own hyperslabs), meta only, whole-file verification, and
+// the search for the newest valid checkpoint.
+#include <filesystem>
+#include <iostream>
+
+#include "src/io/agree.hpp"
+#include "src/io/checkpoint.hpp"
+#include "src/io/checkpoint_files.hpp"
+#include "src/io/checkpoint_verify.hpp"
+#include "src/io/checksum.hpp"
+#include "src/io/h5_util.hpp"
+#include "src/io/shard_table.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gt {
+
+using io::H5Handle;
+using io::h5check;
+
+void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorShard>& tensors,
+                     CheckpointMeta& meta) {
+  io::H5Quiet quiet;
+  const std::vector<io::TableEntry> table = io::gather_shard_table(comm, tensors);
+  H5Handle file = io::open_checkpoint_file(comm, path);
+
+  // Metadata checks first (rank-local reads of the same bytes), so no rank enters a collective read of a
+  // dataset that another rank found wrong.
+  std::vector<uint64_t> expected(table.size(), 0);
+  CheckpointMeta file_meta;
+  io::run_agreed(comm, [&] {
+    file_meta = io::read_checkpoint_root(file.get(), path);
+    for (size_t i = 0; i < table.size(); ++i)
+      expected[i] = io::check_dataset(file.get(), path, table[i].name, table[i].global_shape);
+  });
+
+  H5Handle dxpl(h5check(H5Pcreate(H5P_DATASET_XFER), "cannot create transfer list"));
+  H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+  float dummy = 0;
+  for (const io::TableEntry& e : table) {
+    io::run_agreed(comm, [&] {
+      H5Handle dset(h5check(H5Dopen2(file.get(), e.name.c_str(), H5P_DEFAULT),
+                            path + ": cannot open dataset '" + e.name + "'"));
+      H5Handle space(h5check(H5Dget_space(dset.get()), path + ": cannot read dataspace of '" + e.name + "'"));
+      TensorShard* t = e.local >= 0 ? &tensors[e.local] : nullptr;
+      const bool mine = t && io::num_elements(t->count) > 0;
+      io::select_box(space.get(), mine ? t->start : std::vector<int64_t>(), mine ? t->count : std::vector<int64_t>(),
+                     mine);
+      const hsize_t n = mine ? static_cast<hsize_t>(io::num_elements(t->count)) : 1;
+      H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
+      if (!mine) H5Sselect_none(mem.get());
+      h5check(H5Dread(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), dxpl.get(), mine ? t->data : &dummy),
+              path + ": cannot read dataset '" + e.name + "'");
+    });
+  }
+
+  // Every dataset is verified in full. Where the loading layout's writer hyperslabs tile a tensor exactly,
+  // the data just read already covers it once: its checksum needs no second read. The rest (partial or
+  // replicated layouts without writer marks) are re-read split evenly by rows over the ranks.
+  std::vector<uint64_t> partial(table.size(), 0);
+  std::vector<std::string> reread_names;
+  std::vector<size_t> reread_index;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const io::TableEntry& e = table[i];
+    if (!e.tiled) {
+      reread_names.push_back(e.name);
+      reread_index.push_back(i);
+    } else if (e.local >= 0 && tensors[e.local].writer) {
+      const TensorShard& t = tensors[e.local];
+      partial[i] = io::hyperslab_checksum(t.data, t.global_shape, t.start, t.count);
+    }
+  }
+  const std::vector<uint64_t> reread = io::partial_checksums_by_rows(comm, file.get(), reread_names);
+  for (size_t k = 0; k < reread.size(); ++k) partial[reread_index[k]] = reread[k];
+  std::vector<std::string> names;
+  for (const io::TableEntry& e : table) names.push_back(e.name);
+  io::compare_checksums(comm, path, names, partial, expected);
+  meta = file_meta;
+}
+
+CheckpointMeta read_checkpoint_meta(MPI_Comm comm, const std::string& path) {
+  io::H5Quiet quiet;
+  H5Handle file = io::open_checkpoint_file(comm, path);
+  CheckpointMeta meta;
+  io::run_agreed(comm, [&] { meta = io::read_checkpoint_root(file.get(), path); });
+  return meta;
+}
+
+CheckpointMeta verify_checkpoint(MPI_Comm comm, const std::string& path) {
+  io::H5Quiet quiet;
+  H5Handle file = io::open_checkpoint_file(comm, path);
+  CheckpointMeta meta;
+  std::vector<std::string> names;
+  std::vector<uint64_t> expected;
+  io::run_agreed(comm, [&] {
+    meta = io::read_checkpoint_root(file.get(), path);
+    names = io::list_datasets(file.get());
+    for (const std::string& name : names) expected.push_back(io::check_dataset(file.get(), path, name, {}));
+  });
+  io::compare_checksums(comm, path, names, io::partial_checksums_by_rows(comm, file.get(), names), expected);
+  return meta;
+}
+
+std::optional<std::string> find_latest_checkpoint(MPI_Comm comm, const std::string& dir) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // Rank 0 decides the candidates so that every rank tries the same files in the same order: the file
+  // named by `latest` (the commit record), then all step_*.h5 newest first.
+  std::string list;
+  if (rank == 0) {
+    std::vector<std::string> candidates;
+    const std::string latest = io::read_small_file((fs::path(dir) / "latest").string());
+    if (io::parse_checkpoint_name(latest)) {
+      const std::string p = (fs::path(dir) / latest).string();
+      std::error_code ec;
+      if (fs::is_regular_file(p, ec)) candidates.push_back(p);
+    }
+    for (const io::CheckpointFile& c : io::list_checkpoints(dir))
+      if (candidates.empty() || c.path != candidates.front()) candidates.push_back(c.path);
+    for (const std::string& c : candidates) list += c + '\n';
+  }
+  int len = static_cast<int>(list.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+  list.resize(len);
+  MPI_Bcast(list.data(), len, MPI_CHAR, 0, comm);
+
+  size_t p = 0;
+  while (p < list.size()) {
+    const size_t nl = list.find('\n', p);
+    const std::string path = list.substr(p, nl - p);
+    p = nl + 1;
+    try {
+      verify_checkpoint(comm, path);
+      return path;
+    } catch (const Error& e) {
+      if (rank == 0) {
+        std::string reason = e.what();
+        if (reason.rfind(path + ": ", 0) == 0) reason = reason.substr(path.size() + 2);
+        std::cerr << "gridtrain: warning: skipping invalid checkpoint " << path << ": " << reason << std::endl;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace gt

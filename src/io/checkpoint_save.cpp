@@ -1,0 +1,179 @@
+// save_checkpoint: one HDF5 file per step, every tensor in its global shape, each rank writing its own
+// hyperslab collectively; committed by fsync + rename, then the `latest` pointer, then pruning.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "src/io/agree.hpp"
+#include "src/io/checkpoint.hpp"
+#include "src/io/checkpoint_files.hpp"
+#include "src/io/checkpoint_verify.hpp"
+#include "src/io/checksum.hpp"
+#include "src/io/h5_util.hpp"
+#include "src/io/shard_table.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gt {
+namespace {
+
+using io::H5Handle;
+using io::h5check;
+
+// Rank 0's meta, sent to everyone: attribute writes are collective and must carry identical values.
+CheckpointMeta broadcast_meta(MPI_Comm comm, const CheckpointMeta& meta) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string blob;  // kind(1) key\0 value\0 ..., numbers as text with full precision
+  if (rank == 0) {
+    char num[64];
+    for (const auto& [k, v] : meta.ints) blob += "i" + k + '\0' + std::to_string(v) + '\0';
+    for (const auto& [k, v] : meta.reals) {
+      std::snprintf(num, sizeof num, "%.17g", v);
+      blob += "r" + k + '\0' + num + '\0';
+    }
+    for (const auto& [k, v] : meta.strings) blob += "s" + k + '\0' + v + '\0';
+  }
+  int64_t len = static_cast<int64_t>(blob.size());
+  MPI_Bcast(&len, 1, MPI_INT64_T, 0, comm);
+  blob.resize(len);
+  MPI_Bcast(blob.data(), static_cast<int>(len), MPI_CHAR, 0, comm);
+  CheckpointMeta out;
+  size_t p = 0;
+  while (p < blob.size()) {
+    const char kind = blob[p++];
+    const std::string key = blob.c_str() + p;
+    p += key.size() + 1;
+    const std::string value(blob.data() + p, blob.find('\0', p) - p);
+    p += value.size() + 1;
+    if (kind == 'i') out.ints[key] = std::stoll(value);
+    if (kind == 'r') out.reals[key] = std::strtod(value.c_str(), nullptr);
+    if (kind == 's') out.strings[key] = value;
+  }
+  return out;
+}
+
+// Test hook: GRIDTRAIN_CRASH_IN_CHECKPOINT=<step> kills every rank halfway through writing that step.
+bool crash_requested(int64_t step) {
+  const char* s = std::getenv("GRIDTRAIN_CRASH_IN_CHECKPOINT");
+  return s && *s && std::strtoll(s, nullptr, 10) == step;
+}
+
+void write_datasets(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, const std::string& tmp,
+                    const std::vector<io::TableEntry>& table, const std::vector<TensorShard>& tensors,
+                    const std::vector<uint64_t>& checksums, const CheckpointMeta& meta) {
+  H5Handle fapl = io::make_mpio_fapl(comm, opt);
+  H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+  io::agree(comm, file.valid() ? "" : tmp + ": cannot create file");
+  io::run_agreed(comm, [&] {
+    io::write_attr_str(file.get(), "gridtrain_kind", "checkpoint");
+    io::write_attr_i64(file.get(), "format_version", kCheckpointFormatVersion);
+    io::write_meta_attrs(file.get(), meta);
+  });
+
+  H5Handle lcpl(h5check(H5Pcreate(H5P_LINK_CREATE), "cannot create property list"));
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  H5Handle dcpl(h5check(H5Pcreate(H5P_DATASET_CREATE), "cannot create property list"));
+  H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS);
+  H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
+  H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);  // every element gets written: skip the fill pass
+  H5Handle dxpl(h5check(H5Pcreate(H5P_DATASET_XFER), "cannot create property list"));
+  H5Pset_dxpl_mpio(dxpl.get(), opt.collective_io ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
+
+  const bool crash = crash_requested(step);
+  float dummy = 0;
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (crash && i == table.size() / 2) std::raise(SIGKILL);
+    const io::TableEntry& e = table[i];
+    io::run_agreed(comm, [&] {
+      const std::vector<hsize_t> dims(e.global_shape.begin(), e.global_shape.end());
+      H5Handle space(h5check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                             "cannot create dataspace"));
+      H5Handle dset(h5check(H5Dcreate2(file.get(), e.name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(),
+                                       dcpl.get(), H5P_DEFAULT),
+                            tmp + ": cannot create dataset '" + e.name + "'"));
+      io::write_attr_u64(dset.get(), "checksum", checksums[i]);
+      const TensorShard* t = e.local >= 0 ? &tensors[e.local] : nullptr;
+      const bool mine = t && t->writer && io::num_elements(t->count) > 0;
+      io::select_box(space.get(), mine ? t->start : std::vector<int64_t>(), mine ? t->count : std::vector<int64_t>(),
+                     mine);
+      const hsize_t n = mine ? static_cast<hsize_t>(io::num_elements(t->count)) : 1;
+      H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
+      if (!mine) H5Sselect_none(mem.get());
+      h5check(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), dxpl.get(), mine ? t->data : &dummy),
+              tmp + ": cannot write dataset '" + e.name + "'");
+    });
+  }
+  // Closing writes the metadata; a failure here (disk full) must not look like success.
+  io::agree(comm, H5Fclose(file.release()) >= 0 ? "" : tmp + ": cannot close file (disk full?)");
+}
+
+std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
+                      const std::vector<TensorShard>& tensors, const CheckpointMeta& meta_in, const std::string& tmp) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const std::string final_path = (fs::path(opt.dir) / io::checkpoint_file_name(step)).string();
+
+  io::run_agreed(comm, [&] {
+    if (step < 0) throw Error("checkpoint: negative step " + std::to_string(step));
+    if (rank == 0) {
+      std::error_code ec;
+      fs::create_directories(opt.dir, ec);
+      if (!fs::is_directory(opt.dir)) throw Error(opt.dir + ": cannot create checkpoint directory: " + ec.message());
+    }
+  });
+  const std::vector<io::TableEntry> table = io::gather_shard_table(comm, tensors);
+  for (const io::TableEntry& e : table)  // identical on every rank, so every rank throws the same
+    if (!e.tiled) throw Error("checkpoint: tensor '" + e.name + "': " + e.tiling_problem);
+
+  CheckpointMeta meta = broadcast_meta(comm, meta_in);
+  meta.ints["step"] = step;
+  meta.ints.erase("format_version");
+  meta.strings.erase("gridtrain_kind");
+
+  // Checksums from memory, before the write: the file is later checked against what the model held.
+  std::vector<uint64_t> partial(table.size(), 0), checksums(table.size(), 0);
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (table[i].local < 0) continue;
+    const TensorShard& t = tensors[table[i].local];
+    if (t.writer) partial[i] = io::hyperslab_checksum(t.data, t.global_shape, t.start, t.count);
+  }
+  MPI_Allreduce(partial.data(), checksums.data(), static_cast<int>(table.size()), MPI_UINT64_T, MPI_SUM, comm);
+
+  write_datasets(comm, opt, step, tmp, table, tensors, checksums, meta);
+
+  if (opt.verify_after_write) {
+    H5Handle file = io::open_checkpoint_file(comm, tmp);
+    std::vector<std::string> names;
+    for (const io::TableEntry& e : table) names.push_back(e.name);
+    io::compare_checksums(comm, tmp, names, io::partial_checksums_by_rows(comm, file.get(), names), checksums);
+  }
+  io::run_agreed(comm, [&] { io::fsync_path(tmp); });  // each rank: its node's cached pages reach the disk
+  io::run_agreed(comm, [&] {
+    if (rank != 0) return;
+    io::durable_rename(tmp, final_path, opt.dir);
+    io::write_file_atomic(opt.dir, "latest", io::checkpoint_file_name(step) + "\n");
+    io::prune_checkpoints(opt.dir, opt.keep, final_path);
+  });
+  return final_path;
+}
+
+}  // namespace
+
+std::string save_checkpoint(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
+                            const std::vector<TensorShard>& tensors, const CheckpointMeta& meta) {
+  io::H5Quiet quiet;
+  const std::string tmp = (fs::path(opt.dir) / io::checkpoint_file_name(step)).string() + ".tmp";
+  try {
+    return save_impl(comm, opt, step, tensors, meta, tmp);
+  } catch (const Error&) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    std::error_code ec;
+    if (rank == 0) fs::remove(tmp, ec);  // never leave a half-written file behind an error we report
+    throw;
+  }
+}
+
+}  // namespace gt

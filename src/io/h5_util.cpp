@@ -1,0 +1,236 @@
+#include "src/io/h5_util.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "src/core/error.hpp"
+
+namespace gt::io {
+
+H5Handle& H5Handle::operator=(H5Handle&& o) noexcept {
+  if (this != &o) {
+    reset();
+    id_ = o.id_;
+    o.id_ = -1;
+  }
+  return *this;
+}
+
+void H5Handle::reset() {
+  if (id_ < 0) return;
+  switch (H5Iget_type(id_)) {
+    case H5I_FILE: H5Fclose(id_); break;
+    case H5I_GROUP: H5Gclose(id_); break;
+    case H5I_DATASET: H5Dclose(id_); break;
+    case H5I_DATASPACE: H5Sclose(id_); break;
+    case H5I_DATATYPE: H5Tclose(id_); break;
+    case H5I_ATTR: H5Aclose(id_); break;
+    case H5I_GENPROP_LST: H5Pclose(id_); break;
+    default: break;
+  }
+  id_ = -1;
+}
+
+hid_t h5check(hid_t id, const std::string& what) {
+  if (id < 0) throw Error(what);
+  return id;
+}
+
+H5Quiet::H5Quiet() {
+  H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+H5Quiet::~H5Quiet() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+
+namespace {
+
+void write_attr_raw(hid_t obj, const std::string& name, hid_t file_type, hid_t mem_type, const void* v) {
+  if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
+  H5Handle space(h5check(H5Screate(H5S_SCALAR), "cannot create dataspace"));
+  H5Handle attr(h5check(H5Acreate2(obj, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                        "cannot create attribute '" + name + "'"));
+  h5check(H5Awrite(attr.get(), mem_type, v), "cannot write attribute '" + name + "'");
+}
+
+H5Handle open_attr(hid_t obj, const std::string& name) {
+  if (H5Aexists(obj, name.c_str()) <= 0) throw Error("missing attribute '" + name + "'");
+  return H5Handle(h5check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), "cannot open attribute '" + name + "'"));
+}
+
+// Value of a scalar (or one-element) attribute converted by HDF5 to mem_type; cls is the required class.
+void read_attr_raw(hid_t obj, const std::string& name, H5T_class_t cls, hid_t mem_type, void* out) {
+  H5Handle attr = open_attr(obj, name);
+  H5Handle type(h5check(H5Aget_type(attr.get()), "cannot read type of attribute '" + name + "'"));
+  H5Handle space(h5check(H5Aget_space(attr.get()), "cannot read attribute '" + name + "'"));
+  if (H5Tget_class(type.get()) != cls || H5Sget_simple_extent_npoints(space.get()) != 1)
+    throw Error("attribute '" + name + "' has the wrong type");
+  h5check(H5Aread(attr.get(), mem_type, out), "cannot read attribute '" + name + "'");
+}
+
+std::string read_str_attr(hid_t attr, const std::string& name) {
+  H5Handle type(h5check(H5Aget_type(attr), "cannot read type of attribute '" + name + "'"));
+  if (H5Tget_class(type.get()) != H5T_STRING) throw Error("attribute '" + name + "' is not a string");
+  H5Handle space(h5check(H5Aget_space(attr), "cannot read attribute '" + name + "'"));
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) throw Error("attribute '" + name + "' is not a scalar");
+  if (H5Tis_variable_str(type.get()) > 0) {  // written by other tools (h5py), so accept both layouts
+    H5Handle mem(H5Tcopy(H5T_C_S1));
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    char* s = nullptr;
+    h5check(H5Aread(attr, mem.get(), &s), "cannot read attribute '" + name + "'");
+    std::string out = s ? s : "";
+    H5free_memory(s);
+    return out;
+  }
+  const size_t n = H5Tget_size(type.get());
+  std::string buf(n, '\0');
+  h5check(H5Aread(attr, type.get(), buf.data()), "cannot read attribute '" + name + "'");
+  buf.resize(std::find(buf.begin(), buf.end(), '\0') - buf.begin());
+  return buf;
+}
+
+}  // namespace
+
+void write_attr_i64(hid_t obj, const std::string& name, int64_t v) {
+  write_attr_raw(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+void write_attr_u64(hid_t obj, const std::string& name, uint64_t v) {
+  write_attr_raw(obj, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
+}
+void write_attr_f64(hid_t obj, const std::string& name, double v) {
+  write_attr_raw(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+void write_attr_str(hid_t obj, const std::string& name, const std::string& v) {
+  // Fixed-length, NUL-terminated: h5dump shows it as text and every reader handles it.
+  H5Handle type(h5check(H5Tcopy(H5T_C_S1), "cannot create string type"));
+  H5Tset_size(type.get(), v.size() + 1);
+  H5Tset_strpad(type.get(), H5T_STR_NULLTERM);
+  write_attr_raw(obj, name, type.get(), type.get(), v.c_str());
+}
+
+bool has_attr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
+
+int64_t read_attr_i64(hid_t obj, const std::string& name) {
+  int64_t v = 0;
+  read_attr_raw(obj, name, H5T_INTEGER, H5T_NATIVE_INT64, &v);
+  return v;
+}
+uint64_t read_attr_u64(hid_t obj, const std::string& name) {
+  uint64_t v = 0;
+  read_attr_raw(obj, name, H5T_INTEGER, H5T_NATIVE_UINT64, &v);
+  return v;
+}
+std::string read_attr_str(hid_t obj, const std::string& name) {
+  H5Handle attr = open_attr(obj, name);
+  return read_str_attr(attr.get(), name);
+}
+
+CheckpointMeta read_all_attrs(hid_t obj) {
+  CheckpointMeta meta;
+  H5O_info_t info;
+  h5check(H5Oget_info2(obj, &info, H5O_INFO_NUM_ATTRS), "cannot read attributes");
+  for (hsize_t i = 0; i < info.num_attrs; ++i) {
+    H5Handle attr(h5check(H5Aopen_by_idx(obj, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT),
+                          "cannot open attribute"));
+    const ssize_t len = H5Aget_name(attr.get(), 0, nullptr);
+    std::string name(len > 0 ? len : 0, '\0');
+    H5Aget_name(attr.get(), name.size() + 1, name.data());
+    H5Handle type(h5check(H5Aget_type(attr.get()), "cannot read type of attribute '" + name + "'"));
+    switch (H5Tget_class(type.get())) {
+      case H5T_INTEGER: meta.ints[name] = read_attr_i64(obj, name); break;
+      case H5T_FLOAT: {
+        double v = 0;
+        read_attr_raw(obj, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, &v);
+        meta.reals[name] = v;
+        break;
+      }
+      case H5T_STRING: meta.strings[name] = read_str_attr(attr.get(), name); break;
+      default: break;  // not ours: ignore
+    }
+  }
+  return meta;
+}
+
+void write_meta_attrs(hid_t obj, const CheckpointMeta& meta) {
+  for (const auto& [k, v] : meta.ints) write_attr_i64(obj, k, v);
+  for (const auto& [k, v] : meta.reals) write_attr_f64(obj, k, v);
+  for (const auto& [k, v] : meta.strings) write_attr_str(obj, k, v);
+}
+
+namespace {
+herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* out) {
+  if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(out)->push_back(name);
+  return 0;
+}
+}  // namespace
+
+std::vector<std::string> list_datasets(hid_t file) {
+  std::vector<std::string> names;
+  h5check(H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC),
+          "cannot list datasets");
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool dataset_exists(hid_t file, const std::string& path) {
+  // H5Lexists fails (rather than returning false) when a group on the way is missing: test each prefix.
+  size_t pos = 0;
+  while (true) {
+    pos = path.find('/', pos + 1);
+    const std::string prefix = path.substr(0, pos);
+    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (pos == std::string::npos) break;
+  }
+  H5O_info_t info;
+  if (H5Oget_info_by_name2(file, path.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return false;
+  return info.type == H5O_TYPE_DATASET;
+}
+
+std::vector<int64_t> dataset_shape(hid_t dset) {
+  H5Handle space(h5check(H5Dget_space(dset), "cannot read dataspace"));
+  const int nd = H5Sget_simple_extent_ndims(space.get());
+  if (nd < 0) throw Error("cannot read dataspace");
+  std::vector<hsize_t> dims(nd);
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return std::vector<int64_t>(dims.begin(), dims.end());
+}
+
+bool dataset_is_float32(hid_t dset) {
+  H5Handle type(h5check(H5Dget_type(dset), "cannot read datatype"));
+  return H5Tget_class(type.get()) == H5T_FLOAT && H5Tequal(type.get(), H5T_IEEE_F32LE) > 0;
+}
+
+std::string dataset_type_name(hid_t dset) {
+  H5Handle type(h5check(H5Dget_type(dset), "cannot read datatype"));
+  const size_t bits = 8 * H5Tget_size(type.get());
+  switch (H5Tget_class(type.get())) {
+    case H5T_FLOAT:
+      if (bits == 32 && H5Tget_order(type.get()) != H5T_ORDER_LE) return "float32 (big-endian)";
+      return "float" + std::to_string(bits);
+    case H5T_INTEGER:
+      return (H5Tget_sign(type.get()) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(bits);
+    case H5T_STRING: return "string";
+    default: return "a non-numeric type";
+  }
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::ostringstream os;
+  os << '(';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << ')';
+  return os.str();
+}
+
+void select_box(hid_t space, const std::vector<int64_t>& start, const std::vector<int64_t>& count, bool select) {
+  bool empty = !select;
+  for (int64_t c : count) empty = empty || c == 0;
+  if (empty) {
+    H5Sselect_none(space);
+    return;
+  }
+  std::vector<hsize_t> s(start.begin(), start.end()), c(count.begin(), count.end());
+  h5check(H5Sselect_hyperslab(space, H5S_SELECT_SET, s.data(), nullptr, c.data(), nullptr),
+          "cannot select hyperslab");
+}
+
+}  // namespace gt::io
