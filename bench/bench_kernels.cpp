@@ -4,6 +4,8 @@
 // Rerun on an idle machine:
 //   cmake --build build-kernels --target bench_kernels
 //   OPENBLAS_NUM_THREADS=1 ./build-kernels/bench/bench_kernels --reps 50 --out runs/bench/kernels_idle.json
+// On AVX-512 AMD CPUs also try OPENBLAS_CORETYPE=SkylakeX (OpenBLAS 0.3.21 picks its AVX2 kernels there);
+// the chosen BLAS core is printed and stored.
 // Options: --reps N (timed repetitions per kernel, default 20; the minimum and the median are reported),
 //          --out FILE (default runs/bench/kernels.json), --B --T --C --NH --V to change the shapes.
 // The machine load (`uptime`) at start and end is printed and stored with the figures, because a shared
@@ -127,8 +129,15 @@ int run(int argc, char** argv) {
   if (C % NH != 0) throw gt::Error("bench_kernels: C must be a multiple of NH");
   gt::gemm_set_threads(1);
   const std::string load_start = shell_line("uptime");
-  std::printf("bench_kernels: B=%d T=%d C=%d NH=%d V=%d float, reps=%d\nload at start: %s\n", B, T, C, NH, V, reps,
-              load_start.c_str());
+  const std::string blas_core = gt::blas_core_name();
+  std::printf("bench_kernels: B=%d T=%d C=%d NH=%d V=%d float, reps=%d, BLAS core %s\nload at start: %s\n", B, T, C,
+              NH, V, reps, blas_core.c_str(), load_start.c_str());
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && (blas_core == "Haswell" || blas_core == "Zen"))
+    std::printf("note: this CPU has AVX-512 but OpenBLAS chose %s kernels; OPENBLAS_CORETYPE=SkylakeX is ~2x faster "
+                "for sgemm here\n",
+                blas_core.c_str());
+#endif
   std::printf("%-26s %-22s %9s %9s %9s %9s\n", "kernel", "shape", "ms_min", "ms_med", "GB/s", "GFLOP/s");
 
   const long BT = static_cast<long>(B) * T, hd = C / NH;
@@ -247,7 +256,7 @@ int run(int argc, char** argv) {
   if (!os) throw gt::Error("bench_kernels: cannot write " + out);
   os << "{\n  \"program\": \"bench_kernels\",\n  \"shapes\": {\"B\": " << B << ", \"T\": " << T << ", \"C\": " << C
      << ", \"NH\": " << NH << ", \"V\": " << V << "},\n  \"dtype\": \"float\",\n  \"reps\": " << reps
-     << ",\n  \"uptime_start\": \"" << json_escape(load_start) << "\",\n  \"uptime_end\": \"" << json_escape(load_end)
+     << ",\n  \"blas_core\": \"" << json_escape(blas_core) << "\",\n  \"uptime_start\": \"" << json_escape(load_start) << "\",\n  \"uptime_end\": \"" << json_escape(load_end)
      << "\",\n  \"results\": [\n";
   const auto& rs = bench.results();
   for (size_t i = 0; i < rs.size(); ++i) {

@@ -40,6 +40,11 @@ void gemm(Op ta, Op tb, int M, int N, int K, T alpha, const T* A, int lda, const
 // Number of BLAS threads per rank (one rank drives one core on CPU builds). No-op for cuBLAS.
 void gemm_set_threads(int n);
 
+// The kernel family the host BLAS chose at load time (OpenBLAS core name, e.g. "SkylakeX", "Haswell"), for
+// run logs and benchmarks. OpenBLAS 0.3.21 picks the AVX2 "Haswell" kernels on AVX-512 AMD Zen 4; setting
+// OPENBLAS_CORETYPE=SkylakeX in the environment before the program starts roughly doubles sgemm there.
+const char* blas_core_name();
+
 // Whether the cuBLAS backend was compiled in, and a probe that creates a handle: returns an empty string on
 // success or the reason it failed (no device, no driver). Lets CPU-only CI check that cuBLAS links.
 bool cublas_compiled();

@@ -4,6 +4,7 @@
 #include "kernels/gemm.hpp"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
 
 namespace gt {
 namespace detail {
@@ -23,6 +24,8 @@ void blas_gemm(Op ta, Op tb, int M, int N, int K, double alpha, const double* A,
 }  // namespace detail
 
 void gemm_set_threads(int n) { openblas_set_num_threads(n); }
+
+const char* blas_core_name() { return openblas_get_corename(); }
 
 #if !defined(GRIDTRAIN_HAVE_CUBLAS)
 bool cublas_compiled() { return false; }
