@@ -108,9 +108,15 @@ start() {
   fi
   chown -R munge:munge "$m"; chmod 0700 "$m"; chmod 0600 "$m/munge.key"
   chmod 0755 "$m"   # slurm clients (root here, but any user in general) must reach the socket
-  runuser -u munge -- munged --socket="$m/munge.socket" --key-file="$m/munge.key" \
-    --pid-file="$m/munged.pid" --log-file="$m/munged.log" --seed-file="$m/munged.seed" \
-    || die "munged did not start: $(tail -3 "$m/munged.log" 2>/dev/null)"
+  local mopts=(--socket="$m/munge.socket" --key-file="$m/munge.key" --pid-file="$m/munged.pid"
+               --log-file="$m/munged.log" --seed-file="$m/munged.seed")
+  if ! runuser -u munge -- munged "${mopts[@]}" 2>"$m/start.err"; then
+    # munged refuses directories it finds insecure (a checkout under a group-writable path, say): say why, and
+    # try again with --force, which turns those refusals into warnings
+    log "munged refused to start ($(tr '\n' ' ' <"$m/start.err")); retrying with --force"
+    runuser -u munge -- munged --force "${mopts[@]}" ||
+      die "munged did not start: $(tail -3 "$m/munged.log" 2>/dev/null)"
+  fi
   for _ in $(seq 50); do [ -S "$m/munge.socket" ] && break; sleep 0.1; done
   munge -n -S "$m/munge.socket" | unmunge -S "$m/munge.socket" >/dev/null \
     || die "munge credential round trip failed (see $m/munged.log)"
