@@ -8,10 +8,10 @@
 
 namespace gt {
 
-// p, g, m, v: (N); p, m, v updated in place
+// p, g, m, v: (N); p, m, v updated in place. The scalars take T from the arrays (a double lr converts).
 template <class T>
-void adamw_update(T* p, const T* g, T* m, T* v, long N, T lr, T beta1, T beta2, T eps, T wd, int step,
-                  T g_scale) {
+void adamw_update(T* p, const T* g, T* m, T* v, long N, no_deduce_t<T> lr, no_deduce_t<T> beta1,
+                  no_deduce_t<T> beta2, no_deduce_t<T> eps, no_deduce_t<T> wd, int step, no_deduce_t<T> g_scale) {
   const T bc1 = T(1.0 - std::pow(double(beta1), step));
   const T bc2 = T(1.0 - std::pow(double(beta2), step));
   Kokkos::parallel_for("adamw_update", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {

@@ -51,7 +51,7 @@ void ce_loss(T* loss, const T* sumexp, const T* rowmax, const T* tlogit, int N) 
 // logits: (N,Vl) in, dlogits out = scale * (exp(l - rowmax)/sumexp - [j == tgt-v0])
 template <class T>
 void ce_backward_inplace(T* logits, const T* rowmax, const T* sumexp, const int32_t* targets, int N, int Vl,
-                         int v0, T scale) {
+                         int v0, no_deduce_t<T> scale) {
   Kokkos::parallel_for("ce_backward_inplace", range(0, N), KOKKOS_LAMBDA(long i) {
     T* x = logits + i * Vl;
     const T m = rowmax[i];

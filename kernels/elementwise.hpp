@@ -29,7 +29,7 @@ void add_inplace(T* y, const T* x, long N) {
 
 // y *= s   (N)
 template <class T>
-void scale_inplace(T* y, long N, T s) {
+void scale_inplace(T* y, long N, no_deduce_t<T> s) {
   Kokkos::parallel_for("scale_inplace", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = detail::chunk_end(ch, N);
     for (long i = ch * kChunk; i < i1; ++i) y[i] *= s;
@@ -38,7 +38,7 @@ void scale_inplace(T* y, long N, T s) {
 
 // y = v   (N) set
 template <class T>
-void fill(T* y, long N, T v) {
+void fill(T* y, long N, no_deduce_t<T> v) {
   Kokkos::parallel_for("fill", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = detail::chunk_end(ch, N);
     for (long i = ch * kChunk; i < i1; ++i) y[i] = v;

@@ -10,8 +10,9 @@ namespace gt {
 
 constexpr int kLanes = 16;  // one AVX-512 register of floats, two AVX2 ones (more ILP there)
 
-// Optional pointer arguments (nullptr allowed) take their type from the other arguments, so that a call
-// like linear_forward(out, x, w, nullptr, ...) deduces T from out (C++20's std::type_identity_t).
+// Optional pointer arguments (nullptr allowed) and scalar arguments take their type from the array
+// arguments, so that linear_forward(out, x, w, nullptr, ...) or adamw_update(p, ..., 1e-3 /* double */, ...)
+// deduce T from the arrays (C++20's std::type_identity_t).
 template <class T>
 struct no_deduce { using type = T; };
 template <class T>
