@@ -59,7 +59,6 @@ if [ -z "${GT_RUN_DIR:-}" ]; then
   export GT_RUN_DIR=${GT_RUNS:-$GT_ROOT/runs/slurm}/$job_name-$(date +%Y%m%d-%H%M%S)-$$
 fi
 [[ $GT_RUN_DIR == /* ]] || GT_RUN_DIR=$PWD/$GT_RUN_DIR
-mkdir -p "$GT_RUN_DIR"
 [ -n "$output" ] || output=$GT_RUN_DIR/slurm-%j.out
 
 args=(--parsable --job-name="$job_name" --time="$time_limit" --signal="B:USR1@$lead"
@@ -81,4 +80,5 @@ if [ $dry = 1 ]; then
   echo sbatch "${args[@]}" "$here/slurm/train.sbatch"
   exit 0
 fi
+mkdir -p "$GT_RUN_DIR"   # before sbatch: Slurm cannot create the directory of --output
 sbatch "${args[@]}" "$here/slurm/train.sbatch" | cut -d';' -f1
