@@ -7,7 +7,8 @@
 // On AVX-512 AMD CPUs also try OPENBLAS_CORETYPE=SkylakeX (OpenBLAS 0.3.21 picks its AVX2 kernels there);
 // the chosen BLAS core is printed and stored.
 // Options: --reps N (timed repetitions per kernel, default 20; the minimum and the median are reported),
-//          --out FILE (default runs/bench/kernels.json), --B --T --C --NH --V to change the shapes.
+//          --out FILE (default runs/bench/kernels.json), --B --T --C --NH --V to change the shapes,
+//          --layers L (default 6) for the estimated step time (sum of the kernel minima of one step).
 // The machine load (`uptime`) at start and end is printed and stored with the figures, because a shared
 // machine makes every number here a lower bound on what the kernel can do.
 // GB/s counts the bytes a kernel must move at least (each input read once, each output written once);
@@ -109,7 +110,7 @@ int parse_int(const std::string& flag, const char* v) {
 }
 
 int run(int argc, char** argv) {
-  int reps = 20, B = 4, T = 256, C = 384, NH = 6, V = 8192;
+  int reps = 20, B = 4, T = 256, C = 384, NH = 6, V = 8192, layers = 6;
   std::string out = "runs/bench/kernels.json";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -124,6 +125,7 @@ int run(int argc, char** argv) {
     else if (a == "--C") C = parse_int(a, next());
     else if (a == "--NH") NH = parse_int(a, next());
     else if (a == "--V") V = parse_int(a, next());
+    else if (a == "--layers") layers = parse_int(a, next());
     else throw gt::Error("bench_kernels: unknown option " + a + " (see the top of bench_kernels.cpp)");
   }
   if (C % NH != 0) throw gt::Error("bench_kernels: C must be a multiple of NH");
@@ -247,6 +249,31 @@ int run(int argc, char** argv) {
     for (long i = 0; i < NX; ++i) ey[i] = std::exp(ex[i]);
   });
 
+  // Sum of kernel minima for one single-rank training step of a GPT with `layers` blocks at these shapes
+  // (no communication, no data loading, no framework overhead): a floor for the trainer's step time.
+  auto ms_of = [&](const std::string& k) {
+    for (const auto& r : bench.results())
+      if (r.kernel == k) return r.ms_min;
+    throw gt::Error("bench_kernels: no result for " + k);
+  };
+  const double per_layer =
+      2 * (ms_of("layernorm_forward") + ms_of("layernorm_backward")) + ms_of("attention_forward") +
+      ms_of("attention_backward") + ms_of("gelu_forward") + ms_of("gelu_backward") +
+      2 * (ms_of("residual_forward") + ms_of("add_inplace"));
+  double linear_per_layer = 0.0;
+  for (const char* l : {"qkv", "attn_proj", "fc", "fc_proj"})
+    linear_per_layer += ms_of(std::string("linear_forward_") + l) + ms_of(std::string("linear_backward_") + l);
+  const double n_params = double(V) * C + double(T) * C + layers * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+  const double head = ms_of("embedding_forward") + ms_of("embedding_backward") + ms_of("layernorm_forward") +
+                      ms_of("layernorm_backward") + ms_of("linear_forward_lm_head") +
+                      ms_of("linear_backward_lm_head") + ms_of("ce_row_max") + ms_of("ce_row_sumexp") +
+                      ms_of("ce_backward_inplace");
+  const double optim = (ms_of("adamw_update") + ms_of("sum_squares")) * n_params / double(NP);
+  const double step_ms = layers * (per_layer + linear_per_layer) + head + optim;
+  std::printf("estimated step (%d layers, %.1fM params, sum of kernel minima): %.1f ms = layers %.1f "
+              "(linear %.1f, other %.1f) + head/loss %.1f + optimizer %.1f; %.0f tokens/s\n",
+              layers, n_params / 1e6, step_ms, layers * (per_layer + linear_per_layer), layers * linear_per_layer,
+              layers * per_layer, head, optim, BT / (step_ms * 1e-3));
   const std::string load_end = shell_line("uptime");
   std::printf("load at end: %s\n", load_end.c_str());
 
@@ -256,6 +283,7 @@ int run(int argc, char** argv) {
   if (!os) throw gt::Error("bench_kernels: cannot write " + out);
   os << "{\n  \"program\": \"bench_kernels\",\n  \"shapes\": {\"B\": " << B << ", \"T\": " << T << ", \"C\": " << C
      << ", \"NH\": " << NH << ", \"V\": " << V << "},\n  \"dtype\": \"float\",\n  \"reps\": " << reps
+     << ",\n  \"layers\": " << layers << ",\n  \"estimated_step_ms\": " << step_ms
      << ",\n  \"blas_core\": \"" << json_escape(blas_core) << "\",\n  \"uptime_start\": \"" << json_escape(load_start) << "\",\n  \"uptime_end\": \"" << json_escape(load_end)
      << "\",\n  \"results\": [\n";
   const auto& rs = bench.results();
