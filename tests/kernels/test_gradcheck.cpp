@@ -3,6 +3,8 @@
 // Pass criterion: norm-wise relative error ||g - g_fd|| / max(||g||, ||g_fd||) < 1e-6 (h = 1e-5).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "kernels/kernels.hpp"
 #include "tests/kernels/test_util.hpp"
 
@@ -11,6 +13,12 @@ using kt::Vec;
 
 namespace {
 constexpr double kGradTol = 1e-6;
+// the error, printed so that the margin to kGradTol shows in the test log
+double grad_err(const char* what, const Vec& g, const Vec& g_fd) {
+  const double e = rel_err(g, g_fd);
+  std::printf("  %-22s ||g - g_fd|| / max(||g||, ||g_fd||) = %.2e\n", what, e);
+  return e;
+}
 std::mt19937_64 make_rng(unsigned salt) { return std::mt19937_64(777u + salt); }
 }  // namespace
 
@@ -28,8 +36,8 @@ TEST(GradCheck, Embedding) {
   };
   Vec dwte(wte.size(), 0.0), dwpe(wpe.size(), 0.0);
   gt::embedding_backward(dwte.data(), dwpe.data(), R.data(), tok.data(), BT, T_, C, v0, Vl);
-  EXPECT_LT(rel_err(dwte, kt::finite_diff([&](const Vec& x) { return loss(x, wpe); }, wte)), kGradTol);
-  EXPECT_LT(rel_err(dwpe, kt::finite_diff([&](const Vec& x) { return loss(wte, x); }, wpe)), kGradTol);
+  EXPECT_LT(grad_err("embedding dwte", dwte, kt::finite_diff([&](const Vec& x) { return loss(x, wpe); }, wte)), kGradTol);
+  EXPECT_LT(grad_err("embedding dwpe", dwpe, kt::finite_diff([&](const Vec& x) { return loss(wte, x); }, wpe)), kGradTol);
 }
 
 TEST(GradCheck, LayerNorm) {
@@ -47,9 +55,9 @@ TEST(GradCheck, LayerNorm) {
   gt::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
   Vec dx(x.size(), 0.0), dw(C, 0.0), db(C, 0.0);
   gt::layernorm_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
-  EXPECT_LT(rel_err(dx, kt::finite_diff([&](const Vec& v) { return loss(v, w, b); }, x)), kGradTol);
-  EXPECT_LT(rel_err(dw, kt::finite_diff([&](const Vec& v) { return loss(x, v, b); }, w)), kGradTol);
-  EXPECT_LT(rel_err(db, kt::finite_diff([&](const Vec& v) { return loss(x, w, v); }, b)), kGradTol);
+  EXPECT_LT(grad_err("layernorm dinp", dx, kt::finite_diff([&](const Vec& v) { return loss(v, w, b); }, x)), kGradTol);
+  EXPECT_LT(grad_err("layernorm dweight", dw, kt::finite_diff([&](const Vec& v) { return loss(x, v, b); }, w)), kGradTol);
+  EXPECT_LT(grad_err("layernorm dbias", db, kt::finite_diff([&](const Vec& v) { return loss(x, w, v); }, b)), kGradTol);
 }
 
 TEST(GradCheck, Linear) {
@@ -65,9 +73,9 @@ TEST(GradCheck, Linear) {
   };
   Vec dx(x.size()), dw(w.size(), 0.0), db(OUT, 0.0);
   gt::linear_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), N, IN, OUT);
-  EXPECT_LT(rel_err(dx, kt::finite_diff([&](const Vec& v) { return loss(v, w, b); }, x)), kGradTol);
-  EXPECT_LT(rel_err(dw, kt::finite_diff([&](const Vec& v) { return loss(x, v, b); }, w)), kGradTol);
-  EXPECT_LT(rel_err(db, kt::finite_diff([&](const Vec& v) { return loss(x, w, v); }, b)), kGradTol);
+  EXPECT_LT(grad_err("linear dinp", dx, kt::finite_diff([&](const Vec& v) { return loss(v, w, b); }, x)), kGradTol);
+  EXPECT_LT(grad_err("linear dweight", dw, kt::finite_diff([&](const Vec& v) { return loss(x, v, b); }, w)), kGradTol);
+  EXPECT_LT(grad_err("linear dbias", db, kt::finite_diff([&](const Vec& v) { return loss(x, w, v); }, b)), kGradTol);
 }
 
 TEST(GradCheck, Attention) {
@@ -86,7 +94,7 @@ TEST(GradCheck, Attention) {
     gt::attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T_, s.NH, s.hd);
     Vec dqkv(qkv.size()), scratch(static_cast<size_t>(s.T_) * s.T_);
     gt::attention_backward(dqkv.data(), scratch.data(), R.data(), qkv.data(), att.data(), s.B, s.T_, s.NH, s.hd);
-    EXPECT_LT(rel_err(dqkv, g_fd), kGradTol) << "T=" << s.T_;
+    EXPECT_LT(grad_err("attention dqkv", dqkv, g_fd), kGradTol) << "T=" << s.T_;
   }
 }
 
@@ -102,7 +110,7 @@ TEST(GradCheck, Gelu) {
   };
   Vec dx(N);
   gt::gelu_backward(dx.data(), x.data(), R.data(), N);
-  EXPECT_LT(rel_err(dx, kt::finite_diff(loss, x)), kGradTol);
+  EXPECT_LT(grad_err("gelu dinp", dx, kt::finite_diff(loss, x)), kGradTol);
 }
 
 // The four phases on one rank (v0 = 0, Vl = V): L = scale * sum_i loss_i.
@@ -125,5 +133,5 @@ TEST(GradCheck, CrossEntropy) {
   forward(logits);
   Vec dl = logits;
   gt::ce_backward_inplace(dl.data(), rowmax.data(), sumexp.data(), tgt.data(), N, V, 0, scale);
-  EXPECT_LT(rel_err(dl, g_fd), kGradTol);
+  EXPECT_LT(grad_err("cross-entropy dlogits", dl, g_fd), kGradTol);
 }
