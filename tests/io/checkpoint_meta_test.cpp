@@ -112,3 +112,36 @@ TEST(CheckpointMeta, KeepLatestAndPruning) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
+
+// A save that cannot happen raises on every rank and leaves the existing checkpoints alone.
+TEST(CheckpointMeta, FailedSaveLeavesPrevious) {
+  const int rank = comm_rank(MPI_COMM_WORLD);
+  const std::string dir = scratch_dir(MPI_COMM_WORLD, "fail");
+  const std::string first = save_step(dir, 1, 1);
+  if (rank == 0) std::ofstream(dir + "/blocker") << "a file where the directory should be";
+  MPI_Barrier(MPI_COMM_WORLD);
+  try {
+    save_step(dir + "/blocker/ckpt", 2, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const gt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/blocker/ckpt: cannot create checkpoint directory"), std::string::npos)
+        << e.what();
+  }
+  // A tensor list the file layout cannot hold (rank 0 names a tensor with a bad hyperslab).
+  Shards s = make_shards(small_model(), Layout::Rows, rank, comm_size(MPI_COMM_WORLD), 3, true);
+  if (rank == 0) s.list[1].start[0] = 4;  // (5) tensor: start 4 + count > 5
+  gt::CheckpointOptions opt;
+  opt.dir = dir;
+  opt.keep = 1;
+  try {
+    gt::save_checkpoint(MPI_COMM_WORLD, opt, 2, s.list, gt::CheckpointMeta{});
+    ADD_FAILURE() << "no error";
+  } catch (const gt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lies outside the global shape"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(gt::find_latest_checkpoint(MPI_COMM_WORLD, dir), first);
+  if (rank == 0) {
+    EXPECT_EQ(names_in(dir), (std::vector<std::string>{"blocker", "latest", "step_00000001.h5"}));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
