@@ -46,6 +46,9 @@ def parse_args(argv):
     p.add_argument("--partition", default="")
     p.add_argument("--account", default="")
     p.add_argument("--time", default="00:20:00", help="Slurm time limit per point")
+    p.add_argument("--shared", action="store_true",
+                   help="Slurm: let points share nodes with other jobs (default: --exclusive, so that concurrent "
+                        "points do not disturb each other's timings)")
     p.add_argument("--poll", type=float, default=1.0, help="seconds between queue polls with --wait")
     p.add_argument("--dry-run", action="store_true", help="print the points and commands, run nothing")
     p.add_argument("overrides", nargs="*", help="extra section.key=value overrides for every point")
@@ -105,6 +108,8 @@ def env_of(a, pt, run_dir):
 def submit(a, pt, run_dir, name):
     cmd = [os.path.join(ROOT, "slurm", "submit.sh"), "--ntasks", str(pt["ranks"]),
            "--time", a.time, "--job-name", f"sweep-{name}-{pt['name']}"]
+    if not a.shared:
+        cmd += ["--sbatch", "--exclusive"]
     tpn = a.tasks_per_node or a.gpus_per_node
     if tpn:  # whole nodes of tpn ranks each; otherwise Slurm places the ranks
         cmd += ["--nodes", str(max(1, -(-pt["ranks"] // tpn))), "--tasks-per-node", str(tpn)]
@@ -145,7 +150,9 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     manifest = {"kind": a.kind, "deck": a.deck, "steps": a.steps, "mode": "local" if a.local else "slurm",
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "command": " ".join(shlex.quote(x) for x in ["scripts/sweep.py"] + list(argv)), "points": points}
+                "command": " ".join(shlex.quote(x) for x in ["scripts/sweep.py"] + list(argv)), "points": points,
+                "host": os.uname().nodename, "cpus": os.cpu_count(),
+                "load_average_start": os.getloadavg()}  # shared machines: how busy it was, next to the numbers
     failed = 0
     for pt in points:
         run_dir = os.path.join(out, pt["name"])
@@ -189,6 +196,9 @@ def main(argv):
                       file=sys.stderr)
         with open(os.path.join(out, "sweep.json"), "w") as f:
             json.dump(manifest, f, indent=1)
+    manifest["load_average_end"] = os.getloadavg()
+    with open(os.path.join(out, "sweep.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
     print(f"sweep: {len(points)} points in {out}")
     if a.collect and (a.local or a.wait):
         rc = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "collect.py"), out]).returncode
