@@ -33,7 +33,7 @@ struct CheckpointMeta {
 struct CheckpointOptions {
   std::string dir;     // checkpoint directory; files are <dir>/step_<8 digits>.h5 and <dir>/latest
   int keep = 3;        // keep the newest K valid checkpoints
-  // Tuning knobs (defaults are what docs/checkpoints.md measured best); tests and the benchmark vary them.
+  // Tuning knobs (defaults and their measured effect: docs/checkpoints.md); the benchmark varies them.
   bool verify_after_write = true;   // re-read the .tmp file and check every checksum before the rename
   bool collective_io = true;        // H5FD_MPIO_COLLECTIVE (false: independent writes)
   int64_t alignment = 1 << 20;      // H5Pset_alignment for objects >= 1 MiB (<= 1: no alignment)
