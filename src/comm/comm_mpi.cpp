@@ -1,7 +1,20 @@
 // MPI backend of gt::Comm. Every blocking call, test() and wait() adds its wall time to stats().
+// Float/double sum all-reduce dispatches on the algorithm; everything else is the MPI library.
+//
+// The algorithms run on a private duplicate of the caller's communicator, so their messages can never match
+// the caller's own send/recv. Each ring all-reduce (blocking or not) gets its own tag from a counter that
+// advances identically on every rank, so several can be in flight at once (gradient buckets). Shm
+// operations share one segment, so they run strictly in issue order: a non-blocking Shm all-reduce is
+// queued and executed, together with every one queued before it, by the first test() or wait() on it or by
+// the next blocking Shm all-reduce (test() therefore blocks for Shm).
 #include <mpi.h>
 
+#include <climits>
+#include <deque>
+
 #include "src/comm/comm.hpp"
+#include "src/comm/ring_allreduce.hpp"
+#include "src/comm/shm_allreduce.hpp"
 #include "src/core/error.hpp"
 
 namespace gt {
@@ -22,6 +35,14 @@ AllreduceAlgo parse_allreduce_algo(const std::string& name) {
   if (name == "ring") return AllreduceAlgo::Ring;
   if (name == "shm") return AllreduceAlgo::Shm;
   throw Error("unknown all-reduce algorithm '" + name + "' (expected \"mpi\", \"ring\" or \"shm\")");
+}
+
+bool nccl_compiled() {
+#if defined(GRIDTRAIN_HAVE_NCCL)
+  return true;
+#else
+  return false;
+#endif
 }
 
 namespace {
@@ -46,8 +67,19 @@ MPI_Op mpi_op(ReduceOp op) {
   return MPI_SUM;
 }
 
+// MPI counts are int: the library paths refuse what they cannot express (ring and shm take any size).
+int mpi_count(size_t n, const char* what) {
+  if (n > size_t(INT_MAX))
+    throw Error(std::string("comm: ") + what + " of " + std::to_string(n) + " elements exceeds the MPI count limit");
+  return int(n);
+}
+
+bool float_sum(DType t, ReduceOp op) { return op == ReduceOp::Sum && (t == DType::F32 || t == DType::F64); }
+
+// Adds the wall time of its scope to blocked_seconds; counts an operation (bytes, calls) when asked.
 class Timer {
  public:
+  Timer(CommStats& s) : s_(s), t0_(MPI_Wtime()) {}
   Timer(CommStats& s, double bytes) : s_(s), t0_(MPI_Wtime()) {
     s_.bytes += bytes;
     s_.calls += 1;
@@ -66,13 +98,13 @@ class MpiRequest : public Request {
     if (req_ != MPI_REQUEST_NULL) MPI_Wait(&req_, MPI_STATUS_IGNORE);
   }
   bool test() override {
-    Timer t(stats_, 0);
+    Timer t(stats_);
     int flag = 1;
     if (req_ != MPI_REQUEST_NULL) MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
     return flag != 0;
   }
   void wait() override {
-    Timer t(stats_, 0);
+    Timer t(stats_);
     if (req_ != MPI_REQUEST_NULL) MPI_Wait(&req_, MPI_STATUS_IGNORE);
   }
 
@@ -81,11 +113,58 @@ class MpiRequest : public Request {
   CommStats& stats_;
 };
 
+template <class T>
+class RingRequest : public Request {
+ public:
+  RingRequest(std::unique_ptr<RingAllreduce<T>> ring, CommStats& s) : ring_(std::move(ring)), stats_(s) {}
+  bool test() override {
+    Timer t(stats_);
+    return ring_->progress(false);
+  }
+  void wait() override {
+    Timer t(stats_);
+    ring_->progress(true);
+  }
+
+ private:
+  std::unique_ptr<RingAllreduce<T>> ring_;  // its destructor completes an unfinished ring
+  CommStats& stats_;
+};
+
+// A queued Shm all-reduce; `done` flips when the queue has run it.
+struct ShmJob {
+  void* buf;
+  size_t n;
+  DType t;
+  bool done = false;
+};
+
+class MpiComm;
+
+class ShmRequest : public Request {
+ public:
+  ShmRequest(std::shared_ptr<ShmJob> job, MpiComm& owner, CommStats& s) : job_(std::move(job)), owner_(owner), stats_(s) {}
+  ~ShmRequest() override;
+  bool test() override;
+  void wait() override { test(); }
+
+ private:
+  std::shared_ptr<ShmJob> job_;
+  MpiComm& owner_;
+  CommStats& stats_;
+};
+
 class MpiComm : public Comm {
  public:
   MpiComm(MPI_Comm c, AllreduceAlgo algo) : comm_(c), algo_(algo) {
     MPI_Comm_rank(c, &rank_);
     MPI_Comm_size(c, &size_);
+    MPI_Comm_dup(c, &algo_comm_);
+  }
+  ~MpiComm() override {
+    run_shm_queue(nullptr);
+    shm_.reset();
+    MPI_Comm_free(&algo_comm_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -94,62 +173,130 @@ class MpiComm : public Comm {
   void allreduce(void* buf, size_t n, DType t, ReduceOp op) override {
     Timer tm(stats_, double(n) * dtype_size(t));
     if (size_ == 1 || n == 0) return;
-    if (op == ReduceOp::Sum && algo_ == AllreduceAlgo::Ring && (t == DType::F32 || t == DType::F64)) {
-      if (t == DType::F32) ring_allreduce_sum(comm_, static_cast<float*>(buf), n);
-      else ring_allreduce_sum(comm_, static_cast<double*>(buf), n);
+    if (float_sum(t, op) && algo_ == AllreduceAlgo::Ring) {
+      if (t == DType::F32) RingAllreduce<float>(algo_comm_, static_cast<float*>(buf), n, next_tag()).progress(true);
+      else RingAllreduce<double>(algo_comm_, static_cast<double*>(buf), n, next_tag()).progress(true);
       return;
     }
-    MPI_Allreduce(MPI_IN_PLACE, buf, int(n), mpi_type(t), mpi_op(op), comm_);
+    if (float_sum(t, op) && algo_ == AllreduceAlgo::Shm) {
+      run_shm_queue(nullptr);
+      run_shm(buf, n, t);
+      return;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, buf, mpi_count(n, "allreduce"), mpi_type(t), mpi_op(op), comm_);
   }
   RequestPtr iallreduce(void* buf, size_t n, DType t, ReduceOp op) override {
     stats_.bytes += double(n) * dtype_size(t);
+    stats_.calls += 1;
+    if (size_ > 1 && n > 0 && float_sum(t, op) && algo_ == AllreduceAlgo::Ring) {
+      if (t == DType::F32)
+        return std::make_unique<RingRequest<float>>(
+            std::make_unique<RingAllreduce<float>>(algo_comm_, static_cast<float*>(buf), n, next_tag()), stats_);
+      return std::make_unique<RingRequest<double>>(
+          std::make_unique<RingAllreduce<double>>(algo_comm_, static_cast<double*>(buf), n, next_tag()), stats_);
+    }
+    if (size_ > 1 && n > 0 && float_sum(t, op) && algo_ == AllreduceAlgo::Shm) {
+      auto job = std::make_shared<ShmJob>(ShmJob{buf, n, t});
+      shm_queue_.push_back(job);
+      return std::make_unique<ShmRequest>(job, *this, stats_);
+    }
     MPI_Request r = MPI_REQUEST_NULL;
-    if (size_ > 1 && n > 0) MPI_Iallreduce(MPI_IN_PLACE, buf, int(n), mpi_type(t), mpi_op(op), comm_, &r);
+    if (size_ > 1 && n > 0)
+      MPI_Iallreduce(MPI_IN_PLACE, buf, mpi_count(n, "iallreduce"), mpi_type(t), mpi_op(op), comm_, &r);
     return std::make_unique<MpiRequest>(r, stats_);
   }
   void reduce_scatter(const void* send, void* recv, size_t rc, DType t, ReduceOp op) override {
     Timer tm(stats_, double(rc) * size_ * dtype_size(t));
-    MPI_Reduce_scatter_block(send, recv, int(rc), mpi_type(t), mpi_op(op), comm_);
+    MPI_Reduce_scatter_block(send, recv, mpi_count(rc, "reduce_scatter"), mpi_type(t), mpi_op(op), comm_);
   }
   void allgather(const void* send, void* recv, size_t sc, DType t) override {
     Timer tm(stats_, double(sc) * size_ * dtype_size(t));
-    MPI_Allgather(send, int(sc), mpi_type(t), recv, int(sc), mpi_type(t), comm_);
+    const int c = mpi_count(sc, "allgather");
+    MPI_Allgather(send, c, mpi_type(t), recv, c, mpi_type(t), comm_);
   }
   void broadcast(void* buf, size_t n, DType t, int root) override {
     Timer tm(stats_, double(n) * dtype_size(t));
-    MPI_Bcast(buf, int(n), mpi_type(t), root, comm_);
+    check_peer(root, "broadcast root");
+    MPI_Bcast(buf, mpi_count(n, "broadcast"), mpi_type(t), root, comm_);
   }
   void send(const void* buf, size_t n, DType t, int peer, int tag) override {
     Timer tm(stats_, double(n) * dtype_size(t));
-    MPI_Send(buf, int(n), mpi_type(t), peer, tag, comm_);
+    check_peer(peer, "send peer");
+    MPI_Send(buf, mpi_count(n, "send"), mpi_type(t), peer, tag, comm_);
   }
   void recv(void* buf, size_t n, DType t, int peer, int tag) override {
     Timer tm(stats_, double(n) * dtype_size(t));
-    MPI_Recv(buf, int(n), mpi_type(t), peer, tag, comm_, MPI_STATUS_IGNORE);
+    check_peer(peer, "recv peer");
+    MPI_Recv(buf, mpi_count(n, "recv"), mpi_type(t), peer, tag, comm_, MPI_STATUS_IGNORE);
   }
   RequestPtr isend(const void* buf, size_t n, DType t, int peer, int tag) override {
     stats_.bytes += double(n) * dtype_size(t);
+    stats_.calls += 1;
+    check_peer(peer, "isend peer");
     MPI_Request r;
-    MPI_Isend(buf, int(n), mpi_type(t), peer, tag, comm_, &r);
+    MPI_Isend(buf, mpi_count(n, "isend"), mpi_type(t), peer, tag, comm_, &r);
     return std::make_unique<MpiRequest>(r, stats_);
   }
   RequestPtr irecv(void* buf, size_t n, DType t, int peer, int tag) override {
+    stats_.bytes += double(n) * dtype_size(t);
+    stats_.calls += 1;
+    check_peer(peer, "irecv peer");
     MPI_Request r;
-    MPI_Irecv(buf, int(n), mpi_type(t), peer, tag, comm_, &r);
+    MPI_Irecv(buf, mpi_count(n, "irecv"), mpi_type(t), peer, tag, comm_, &r);
     return std::make_unique<MpiRequest>(r, stats_);
   }
   void barrier() override {
     Timer tm(stats_, 0);
     MPI_Barrier(comm_);
   }
-  void set_allreduce_algo(AllreduceAlgo a) override { algo_ = a; }
+  void set_allreduce_algo(AllreduceAlgo a) override {
+    run_shm_queue(nullptr);  // queued Shm jobs keep their algorithm
+    algo_ = a;
+  }
   AllreduceAlgo allreduce_algo() const override { return algo_; }
 
+  // Runs queued Shm jobs in issue order, up to and including `until` (all of them when null).
+  void run_shm_queue(const ShmJob* until) {
+    while (!shm_queue_.empty()) {
+      std::shared_ptr<ShmJob> job = shm_queue_.front();
+      shm_queue_.pop_front();
+      run_shm(job->buf, job->n, job->t);
+      job->done = true;
+      if (job.get() == until) return;
+    }
+  }
+
  private:
+  void run_shm(void* buf, size_t n, DType t) {
+    if (!shm_) shm_ = std::make_unique<ShmAllreduce>(algo_comm_);  // collective: first Shm use, every rank
+    if (t == DType::F32) shm_->sum(static_cast<float*>(buf), n);
+    else shm_->sum(static_cast<double*>(buf), n);
+  }
+  int next_tag() { return 1 + int(ring_ops_++ % 16384); }  // 32767 is the smallest MPI_TAG_UB allowed
+  void check_peer(int peer, const char* what) const {
+    if (peer < 0 || peer >= size_)
+      throw Error(std::string("comm: ") + what + " " + std::to_string(peer) + " is outside the group of " +
+                  std::to_string(size_) + " ranks");
+  }
+
   MPI_Comm comm_;
+  MPI_Comm algo_comm_ = MPI_COMM_NULL;
   AllreduceAlgo algo_;
   int rank_ = 0, size_ = 1;
+  unsigned long ring_ops_ = 0;
+  std::unique_ptr<ShmAllreduce> shm_;
+  std::deque<std::shared_ptr<ShmJob>> shm_queue_;
 };
+
+ShmRequest::~ShmRequest() {
+  if (!job_->done) owner_.run_shm_queue(job_.get());
+}
+
+bool ShmRequest::test() {
+  Timer t(stats_);
+  if (!job_->done) owner_.run_shm_queue(job_.get());
+  return true;
+}
 
 }  // namespace
 

@@ -1,0 +1,101 @@
+// Node shared-memory all-reduce; see shm_allreduce.hpp for the protocol.
+#include "src/comm/shm_allreduce.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "src/comm/comm.hpp"
+#include "src/comm/ring_allreduce.hpp"
+
+namespace gt {
+
+ShmAllreduce::ShmAllreduce(MPI_Comm comm, size_t piece_bytes)
+    : comm_(comm), piece_bytes_(std::max<size_t>(piece_bytes / 64 * 64, 64)) {
+  int world_size = 1;
+  MPI_Comm_size(comm, &world_size);
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_);
+  MPI_Comm_rank(node_, &rank_);
+  MPI_Comm_size(node_, &size_);
+  int all_local = size_ == world_size, everywhere = 0;
+  MPI_Allreduce(&all_local, &everywhere, 1, MPI_INT, MPI_LAND, comm);
+  single_node_ = everywhere != 0;
+  if (!single_node_) return;
+
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each slot on its owner's NUMA node
+  void* mine = nullptr;
+  MPI_Win_allocate_shared(MPI_Aint(2 * piece_bytes_), 1, info, node_, &mine, &win_);
+  MPI_Info_free(&info);
+  slot_.resize(size_);
+  for (int k = 0; k < size_; ++k) {
+    MPI_Aint bytes = 0;
+    int disp = 0;
+    void* base = nullptr;
+    MPI_Win_shared_query(win_, k, &bytes, &disp, &base);
+    slot_[k] = static_cast<char*>(base);
+  }
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);  // one passive epoch for the object's life; Win_sync orders
+}
+
+ShmAllreduce::~ShmAllreduce() {
+  if (win_ != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+}
+
+// Makes every rank's stores to the segment visible to the others before anyone continues.
+void ShmAllreduce::sync() {
+  MPI_Win_sync(win_);
+  MPI_Barrier(node_);
+  MPI_Win_sync(win_);
+}
+
+// buf: (n). Slice k of a piece of m elements: [m*k/n, m*(k+1)/n).
+template <class T>
+void ShmAllreduce::sum_impl(T* buf, size_t n) {
+  if (!single_node_) {
+    RingAllreduce<T>(comm_, buf, n, 0x5348 /* "SH" */).progress(true);
+    return;
+  }
+  if (size_ == 1 || n == 0) return;
+  const size_t piece = piece_bytes_ / sizeof(T);
+  const int p = size_, me = rank_;
+  auto slice = [&](size_t m, int k) { return m * size_t(k) / size_t(p); };
+  constexpr size_t kTile = 1024;  // accumulate in L1, store once
+  T acc[kTile];
+  for (size_t off = 0; off < n; off += piece, ++pieces_done_) {
+    const size_t m = std::min(piece, n - off);
+    const size_t half = (pieces_done_ % 2) * piece_bytes_;
+    T* src = buf + off;
+    auto slot = [&](int k) { return reinterpret_cast<T*>(slot_[k] + half); };
+    // 1. publish the slices the others reduce
+    for (int k = 0; k < p; ++k)
+      if (k != me) std::memcpy(slot(me) + slice(m, k), src + slice(m, k), (slice(m, k + 1) - slice(m, k)) * sizeof(T));
+    sync();
+    // 2. reduce my slice over all ranks in rank order (own contribution straight from buf)
+    const size_t lo = slice(m, me), hi = slice(m, me + 1);
+    for (size_t t = lo; t < hi; t += kTile) {
+      const size_t len = std::min(kTile, hi - t);
+      const T* first = me == 0 ? src + t : slot(0) + t;
+      for (size_t i = 0; i < len; ++i) acc[i] = first[i];
+      for (int k = 1; k < p; ++k) {
+        const T* in = k == me ? src + t : slot(k) + t;
+        for (size_t i = 0; i < len; ++i) acc[i] += in[i];
+      }
+      std::memcpy(slot(me) + t, acc, len * sizeof(T));
+      std::memcpy(src + t, acc, len * sizeof(T));
+    }
+    sync();
+    // 3. collect the other slices from their owners
+    for (int k = 0; k < p; ++k)
+      if (k != me) std::memcpy(src + slice(m, k), slot(k) + slice(m, k), (slice(m, k + 1) - slice(m, k)) * sizeof(T));
+  }
+}
+
+void ShmAllreduce::sum(float* buf, size_t n) { sum_impl(buf, n); }
+void ShmAllreduce::sum(double* buf, size_t n) { sum_impl(buf, n); }
+
+}  // namespace gt
