@@ -272,7 +272,7 @@ class MpiComm : public Comm {
     if (t == DType::F32) shm_->sum(static_cast<float*>(buf), n);
     else shm_->sum(static_cast<double*>(buf), n);
   }
-  int next_tag() { return 1 + int(ring_ops_++ % 16384); }  // 32767 is the smallest MPI_TAG_UB allowed
+  int next_tag() { return 2 + 2 * int(ring_ops_++ % 8192); }  // a ring uses tag, tag+1; MPI_TAG_UB >= 32767
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= size_)
       throw Error(std::string("comm: ") + what + " " + std::to_string(peer) + " is outside the group of " +

@@ -65,7 +65,7 @@ template <class T>
 void RingAllreduce<T>::post_send(long u) {
   size_t lo, hi;
   unit_range(u, true, lo, hi);
-  MPI_Isend(buf_ + lo, int(hi - lo), mpi_of<T>(), (r_ + 1) % p_, tag_, comm_, &send_reqs_[u]);
+  MPI_Isend(buf_ + lo, int(hi - lo), mpi_of<T>(), (r_ + 1) % p_, step_tag(u), comm_, &send_reqs_[u]);
 }
 
 template <class T>
@@ -87,7 +87,7 @@ bool RingAllreduce<T>::try_post_recv(bool block) {
     }
     dst = buf_ + lo;
   }
-  MPI_Irecv(dst, int(hi - lo), mpi_of<T>(), (r_ + p_ - 1) % p_, tag_, comm_, &recv_reqs_[u % window_]);
+  MPI_Irecv(dst, int(hi - lo), mpi_of<T>(), (r_ + p_ - 1) % p_, step_tag(u), comm_, &recv_reqs_[u % window_]);
   if (s == 0) post_send(u);  // first step: our own data can go as soon as the matching receive is up
   ++posted_;
   return true;

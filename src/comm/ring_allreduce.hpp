@@ -17,7 +17,9 @@ namespace gt {
 template <class T>
 class RingAllreduce {
  public:
-  // buf: (n) in place. `tag` must be unique among ring operations in flight on `comm`.
+  // buf: (n) in place. Uses tags `tag` and `tag`+1, which must be unique among ring operations in flight on
+  // `comm`. Step-0 sends are posted with their receives, later ones as chunks arrive, so the two streams
+  // interleave; a tag per stream keeps MPI's in-order matching aligned with the unit order.
   RingAllreduce(MPI_Comm comm, T* buf, size_t n, int tag, size_t chunk_elems = 64 * 1024, int window = 4);
   ~RingAllreduce();
   RingAllreduce(const RingAllreduce&) = delete;
@@ -32,6 +34,7 @@ class RingAllreduce {
   size_t block_begin(int b) const;
   int unit_block(long u, bool sending) const;
   void unit_range(long u, bool sending, size_t& lo, size_t& hi) const;
+  int step_tag(long u) const { return u < k_ ? tag_ : tag_ + 1; }
   bool try_post_recv(bool block);
   void post_send(long u);
 
