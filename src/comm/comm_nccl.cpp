@@ -1,0 +1,154 @@
+// NCCL backend of gt::Comm (GPU builds): buffers are device pointers, every op runs on one CUDA stream of
+// this communicator and blocking calls synchronise it. The unique id comes from rank 0 over MPI.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "src/comm/comm.hpp"
+#include "src/core/error.hpp"
+
+namespace gt {
+
+namespace {
+
+void nccl_check(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) throw Error(std::string("nccl: ") + what + " failed: " + ncclGetErrorString(r));
+}
+void cuda_check(cudaError_t r, const char* what) {
+  if (r != cudaSuccess) throw Error(std::string("cuda: ") + what + " failed: " + cudaGetErrorString(r));
+}
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::F32: return ncclFloat32;
+    case DType::F64: return ncclFloat64;
+    case DType::I32: return ncclInt32;
+    case DType::I64: return ncclInt64;
+    case DType::U8: return ncclUint8;
+  }
+  return ncclUint8;
+}
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Max ? ncclMax : op == ReduceOp::Min ? ncclMin : ncclSum; }
+
+class NcclRequest : public Request {
+ public:
+  NcclRequest(cudaStream_t s, CommStats& st) : stats_(st) {
+    cuda_check(cudaEventCreateWithFlags(&ev_, cudaEventDisableTiming), "cudaEventCreate");
+    cuda_check(cudaEventRecord(ev_, s), "cudaEventRecord");
+  }
+  ~NcclRequest() override { cudaEventSynchronize(ev_); cudaEventDestroy(ev_); }
+  bool test() override {
+    const double t0 = MPI_Wtime();
+    const cudaError_t r = cudaEventQuery(ev_);
+    stats_.blocked_seconds += MPI_Wtime() - t0;
+    if (r == cudaErrorNotReady) return false;
+    cuda_check(r, "cudaEventQuery");
+    return true;
+  }
+  void wait() override {
+    const double t0 = MPI_Wtime();
+    cuda_check(cudaEventSynchronize(ev_), "cudaEventSynchronize");
+    stats_.blocked_seconds += MPI_Wtime() - t0;
+  }
+
+ private:
+  cudaEvent_t ev_;
+  CommStats& stats_;
+};
+
+class NcclComm : public Comm {
+ public:
+  explicit NcclComm(MPI_Comm c) {
+    MPI_Comm_rank(c, &rank_);
+    MPI_Comm_size(c, &size_);
+    ncclUniqueId id;
+    if (rank_ == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c);
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    nccl_check(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
+  }
+  ~NcclComm() override {
+    cudaStreamSynchronize(stream_);
+    ncclCommDestroy(comm_);
+    cudaStreamDestroy(stream_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "nccl"; }
+
+  void allreduce(void* buf, size_t n, DType t, ReduceOp op) override {
+    count(n * dtype_size(t));
+    nccl_check(ncclAllReduce(buf, buf, n, nccl_type(t), nccl_op(op), comm_, stream_), "ncclAllReduce");
+    sync();
+  }
+  RequestPtr iallreduce(void* buf, size_t n, DType t, ReduceOp op) override {
+    count(n * dtype_size(t));
+    nccl_check(ncclAllReduce(buf, buf, n, nccl_type(t), nccl_op(op), comm_, stream_), "ncclAllReduce");
+    return std::make_unique<NcclRequest>(stream_, stats_);
+  }
+  void reduce_scatter(const void* send, void* recv, size_t rc, DType t, ReduceOp op) override {
+    count(rc * size_ * dtype_size(t));
+    nccl_check(ncclReduceScatter(send, recv, rc, nccl_type(t), nccl_op(op), comm_, stream_), "ncclReduceScatter");
+    sync();
+  }
+  void allgather(const void* send, void* recv, size_t sc, DType t) override {
+    count(sc * size_ * dtype_size(t));
+    nccl_check(ncclAllGather(send, recv, sc, nccl_type(t), comm_, stream_), "ncclAllGather");
+    sync();
+  }
+  void broadcast(void* buf, size_t n, DType t, int root) override {
+    count(n * dtype_size(t));
+    nccl_check(ncclBroadcast(buf, buf, n, nccl_type(t), root, comm_, stream_), "ncclBroadcast");
+    sync();
+  }
+  // NCCL has no tags: point-to-point messages between a pair match in issue order.
+  void send(const void* buf, size_t n, DType t, int peer, int tag) override {
+    isend(buf, n, t, peer, tag)->wait();
+  }
+  void recv(void* buf, size_t n, DType t, int peer, int tag) override { irecv(buf, n, t, peer, tag)->wait(); }
+  RequestPtr isend(const void* buf, size_t n, DType t, int peer, int tag) override {
+    count(n * dtype_size(t));
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    nccl_check(ncclSend(buf, n, nccl_type(t), peer, comm_, stream_), "ncclSend");
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    return std::make_unique<NcclRequest>(stream_, stats_);
+  }
+  RequestPtr irecv(void* buf, size_t n, DType t, int peer, int tag) override {
+    count(n * dtype_size(t));
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    nccl_check(ncclRecv(buf, n, nccl_type(t), peer, comm_, stream_), "ncclRecv");
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    return std::make_unique<NcclRequest>(stream_, stats_);
+  }
+  void barrier() override {
+    count(0);
+    float* dummy = nullptr;
+    cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&dummy), sizeof(float), stream_), "cudaMallocAsync");
+    nccl_check(ncclAllReduce(dummy, dummy, 1, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce(barrier)");
+    cuda_check(cudaFreeAsync(dummy, stream_), "cudaFreeAsync");
+    sync();
+  }
+  void set_allreduce_algo(AllreduceAlgo a) override { algo_ = a; }  // NCCL picks its own algorithm
+  AllreduceAlgo allreduce_algo() const override { return algo_; }
+
+ private:
+  void count(size_t bytes) {
+    stats_.bytes += double(bytes);
+    stats_.calls += 1;
+  }
+  void sync() {
+    const double t0 = MPI_Wtime();
+    cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    stats_.blocked_seconds += MPI_Wtime() - t0;
+  }
+
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  AllreduceAlgo algo_ = AllreduceAlgo::Library;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Comm> make_nccl_comm(MPI_Comm comm) { return std::make_unique<NcclComm>(comm); }
+
+}  // namespace gt
