@@ -87,6 +87,7 @@ std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm, AllreduceAlgo algo);
 #if defined(GRIDTRAIN_HAVE_NCCL)
 // NCCL backend: the unique id is created on rank 0 of `comm` and broadcast over MPI.
 std::unique_ptr<Comm> make_nccl_comm(MPI_Comm comm);
+int nccl_version();  // ncclGetVersion(); needs no device (the link check calls it)
 #endif
 bool nccl_compiled();
 

@@ -151,4 +151,10 @@ class NcclComm : public Comm {
 
 std::unique_ptr<Comm> make_nccl_comm(MPI_Comm comm) { return std::make_unique<NcclComm>(comm); }
 
+int nccl_version() {
+  int v = 0;
+  nccl_check(ncclGetVersion(&v), "ncclGetVersion");
+  return v;
+}
+
 }  // namespace gt

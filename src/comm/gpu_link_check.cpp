@@ -12,6 +12,9 @@ int main() {
   const cudaError_t e = cudaGetDeviceCount(&devices);
   std::printf("cuBLAS compiled: %s\n", gt::cublas_compiled() ? "yes" : "no");
   std::printf("NCCL compiled:   %s\n", gt::nccl_compiled() ? "yes" : "no");
+#if defined(GRIDTRAIN_HAVE_NCCL)
+  std::printf("NCCL version:    %d\n", gt::nccl_version());  // forces libnccl to be linked and loaded
+#endif
   if (e == cudaSuccess) std::printf("CUDA devices: %d\n", devices);
   else std::printf("CUDA devices: none (%s)\n", cudaGetErrorString(e));
   if (gt::cublas_compiled()) {
