@@ -42,6 +42,7 @@ std::vector<Field> schema(Config& c) {
       {"train.beta2", Kind::Double, &c.train.beta2},
       {"train.eps", Kind::Double, &c.train.eps},
       {"train.grad_clip", Kind::Double, &c.train.grad_clip},
+      {"train.max_steps_per_run", Kind::Int, &c.train.max_steps_per_run},
       {"parallel.tp", Kind::Int, &c.parallel.tp},
       {"parallel.pp", Kind::Int, &c.parallel.pp},
       {"parallel.dp", Kind::Int, &c.parallel.dp},
@@ -223,6 +224,7 @@ void Config::validate() const {
   if (!(train.beta2 >= 0 && train.beta2 < 1)) throw Error("config key 'train.beta2' must be in [0, 1)");
   positive("train.eps", train.eps);
   nonneg("train.grad_clip", train.grad_clip);
+  nonneg("train.max_steps_per_run", train.max_steps_per_run);
   positive("parallel.tp", parallel.tp);
   positive("parallel.pp", parallel.pp);
   nonneg("parallel.dp", parallel.dp);

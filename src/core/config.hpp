@@ -32,6 +32,7 @@ struct TrainConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double grad_clip = 1.0;     // global gradient-norm clip; 0 disables
+  int max_steps_per_run = 0;  // stop (checkpoint, exit 75) after this many steps in one invocation; 0: no limit
 };
 
 struct ParallelConfig {

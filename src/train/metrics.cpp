@@ -40,7 +40,7 @@ std::string json_escape(const std::string& s) {
 
 JsonObject& JsonObject::num(const std::string& k, double v) {
   char buf[64];
-  if (std::isfinite(v)) std::snprintf(buf, sizeof buf, "%.9g", v);
+  if (std::isfinite(v)) std::snprintf(buf, sizeof buf, "%.17g", v);  // round-trips doubles exactly
   else std::snprintf(buf, sizeof buf, "null");
   kv_.emplace_back(k, buf);
   return *this;

@@ -285,10 +285,12 @@ int Trainer::run() {
     history_.push_back(s);
     log_step(s);
     if (cfg_.checkpoint.every > 0 && step_ % cfg_.checkpoint.every == 0) save("every");
-    if (stop_requested_locally() && step_ < cfg_.train.steps) {
-      if (last_saved_step_ != step_) save("signal");
+    const bool slice_done = cfg_.train.max_steps_per_run > 0 && int(history_.size()) >= cfg_.train.max_steps_per_run;
+    if ((stop_requested_locally() || slice_done) && step_ < cfg_.train.steps) {
+      if (last_saved_step_ != step_) save(slice_done ? "max_steps_per_run" : "signal");
       if (grid_.world_rank() == 0)
-        std::printf("gridtrain: stopped by signal at step %d; checkpoint in %s\n", step_, ckpt_dir_.c_str());
+        std::printf("gridtrain: stopped %s at step %d; checkpoint in %s\n",
+                    slice_done ? "after train.max_steps_per_run" : "by signal", step_, ckpt_dir_.c_str());
       write_summary("preempted");
       return kExitPreempted;
     }

@@ -70,7 +70,9 @@ double Trainer::learning_rate_at_step() const {
 
 void Trainer::save(const std::string& reason) {
   Kokkos::fence();
-  CheckpointOptions opt{ckpt_dir_, cfg_.checkpoint.keep};
+  CheckpointOptions opt;
+  opt.dir = ckpt_dir_;
+  opt.keep = cfg_.checkpoint.keep;
   const double t0 = MPI_Wtime();
   std::string path = save_checkpoint(grid_.world_mpi(), opt, step_, checkpoint_shards(), checkpoint_meta());
   last_saved_step_ = step_;
@@ -99,6 +101,13 @@ void Trainer::try_resume() {
   last_saved_step_ = step_;
   resumed_from_ = path;
   if (meta.reals.count("loss")) last_loss_ = meta.reals["loss"];
+  const int64_t saved_batch = meta.ints.count("global_batch") ? meta.ints["global_batch"] : global_batch_;
+  if (saved_batch != global_batch_ && grid_.world_rank() == 0)
+    std::fprintf(stderr,
+                 "gridtrain: warning: global batch is %lld sequences (micro_batch_size x micro_batches x dp), the "
+                 "checkpoint was written with %lld; the data continue at sample %lld but the run is no longer the "
+                 "same as the uninterrupted one (set train.micro_batches to keep the global batch)\n",
+                 (long long)global_batch_, (long long)saved_batch, (long long)samples_done_);
   if (grid_.world_rank() == 0)
     std::printf("gridtrain: resumed from %s at step %d (written on tp=%lld pp=%lld dp=%lld)\n", path.c_str(), step_,
                 (long long)meta.ints["grid.tp"], (long long)meta.ints["grid.pp"], (long long)meta.ints["grid.dp"]);

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Restarts through the real command (issue #4):
+#   bitwise   steps 1..20 in one run == 1..10, stop, resume 11..20 (losses and final parameters bit for bit),
+#             on one rank and on tp=2 pp=2 dp=2
+#   reshard   saved at tp=2 dp=2, resumed at tp=1 pp=2 dp=2 and at one rank: losses within fp32 tolerance
+#   sigkill   killed inside the step-20 checkpoint write: resume picks step 10 and finishes bit for bit
+#   corrupt   newest checkpoint with flipped bytes under resume=auto: reported, the previous one used
+#   test_restart.sh GRIDTRAIN MPIEXEC CASE
+set -u
+bin=$1 mpiexec=$2 case=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_restart_XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+common=(train --config tiny model.n_layer=4 model.d_model=32 model.n_head=4 model.seq_len=16 model.vocab_size=64
+        train.micro_batch_size=4 train.micro_batches=4 train.steps=20 train.warmup_steps=2 output.log_every=1000
+        output.peak_gflops=1)
+run() {  # ranks dir overrides... ; returns the exit code
+  local n=$1 dir=$2; shift 2
+  if [ "$n" -gt 1 ]; then timeout 300 "$mpiexec" -n "$n" "$bin" "${common[@]}" output.dir="$dir" "$@" >>"$dir.log" 2>&1
+  else timeout 300 "$bin" "${common[@]}" output.dir="$dir" "$@" >>"$dir.log" 2>&1; fi
+}
+# losses DIR -> "step loss" lines from metrics.jsonl (exact decimal round-trip of the doubles)
+losses() { python3 -c 'import json,sys
+for l in open(sys.argv[1]+"/metrics.jsonl"): r=json.loads(l); print(r["step"], repr(r["loss"]))' "$1"; }
+close() { python3 -c 'import sys
+a=dict(l.split() for l in open(sys.argv[1])); b=dict(l.split() for l in open(sys.argv[2]))
+bad=[k for k in b if k not in a or abs(float(a[k])-float(b[k]))>float(sys.argv[3])*abs(float(a[k]))]
+print("steps compared:", len(b), "worst rel:", max(abs(float(a[k])-float(b[k]))/abs(float(a[k])) for k in b if k in a) if b else 0)
+sys.exit(1 if bad or not b else 0)' "$1" "$2" "$3"; }
+final_ckpt() { ls "$1"/checkpoints/step_*.h5 | sort | tail -1; }
+
+bitwise() {  # ranks layout...
+  local n=$1; shift
+  run "$n" "$work/full" "$@" || fail "uninterrupted run failed: $(tail -3 "$work/full.log")"
+  run "$n" "$work/part" "$@" train.max_steps_per_run=10; code=$?
+  [ $code -eq 75 ] || fail "first half exited $code, expected 75: $(tail -3 "$work/part.log")"
+  [ -f "$work/part/checkpoints/step_00000010.h5" ] || fail "no step-10 checkpoint"
+  grep -q '"status": "preempted"' "$work/part/summary.json" || fail "summary of the first half is not 'preempted'"
+  run "$n" "$work/part" "$@" checkpoint.resume=auto || fail "resume failed: $(tail -3 "$work/part.log")"
+  grep -q "resumed from .*step_00000010.h5" "$work/part.log" || fail "did not resume from step 10"
+  losses "$work/full" >"$work/a"; losses "$work/part" >"$work/b"
+  [ "$(wc -l <"$work/b")" -eq 20 ] || fail "resumed run has $(wc -l <"$work/b") metric lines, expected 20"
+  cmp -s "$work/a" "$work/b" || { diff "$work/a" "$work/b" | head; fail "loss sequences differ"; }
+  h5diff -d 0 "$(final_ckpt "$work/full")" "$(final_ckpt "$work/part")" /params >/dev/null \
+    || fail "final parameters differ (h5diff)"
+  h5diff -d 0 "$(final_ckpt "$work/full")" "$(final_ckpt "$work/part")" /adam_v >/dev/null \
+    || fail "final optimizer state differs (h5diff)"
+  echo "ok: 20 losses and the final parameters and optimizer state identical bit for bit ($n ranks $*)"
+}
+
+case $case in
+  bitwise1) bitwise 1 ;;
+  bitwise8) bitwise 8 parallel.tp=2 parallel.pp=2 parallel.dp=2 ;;
+  reshard)
+    run 4 "$work/full" parallel.tp=2 parallel.dp=2 || fail "uninterrupted run failed"
+    run 4 "$work/src" parallel.tp=2 parallel.dp=2 train.max_steps_per_run=10; [ $? -eq 75 ] || fail "first half"
+    losses "$work/full" >"$work/a"
+    # The global batch (micro_batch_size x micro_batches x dp) is kept: one rank takes 8 micro-batches.
+    for target in "4 parallel.tp=1 parallel.pp=2 parallel.dp=2" "1 parallel.tp=1 parallel.dp=1 train.micro_batches=8"; do
+      set -- $target; n=$1; shift
+      dir="$work/to$n"
+      run "$n" "$dir" "$@" checkpoint.resume="$work/src/checkpoints/step_00000010.h5" \
+        || fail "resume on $n ranks ($*) failed: $(tail -3 "$dir.log")"
+      grep -q "written on tp=2 pp=1 dp=2" "$dir.log" || fail "resume did not report the writing grid"
+      ! grep -q "warning: global batch" "$dir.log" || fail "the global batch changed on resume"
+      losses "$dir" >"$work/b$n"
+      [ "$(wc -l <"$work/b$n")" -eq 10 ] || fail "expected 10 resumed steps"
+      close "$work/a" "$work/b$n" 1e-5 || fail "losses after resharding to $n ranks ($*) are not within 1e-5"
+      echo "ok: resharded tp=2 dp=2 -> $n ranks ($*)"
+    done ;;
+  sigkill)
+    run 1 "$work/full" checkpoint.every=10 || fail "uninterrupted run failed"
+    GRIDTRAIN_CRASH_IN_CHECKPOINT=20 run 1 "$work/crash" checkpoint.every=10; code=$?
+    [ $code -ne 0 ] || fail "the crash hook did not fire"
+    [ -f "$work/crash/checkpoints/step_00000010.h5" ] || fail "the step-10 checkpoint is gone"
+    [ ! -f "$work/crash/checkpoints/step_00000020.h5" ] || fail "a half-written step-20 checkpoint looks valid"
+    run 1 "$work/crash" checkpoint.every=10 checkpoint.resume=auto || fail "resume after the crash failed: $(tail -3 "$work/crash.log")"
+    grep -q "resumed from .*step_00000010.h5" "$work/crash.log" || fail "did not resume from step 10"
+    losses "$work/full" >"$work/a"; losses "$work/crash" | awk '!seen[$1]++ || 1' | tail -10 >"$work/b"
+    tail -10 "$work/a" >"$work/a10"
+    cmp -s "$work/a10" "$work/b" || { diff "$work/a10" "$work/b"; fail "steps 11..20 differ from the uninterrupted run"; }
+    echo "ok: killed during the step-20 write; resumed from step 10; steps 11..20 identical" ;;
+  corrupt)
+    run 1 "$work/r" checkpoint.every=5 checkpoint.keep=5 train.steps=20 || fail "run failed"
+    f="$work/r/checkpoints/step_00000020.h5"
+    size=$(stat -c %s "$f")
+    python3 -c 'import sys
+f=open(sys.argv[1],"r+b"); n=int(sys.argv[2]); f.seek(n//2); b=f.read(64); f.seek(n//2); f.write(bytes(x^0xFF for x in b))' "$f" "$size"
+    run 1 "$work/r" checkpoint.every=5 checkpoint.keep=5 train.steps=25 checkpoint.resume=auto \
+      || fail "resume with a corrupt newest checkpoint failed: $(tail -3 "$work/r.log")"
+    grep -q "warning: skipping invalid checkpoint .*step_00000020.h5" "$work/r.log" || fail "the corrupt checkpoint was not reported"
+    grep -q "resumed from .*step_00000015.h5" "$work/r.log" || fail "did not fall back to step 15"
+    bad=$work/bad.h5; cp "$work/r/checkpoints/step_00000015.h5" "$bad"; truncate -s 4096 "$bad"
+    run 1 "$work/t" checkpoint.resume="$bad"; code=$?
+    [ $code -ne 0 ] || fail "a truncated checkpoint was accepted"
+    grep -q "gridtrain: error: .*bad.h5" "$work/t.log" || fail "the truncated file's error does not name it"
+    run 1 "$work/m" model.d_model=64 checkpoint.resume="$work/r/checkpoints/step_00000015.h5"; code=$?
+    [ $code -ne 0 ] || fail "a checkpoint of another model was accepted"
+    grep -q "gridtrain: error: .*another model" "$work/m.log" || fail "another model's checkpoint: unclear error"
+    echo "ok: corrupt newest skipped, truncated and foreign checkpoints rejected with the file named" ;;
+  *) fail "unknown case $case" ;;
+esac
