@@ -11,7 +11,9 @@
 //   --split rows|tensors  rows: every tensor split by dim 0 over the ranks (default); tensors: whole tensors
 //                         dealt to the least-loaded rank (one contiguous dataset per rank per tensor)
 //   --no-verify           skip the read-back checksum pass before the rename
-//   --independent         H5FD_MPIO_INDEPENDENT instead of collective writes
+//   --independent         independent MPI-IO for every tensor (default: collective from 16 MiB up)
+//   --collective          collective MPI-IO for every tensor
+//   --collective-min B    collective for tensors of at least B bytes
 //   --align BYTES         H5Pset_alignment for objects >= 1 MiB (default 1 MiB; 0 = off)
 //   --hint KEY=VALUE      MPI-IO hint, repeatable (cb_buffer_size, romio_cb_write, romio_ds_write, ...)
 //   --layers N            transformer blocks (default 12; smaller for a quick try)
@@ -135,7 +137,9 @@ int main(int argc, char** argv) {
     else if (a == "--layers") layers = std::stoi(next());
     else if (a == "--reps") reps = std::max(1, std::stoi(next()));
     else if (a == "--no-verify") opt.verify_after_write = false;
-    else if (a == "--independent") opt.collective_io = false;
+    else if (a == "--independent") opt.collective_min_bytes = INT64_MAX;
+    else if (a == "--collective") opt.collective_min_bytes = 0;
+    else if (a == "--collective-min") opt.collective_min_bytes = std::stoll(next());
     else if (a == "--align") opt.alignment = std::stoll(next());
     else if (a == "--keep-files") keep_files = true;
     else if (a == "--hint") {
@@ -203,8 +207,8 @@ int main(int argc, char** argv) {
          specs.size(), bytes, mb);
     std::string hints;
     for (const auto& [k, v] : opt.mpi_hints) hints += k + "=" + v + " ";
-    emit("verify_after_write = %d  collective = %d  alignment = %lld  hints = %s", opt.verify_after_write,
-         opt.collective_io, static_cast<long long>(opt.alignment), hints.empty() ? "(none)" : hints.c_str());
+    emit("verify_after_write = %d  collective_min_bytes = %lld  alignment = %lld  hints = %s", opt.verify_after_write,
+         static_cast<long long>(opt.collective_min_bytes), static_cast<long long>(opt.alignment), hints.empty() ? "(none)" : hints.c_str());
   }
 
   // Checksum cost alone (rank-local work, part of every save and load).

@@ -35,7 +35,10 @@ struct CheckpointOptions {
   int keep = 3;        // keep the newest K valid checkpoints
   // Tuning knobs (defaults and their measured effect: docs/checkpoints.md); the benchmark varies them.
   bool verify_after_write = true;   // re-read the .tmp file and check every checksum before the rename
-  bool collective_io = true;        // H5FD_MPIO_COLLECTIVE (false: independent writes)
+  // Tensors of at least this many bytes are transferred with collective MPI-IO (two-phase aggregation pays
+  // off for large strided hyperslabs on parallel file systems); smaller ones with independent I/O, which has
+  // no synchronisation per dataset. 0: all collective; INT64_MAX: all independent.
+  int64_t collective_min_bytes = 16ll << 20;
   int64_t alignment = 1 << 20;      // H5Pset_alignment for objects >= 1 MiB (<= 1: no alignment)
   std::map<std::string, std::string> mpi_hints;  // MPI-IO hints, e.g. {"romio_cb_write", "enable"}
 };
@@ -51,8 +54,9 @@ std::string save_checkpoint(MPI_Comm comm, const CheckpointOptions& opt, int64_t
 
 // Collective. Reads meta and every shard's hyperslab (data must be allocated), verifying each dataset's
 // checksum and global shape. Throws gt::Error "<file>: <problem>" on any mismatch.
+// Of `opt`, only collective_min_bytes matters here.
 void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorShard>& tensors,
-                     CheckpointMeta& meta);
+                     CheckpointMeta& meta, const CheckpointOptions& opt = CheckpointOptions{});
 
 // Reads only the metadata (collective).
 CheckpointMeta read_checkpoint_meta(MPI_Comm comm, const std::string& path);

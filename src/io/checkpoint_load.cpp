@@ -19,7 +19,7 @@ using io::H5Handle;
 using io::h5check;
 
 void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorShard>& tensors,
-                     CheckpointMeta& meta) {
+                     CheckpointMeta& meta, const CheckpointOptions& read_opt) {
   io::H5Quiet quiet;
   const std::vector<io::TableEntry> table = io::gather_shard_table(comm, tensors);
   H5Handle file = io::open_checkpoint_file(comm, path);
@@ -34,25 +34,33 @@ void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorS
       expected[i] = io::check_dataset(file.get(), path, table[i].name, table[i].global_shape);
   });
 
-  H5Handle dxpl(h5check(H5Pcreate(H5P_DATASET_XFER), "cannot create transfer list"));
-  H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE);
+  H5Handle coll(h5check(H5Pcreate(H5P_DATASET_XFER), "cannot create transfer list"));
+  H5Pset_dxpl_mpio(coll.get(), H5FD_MPIO_COLLECTIVE);
+  H5Handle indep(h5check(H5Pcreate(H5P_DATASET_XFER), "cannot create transfer list"));
+  H5Pset_dxpl_mpio(indep.get(), H5FD_MPIO_INDEPENDENT);
+  io::DeferredErrors errors(comm);
   float dummy = 0;
   for (const io::TableEntry& e : table) {
-    io::run_agreed(comm, [&] {
+    const bool collective = io::use_collective(e.global_shape, read_opt);
+    if (collective) errors.agree();
+    TensorShard* t = e.local >= 0 ? &tensors[e.local] : nullptr;
+    const bool mine = t && io::num_elements(t->count) > 0;
+    if (!mine && !collective) continue;
+    errors.attempt([&] {
       H5Handle dset(h5check(H5Dopen2(file.get(), e.name.c_str(), H5P_DEFAULT),
                             path + ": cannot open dataset '" + e.name + "'"));
       H5Handle space(h5check(H5Dget_space(dset.get()), path + ": cannot read dataspace of '" + e.name + "'"));
-      TensorShard* t = e.local >= 0 ? &tensors[e.local] : nullptr;
-      const bool mine = t && io::num_elements(t->count) > 0;
       io::select_box(space.get(), mine ? t->start : std::vector<int64_t>(), mine ? t->count : std::vector<int64_t>(),
                      mine);
       const hsize_t n = mine ? static_cast<hsize_t>(io::num_elements(t->count)) : 1;
       H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
       if (!mine) H5Sselect_none(mem.get());
-      h5check(H5Dread(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), dxpl.get(), mine ? t->data : &dummy),
+      h5check(H5Dread(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), collective ? coll.get() : indep.get(),
+                      mine ? t->data : &dummy),
               path + ": cannot read dataset '" + e.name + "'");
     });
   }
+  errors.agree();
 
   // Every dataset is verified in full. Where the loading layout's writer hyperslabs tile a tensor exactly,
   // the data just read already covers it once: its checksum needs no second read. The rest (partial or

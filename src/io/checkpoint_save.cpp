@@ -78,33 +78,46 @@ void write_datasets(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, c
   H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS);
   H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY);
   H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);  // every element gets written: skip the fill pass
-  H5Handle dxpl(h5check(H5Pcreate(H5P_DATASET_XFER), "cannot create property list"));
-  H5Pset_dxpl_mpio(dxpl.get(), opt.collective_io ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
+  H5Handle coll(h5check(H5Pcreate(H5P_DATASET_XFER), "cannot create property list"));
+  H5Pset_dxpl_mpio(coll.get(), H5FD_MPIO_COLLECTIVE);
+  H5Handle indep(h5check(H5Pcreate(H5P_DATASET_XFER), "cannot create property list"));
+  H5Pset_dxpl_mpio(indep.get(), H5FD_MPIO_INDEPENDENT);
 
+  // Every rank creates every dataset (HDF5 metadata calls are collective); a rank that failed keeps doing so
+  // but writes nothing more, and the failure is agreed before the next collective transfer and at the end.
+  io::DeferredErrors errors(comm);
   const bool crash = crash_requested(step);
   float dummy = 0;
   for (size_t i = 0; i < table.size(); ++i) {
     if (crash && i == table.size() / 2) std::raise(SIGKILL);
     const io::TableEntry& e = table[i];
-    io::run_agreed(comm, [&] {
-      const std::vector<hsize_t> dims(e.global_shape.begin(), e.global_shape.end());
-      H5Handle space(h5check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                             "cannot create dataspace"));
-      H5Handle dset(h5check(H5Dcreate2(file.get(), e.name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(),
-                                       dcpl.get(), H5P_DEFAULT),
-                            tmp + ": cannot create dataset '" + e.name + "'"));
+    const bool collective = io::use_collective(e.global_shape, opt);
+    const std::vector<hsize_t> dims(e.global_shape.begin(), e.global_shape.end());
+    H5Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+    H5Handle dset(H5Dcreate2(file.get(), e.name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), dcpl.get(),
+                             H5P_DEFAULT));
+    errors.attempt([&] {
+      h5check(space.get(), "cannot create dataspace");
+      h5check(dset.get(), tmp + ": cannot create dataset '" + e.name + "'");
       io::write_attr_u64(dset.get(), "checksum", checksums[i]);
-      const TensorShard* t = e.local >= 0 ? &tensors[e.local] : nullptr;
-      const bool mine = t && t->writer && io::num_elements(t->count) > 0;
+    });
+    if (collective) errors.agree();
+    else if (errors.failed()) continue;
+    const TensorShard* t = e.local >= 0 ? &tensors[e.local] : nullptr;
+    const bool mine = t && t->writer && io::num_elements(t->count) > 0;
+    if (!mine && !collective) continue;
+    errors.attempt([&] {
       io::select_box(space.get(), mine ? t->start : std::vector<int64_t>(), mine ? t->count : std::vector<int64_t>(),
                      mine);
       const hsize_t n = mine ? static_cast<hsize_t>(io::num_elements(t->count)) : 1;
       H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
       if (!mine) H5Sselect_none(mem.get());
-      h5check(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), dxpl.get(), mine ? t->data : &dummy),
+      h5check(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), collective ? coll.get() : indep.get(),
+                       mine ? t->data : &dummy),
               tmp + ": cannot write dataset '" + e.name + "'");
     });
   }
+  errors.agree();
   // Closing writes the metadata; a failure here (disk full) must not look like success.
   io::agree(comm, H5Fclose(file.release()) >= 0 ? "" : tmp + ": cannot close file (disk full?)");
 }

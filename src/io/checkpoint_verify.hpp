@@ -15,6 +15,9 @@ namespace gt::io {
 // Largest block a rank reads at once while verifying a whole dataset.
 constexpr int64_t kVerifyBlockBytes = 64ll << 20;
 
+// Whether a tensor of this global shape is transferred collectively (same answer on every rank).
+bool use_collective(const std::vector<int64_t>& global_shape, const CheckpointOptions& opt);
+
 // File-access list for MPI-IO on comm with our alignment/hints (default options for reading).
 H5Handle make_mpio_fapl(MPI_Comm comm, const CheckpointOptions& opt);
 
@@ -36,7 +39,8 @@ uint64_t rows_checksum(hid_t dset, const std::vector<int64_t>& shape, int64_t r0
                        std::vector<float>& buf);
 
 // This rank's partial checksums of whole datasets: dim 0 of each is split evenly over the ranks (in rounds
-// of at most kVerifyBlockBytes per rank). Collective; sum the results over comm to get full checksums.
+// of at most kVerifyBlockBytes per rank), read with independent I/O (each piece is one contiguous range).
+// Collective (one agreement at the end); sum the results over comm to get full checksums.
 std::vector<uint64_t> partial_checksums_by_rows(MPI_Comm comm, hid_t file, const std::vector<std::string>& names);
 
 // Sums partials over comm and throws "<file>: checksum mismatch in dataset '<name>'" (same on every rank)
