@@ -108,13 +108,7 @@ void DatasetWriter::flush_offsets(Part& p) {
   p.offsets.clear();
 }
 
-void DatasetWriter::finish() {
-  if (finished_) return;
-  for (Part& p : parts_) {
-    flush_tokens(p);
-    flush_offsets(p);
-  }
-  h5::Quiet quiet;
+void DatasetWriter::write_attributes() {
   const hid_t root = file_.get();
   h5::write_attr_string(root, "gridtrain_kind", "dataset");
   h5::write_attr_int(root, "format_version", kDatasetFormatVersion);
@@ -130,12 +124,26 @@ void DatasetWriter::finish() {
   h5::write_attr_u64s(root, "source_fnv1a64", src_fnv_);
   h5::write_attr_i64s(root, "source_split", src_split_);
   h5::write_attr_u64s(root, "corpus_fnv1a64", {corpus_fnv_});
+}
+
+void DatasetWriter::finish() {
+  if (finished_) return;
+  for (Part& p : parts_) {
+    flush_tokens(p);
+    flush_offsets(p);
+  }
+  h5::Quiet quiet;
+  try {
+    write_attributes();
+  } catch (const Error& e) {
+    throw Error(path_ + ": " + e.what());
+  }
   for (Part& p : parts_) {
     p.tokens.reset();
     p.offsets_ds.reset();
     p.group.reset();
   }
-  if (H5Fflush(root, H5F_SCOPE_GLOBAL) < 0) throw Error(path_ + ": flush failed (disk full?)");
+  if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) throw Error(path_ + ": flush failed (disk full?)");
   const herr_t rc = H5Fclose(file_.release());
   finished_ = true;
   if (rc < 0) throw Error(path_ + ": close failed (disk full?)");

@@ -36,6 +36,7 @@ class DatasetWriter {
   const Part& part(Split s) const { return parts_[s == Split::Train ? 0 : 1]; }
   void flush_tokens(Part& p);
   void flush_offsets(Part& p);
+  void write_attributes();
 
   std::string path_, tokenizer_;
   int vocab_, eot_, token_bytes_;

@@ -73,9 +73,11 @@ Handle string_type() {
 void write_attr(hid_t loc, const std::string& name, hid_t file_type, hid_t mem_type, const hsize_t* dims, int rank,
                 const void* data) {
   if (has_attr(loc, name)) H5Adelete(loc, name.c_str());
-  Handle space(rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, dims, nullptr));
+  // an empty list gets a null dataspace: HDF5 cannot create an attribute with a zero-sized simple one
+  const bool empty = rank == 1 && dims[0] == 0;
+  Handle space(rank == 0 ? H5Screate(H5S_SCALAR) : empty ? H5Screate(H5S_NULL) : H5Screate_simple(rank, dims, nullptr));
   Handle a(H5Acreate2(loc, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT));
-  if (!a.valid() || H5Awrite(a.get(), mem_type, data) < 0) throw Error("cannot write attribute " + name);
+  if (!a.valid() || (!empty && H5Awrite(a.get(), mem_type, data) < 0)) throw Error("cannot write attribute " + name);
 }
 
 }  // namespace
@@ -92,7 +94,7 @@ std::vector<std::string> read_attr_strings(hid_t loc, const std::string& name, c
     if (n && H5Aread(a.get(), mtype.get(), ptrs.data()) < 0) throw Error(file + ": cannot read attribute " + name);
     for (char* p : ptrs) out.emplace_back(p ? p : "");
     Handle space(H5Aget_space(a.get()));
-    H5Dvlen_reclaim(mtype.get(), space.get(), H5P_DEFAULT, ptrs.data());
+    if (n) H5Dvlen_reclaim(mtype.get(), space.get(), H5P_DEFAULT, ptrs.data());
   } else {
     const size_t len = H5Tget_size(ftype.get());
     std::vector<char> buf(n * len);
