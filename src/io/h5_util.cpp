@@ -75,6 +75,7 @@ std::string read_str_attr(hid_t attr, const std::string& name) {
   if (H5Tis_variable_str(type.get()) > 0) {  // written by other tools (h5py), so accept both layouts
     H5Handle mem(H5Tcopy(H5T_C_S1));
     H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));  // HDF5 converts no strings between ASCII and UTF-8
     char* s = nullptr;
     h5check(H5Aread(attr, mem.get(), &s), "cannot read attribute '" + name + "'");
     std::string out = s ? s : "";

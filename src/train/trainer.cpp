@@ -53,6 +53,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   model_ = std::make_unique<GPT<float>>(m, static_cast<uint64_t>(cfg_.train.seed), cfg_.train.micro_batch_size, stage_,
                                         tp, slots);
   data_ = make_data_source(cfg_);
+  if (cfg_.data.prefetch > 0) prefetch_ = std::make_unique<BatchPrefetcher>(*data_, cfg_.data.prefetch + 1);
   if (data_->vocab_size() > m.vocab_size)
     throw Error("data: the dataset's vocabulary (" + std::to_string(data_->vocab_size()) +
                 ") is larger than model.vocab_size (" + std::to_string(m.vocab_size) + ")");
@@ -86,15 +87,45 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
 
 Trainer::~Trainer() = default;
 
+// The global samples of micro-batch m of the step that starts at sample `samples_done`: DP rank r takes the
+// r-th contiguous share of the global batch, so the global batch is the same sequences for any layout.
+int64_t Trainer::train_first_sample(int64_t samples_done, int m) const {
+  const int64_t B = cfg_.train.micro_batch_size;
+  return samples_done + int64_t(grid_.dp_rank()) * B * cfg_.train.micro_batches + int64_t(m) * B;
+}
+
+// Keeps data.prefetch training micro-batches requested ahead of the one being consumed (requests are served
+// and taken in order: micro-batches 0..M-1 of this step, then of the next).
+void Trainer::request_train_micro_batches() {
+  const int B = cfg_.train.micro_batch_size;
+  while (prefetch_->outstanding() < cfg_.data.prefetch + 1) {
+    std::vector<int64_t> samples(B);
+    const int64_t first = train_first_sample(req_samples_done_, req_m_);
+    for (int b = 0; b < B; ++b) samples[b] = first + b;
+    prefetch_->request(Split::Train, std::move(samples));
+    if (++req_m_ == cfg_.train.micro_batches) {
+      req_m_ = 0;
+      req_samples_done_ += global_batch_;
+    }
+  }
+}
+
 void Trainer::load_micro_batch_tokens(Split split, int64_t first_sample, int slot) {
   const int B = cfg_.train.micro_batch_size, T = cfg_.model.seq_len;
-  std::vector<int64_t> samples(B);
-  for (int b = 0; b < B; ++b) samples[b] = first_sample + b;
   host_tokens_.resize(size_t(B) * (T + 1));
   host_inputs_.resize(size_t(B) * T);
   host_targets_.resize(size_t(B) * T);
   const double t0 = now();
-  data_->read(split, samples.data(), B, host_tokens_.data());
+  if (prefetch_ && split == Split::Train) {
+    request_train_micro_batches();
+    prefetch_->take(host_tokens_.data());  // the oldest request: this micro-batch
+    request_train_micro_batches();         // the next read overlaps this micro-batch's compute
+  } else {
+    if (prefetch_) prefetch_->quiesce();  // HDF5 is not thread-safe
+    std::vector<int64_t> samples(B);
+    for (int b = 0; b < B; ++b) samples[b] = first_sample + b;
+    data_->read(split, samples.data(), B, host_tokens_.data());
+  }
   t_data_ += now() - t0;
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
@@ -110,10 +141,10 @@ void Trainer::forward_op(int m, bool with_grad, double* loss_sum) {
   const size_t n = model_->activation_elems();
   const int pp_rank = grid_.pp_rank();
   if (!stage_.first()) grid_.pp().recv(model_->stage_input(slot), n, DType::F32, pp_rank - 1, 2 * m);
-  const int64_t first_sample = with_grad
-      ? samples_done_ + int64_t(grid_.dp_rank()) * cfg_.train.micro_batch_size * cfg_.train.micro_batches +
-            int64_t(m) * cfg_.train.micro_batch_size
-      : (int64_t(m) * grid_.shape().dp + grid_.dp_rank()) * cfg_.train.micro_batch_size;
+  // Validation micro-batch m is micro-batch m % M of validation batch m / M, laid out like a training batch.
+  const int M = cfg_.train.micro_batches;
+  const int64_t first_sample = with_grad ? train_first_sample(samples_done_, m)
+                                         : train_first_sample(int64_t(m / M) * global_batch_, m % M);
   load_micro_batch_tokens(with_grad ? Split::Train : Split::Val, first_sample, slot);
   const float scale = 1.0f / float(double(global_batch_) * cfg_.model.seq_len);
   model_->forward(slot, with_grad, scale, loss_sum);
@@ -235,15 +266,17 @@ StepStats Trainer::train_step() {
 }
 
 double Trainer::validate() {
+  // data.val_batches global batches of the val split (the same sequences for every layout with the same
+  // global batch, and the same ones every time, so successive values compare).
   double loss_sum = 0;
-  const int nb = cfg_.data.val_batches;
+  const int nb = cfg_.data.val_batches * cfg_.train.micro_batches;
   for (int j = 0; j < nb; ++j) forward_op(j, false, &loss_sum);
   for (auto& r : sends_) r->wait();
   sends_.clear();
   sends_used_ = 0;
   double v = (stage_.last() && grid_.tp_rank() == 0) ? loss_sum : 0.0;
   grid_.world().allreduce(&v, 1, DType::F64, ReduceOp::Sum);
-  return v / (double(nb) * cfg_.train.micro_batch_size * grid_.shape().dp * cfg_.model.seq_len);
+  return v / (double(cfg_.data.val_batches) * double(global_batch_) * cfg_.model.seq_len);
 }
 
 void Trainer::log_step(const StepStats& s) {
@@ -273,6 +306,8 @@ void Trainer::log_step(const StepStats& s) {
 
 int Trainer::run() {
   install_stop_signal_handlers();
+  req_samples_done_ = samples_done_;  // prefetching starts at the first micro-batch of this run
+  req_m_ = 0;
   if (step_ >= cfg_.train.steps) {
     if (grid_.world_rank() == 0)
       std::printf("gridtrain: run already complete at step %d of %d\n", step_, cfg_.train.steps);

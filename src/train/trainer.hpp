@@ -8,6 +8,7 @@
 
 #include "src/core/config.hpp"
 #include "src/data/data_source.hpp"
+#include "src/data/prefetch.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/checkpoint.hpp"
 #include "src/model/gpt.hpp"
@@ -49,6 +50,8 @@ class Trainer {
   void forward_op(int m, bool with_grad, double* loss_sum);
   void backward_op(int m, bool last);
   void load_micro_batch_tokens(Split split, int64_t first_sample, int slot);
+  int64_t train_first_sample(int64_t samples_done, int m) const;
+  void request_train_micro_batches();
   double optimizer_step(double lr);
   void save(const std::string& reason);
   void try_resume();
@@ -64,6 +67,9 @@ class Trainer {
   StageLayout stage_;
   std::unique_ptr<GPT<float>> model_;
   std::unique_ptr<DataSource> data_;
+  std::unique_ptr<BatchPrefetcher> prefetch_;  // training reads run ahead by data.prefetch micro-batches
+  int64_t req_samples_done_ = 0;               // the next prefetch request: step base and micro-batch
+  int req_m_ = 0;
   std::unique_ptr<GradBuckets> buckets_;
   Schedule schedule_;
   std::vector<PipeOp> ops_;

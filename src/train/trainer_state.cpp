@@ -70,6 +70,7 @@ double Trainer::learning_rate_at_step() const {
 
 void Trainer::save(const std::string& reason) {
   Kokkos::fence();
+  if (prefetch_) prefetch_->quiesce();  // no HDF5 read in flight while the checkpoint is written
   CheckpointOptions opt;
   opt.dir = ckpt_dir_;
   opt.keep = cfg_.checkpoint.keep;
