@@ -304,6 +304,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gt::select_blas_kernels(argv);  // the BLAS kernels gridtrain itself runs with (kernels/gemm.hpp)
   Kokkos::initialize(argc, argv);
   int rc = 0;
   try {

@@ -109,6 +109,7 @@ Result bench(const std::string& preset, int steps, double peak) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gt::select_blas_kernels(argv);  // the BLAS kernels gridtrain itself runs with (kernels/gemm.hpp)
   MPI_Init(&argc, &argv);
   Kokkos::initialize(argc, argv);
   std::string presets = "tiny,small,gpt2-124m", out = "runs/bench/step.json";

@@ -41,9 +41,19 @@ void gemm(Op ta, Op tb, int M, int N, int K, T alpha, const T* A, int lda, const
 void gemm_set_threads(int n);
 
 // The kernel family the host BLAS chose at load time (OpenBLAS core name, e.g. "SkylakeX", "Haswell"), for
-// run logs and benchmarks. OpenBLAS 0.3.21 picks the AVX2 "Haswell" kernels on AVX-512 AMD Zen 4; setting
-// OPENBLAS_CORETYPE=SkylakeX in the environment before the program starts roughly doubles sgemm there.
+// run logs and benchmarks.
 const char* blas_core_name();
+
+// Debian's OpenBLAS 0.3.21 does not know recent CPUs: on Intel Emerald Rapids it falls back to its SSE3
+// "Prescott" kernels (sgemm 25-30 instead of ~110 GFLOP/s on one core) and on AMD Zen 4 it picks the AVX2
+// "Haswell" ones (half the AVX-512 rate). The choice is made once, when the library loads, from
+// OPENBLAS_CORETYPE. blas_kernels_wanted() names the kernels this CPU should get ("SkylakeX" with AVX-512,
+// "Haswell" with AVX2+FMA) when the loaded ones are older, else nullptr. select_blas_kernels(argv), called
+// first thing in main (before MPI_Init), sets OPENBLAS_CORETYPE and executes the program again in the same
+// process (same PID, so mpiexec and srun see nothing); it does nothing when OPENBLAS_CORETYPE is already set or
+// GRIDTRAIN_BLAS_AUTO=0, and GRIDTRAIN_BLAS_FALLBACK then holds the core the library had picked.
+const char* blas_kernels_wanted();
+void select_blas_kernels(char** argv);
 
 // Whether the cuBLAS backend was compiled in, and a probe that creates a handle: returns an empty string on
 // success or the reason it failed (no device, no driver). Lets CPU-only CI check that cuBLAS links.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -86,10 +87,13 @@ int cmd_train(const std::vector<std::string>& args) {
                 gt::parse_allreduce_algo(cfg.parallel.allreduce));
   cfg.parallel.dp = grid.shape().dp;
   if (grid.world_rank() == 0) {
-    std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d\n",
+    const char* fallback = std::getenv("GRIDTRAIN_BLAS_FALLBACK");
+    std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d"
+                " | BLAS %s%s%s\n",
                 deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
                 cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
-                cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp);
+                cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp, gt::blas_core_name(),
+                fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "");
     std::fflush(stdout);
   }
   gt::Trainer trainer(cfg, grid, cfg.to_toml());
@@ -110,6 +114,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gt::select_blas_kernels(argv);  // may execute the program again with better BLAS kernels (gemm.hpp)
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   std::vector<std::string> args(argv + 1, argv + argc);
