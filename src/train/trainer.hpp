@@ -23,6 +23,10 @@ struct StepStats {
   double ms = 0, ms_max = 0;                          // this step: mean over ranks and slowest rank
   double fwd_ms = 0, bwd_ms = 0, opt_ms = 0, data_ms = 0;  // means over ranks
   double comm_tp_ms = 0, comm_pp_ms = 0, comm_dp_ms = 0, comm_other_ms = 0;  // exposed, means over ranks
+  // Stragglers: a rank's compute time is its step time less the time it was blocked in communication. The
+  // slowest-computing rank waits least: what it still waits is the cost of communication itself (transfer,
+  // reduction), while the others' extra waiting is load imbalance (a slower core, a slower stage).
+  double compute_ms = 0, compute_ms_max = 0;  // mean over ranks and slowest rank
   double val_loss = -1;
 };
 

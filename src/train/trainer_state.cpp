@@ -1,5 +1,6 @@
 // The trainer's persistent state: checkpoint shards in global shapes, resume, the run summary, and the
 // gathered parameters that tests compare across layouts.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -144,10 +145,12 @@ void Trainer::write_summary(const std::string& status) {
     mean.ms += s.ms; mean.ms_max += s.ms_max; mean.fwd_ms += s.fwd_ms; mean.bwd_ms += s.bwd_ms;
     mean.opt_ms += s.opt_ms; mean.data_ms += s.data_ms; mean.comm_tp_ms += s.comm_tp_ms;
     mean.comm_pp_ms += s.comm_pp_ms; mean.comm_dp_ms += s.comm_dp_ms; mean.comm_other_ms += s.comm_other_ms;
+    mean.compute_ms += s.compute_ms; mean.compute_ms_max += s.compute_ms_max;
   }
   if (n > 0) {
     for (double* x : {&mean.ms, &mean.ms_max, &mean.fwd_ms, &mean.bwd_ms, &mean.opt_ms, &mean.data_ms,
-                      &mean.comm_tp_ms, &mean.comm_pp_ms, &mean.comm_dp_ms, &mean.comm_other_ms})
+                      &mean.comm_tp_ms, &mean.comm_pp_ms, &mean.comm_dp_ms, &mean.comm_other_ms, &mean.compute_ms,
+                      &mean.compute_ms_max})
       *x /= double(n);
   }
   double rss = peak_rss_bytes();
@@ -172,6 +175,11 @@ void Trainer::write_summary(const std::string& status) {
       .num("backward_ms", mean.bwd_ms).num("optimizer_ms", mean.opt_ms).num("data_ms", mean.data_ms)
       .num("comm_exposed_ms", comm).num("comm_tp_ms", mean.comm_tp_ms).num("comm_pp_ms", mean.comm_pp_ms)
       .num("comm_dp_ms", mean.comm_dp_ms).num("comm_other_ms", mean.comm_other_ms)
+      .num("compute_ms", mean.compute_ms).num("compute_ms_max", mean.compute_ms_max)
+      // the slowest-computing rank's exposed communication (the cost no load balancing removes) and the
+      // imbalance the other ranks wait for, as shares of the step
+      .num("exposed_comm_share_slowest", n > 0 && mean.ms_max > 0 ? std::max(0.0, mean.ms_max - mean.compute_ms_max) / mean.ms_max : 0.0)
+      .num("imbalance_share", n > 0 && mean.ms_max > 0 ? (mean.compute_ms_max - mean.compute_ms) / mean.ms_max : 0.0)
       .num("pipeline_bubble", bubble_fraction(g.pp, cfg_.train.micro_batches))
       .integer("micro_batch_size", cfg_.train.micro_batch_size).integer("micro_batches", cfg_.train.micro_batches)
       .integer("global_batch_tokens", (long long)tokens).integer("seq_len", cfg_.model.seq_len)
