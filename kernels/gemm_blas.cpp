@@ -61,7 +61,13 @@ void select_blas_kernels(char** argv) {
   if (!want) return;
   setenv("OPENBLAS_CORETYPE", want, 1);
   setenv("GRIDTRAIN_BLAS_FALLBACK", openblas_get_corename(), 1);  // what the library had picked, for the log
-  execv("/proc/self/exe", argv);  // returns only on failure: then run on with the kernels we have
+  // The resolved path, not /proc/self/exe itself, so that the process keeps its name in ps and top.
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len > 0) {
+    self[len] = '\0';
+    execv(self, argv);  // returns only on failure: then run on with the kernels we have
+  }
   unsetenv("OPENBLAS_CORETYPE");
 }
 
