@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   if (rank == 0) std::printf("ranks %d  memcpy %.2f GB/s  load %s\n%10s %6s %12s %9s %9s %12s\n", p, bw / 1e9, load.c_str(),
                              "bytes", "algo", "time_s", "algbw", "busbw", "shm_bound_s");
   bool first = true;
-  for (size_t bytes = 4096; bytes <= (size_t(max_mib) << 20); bytes *= 4) {
+  for (size_t bytes = 4096; bytes <= (size_t(max_mib) << 20); bytes *= (bytes < (size_t(1) << 20) ? 4 : 2)) {
     std::vector<float> buf(bytes / 4, 1.0f / (rank + 1));
     for (auto* c : {lib.get(), ring.get(), shm.get()}) {
       std::vector<double> t;

@@ -32,7 +32,8 @@ def build(torch, L, C, H, T, V):
             self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
             self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
             self.fc, self.fcproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
-            self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+            # a plain attribute, not a buffer: DDP broadcasts buffers and gloo cannot send bool tensors
+            self.mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
         def forward(self, x):
             B = x.shape[0]
             q, k, v = self.qkv(self.ln_1(x)).split(C, dim=2)
