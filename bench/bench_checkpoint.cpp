@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "src/core/error.hpp"
 #include "src/io/checkpoint.hpp"
 #include "src/io/checksum.hpp"
@@ -42,6 +43,8 @@
 namespace fs = std::filesystem;
 
 namespace {
+
+using gt::bench::shell_line;
 
 struct Spec {
   std::string name;
@@ -82,23 +85,13 @@ int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-std::string shell(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // dd's own figure: "N bytes (...) copied, S s, R MB/s" -> seconds S.
 double dd_seconds(const std::string& dir, int64_t mib) {
   const std::string file = dir + "/dd_probe.bin";
-  const std::string out = shell("dd if=/dev/zero of=" + file + " bs=1M count=" + std::to_string(mib) +
+  const std::string out = shell_line("dd if=/dev/zero of=" + file + " bs=1M count=" + std::to_string(mib) +
                                 " conv=fsync 2>&1 | tail -1");
   fs::remove(file);
   const size_t comma = out.find("copied, ");
@@ -106,7 +99,7 @@ double dd_seconds(const std::string& dir, int64_t mib) {
 }
 
 bool drop_caches() {
-  shell("sync");
+  shell_line("sync");
   std::ofstream f("/proc/sys/vm/drop_caches");
   f << "3\n";
   f.close();
@@ -202,7 +195,7 @@ int main(int argc, char** argv) {
     char date[64];
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
     emit("date = %s", date);
-    emit("uptime_before = %s", shell("uptime").c_str());
+    emit("uptime_before = %s", shell_line("uptime").c_str());
     emit("ranks = %d  split = %s  layers = %d  tensors = %zu  bytes = %.0f (%.1f MB)", size, split.c_str(), layers,
          specs.size(), bytes, mb);
     std::string hints;
@@ -235,7 +228,7 @@ int main(int argc, char** argv) {
       path = gt::save_checkpoint(MPI_COMM_WORLD, opt, 1000 + r, shards, gt::CheckpointMeta{});
       write_s.push_back(now() - t0);
       // Evidence that the fsync happened: little dirty page cache should be left right after a save.
-      if (rank == 0) dirty_kb.push_back(std::atof(shell("grep '^Dirty:' /proc/meminfo | tr -s ' ' | cut -d' ' -f2").c_str()));
+      if (rank == 0) dirty_kb.push_back(std::atof(shell_line("grep '^Dirty:' /proc/meminfo | tr -s ' ' | cut -d' ' -f2").c_str()));
     }
     dd_s.push_back(rank == 0 ? dd_seconds(dir, dd_mib) : 0);
     for (int r = 0; r < reps; ++r) {
@@ -274,7 +267,7 @@ int main(int argc, char** argv) {
          dd_mb / median(dd_s), mb / median(write_s), 100 * median(ratio));
     emit("load_s median = %.3f over %d  ->  read_MBps = %.1f  from %s", median(read_s), reps, mb / median(read_s),
          read_source.c_str());
-    emit("uptime_after = %s", shell("uptime").c_str());
+    emit("uptime_after = %s", shell_line("uptime").c_str());
     std::cout << rep.str();
     fs::create_directories(fs::path(out_path).parent_path().empty() ? "." : fs::path(out_path).parent_path());
     std::ofstream(out_path) << rep.str();

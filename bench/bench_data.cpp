@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "src/core/error.hpp"
 #include "src/data/hdf5_source.hpp"
 #include "src/data/prefetch.hpp"
@@ -48,27 +49,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using gt::bench::json_escape;
+using gt::bench::shell_line;
+
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::string shell_line(const char* cmd) {
-  std::string s;
-  if (FILE* p = popen(cmd, "r")) {
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) s += buf;
-    pclose(p);
-  }
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
 
 struct Options {
   std::string dataset, out = "runs/bench/data.json", bpe_dir, work;

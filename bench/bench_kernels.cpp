@@ -26,35 +26,21 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "kernels/kernels.hpp"
 #include "src/core/error.hpp"
 
 namespace {
+
+using gt::bench::json_escape;
+using gt::bench::shell_line;
 
 struct Result {
   std::string kernel, shape;
   double ms_min, ms_median, gbps, gflops;
 };
 
-std::string shell_line(const char* cmd) {
-  std::string s;
-  if (FILE* p = popen(cmd, "r")) {
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) s += buf;
-    pclose(p);
-  }
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
 
 class Bench {
  public:
