@@ -281,30 +281,4 @@ int prepare_main(int argc, char** argv) {
   }
 }
 
-std::string ensure_default_corpus(const std::string& data_dir, bool do_prepare) {
-  const std::string path = data_dir + "/common-licenses.h5";
-  if (!do_prepare) return path;
-  std::error_code ec;
-  if (fs::exists(path, ec)) {
-    try {
-      DatasetFile f(path);
-      if (f.info().tokenizer == "byte" && f.tokens(Split::Train) > 0) return path;
-    } catch (const Error&) {
-      // stale or damaged: prepare it again below
-    }
-  }
-  fs::create_directories(data_dir, ec);
-  if (ec) throw Error(data_dir + ": cannot create the data directory (" + ec.message() + ")");
-  PrepareOptions opt;
-  opt.tokenizer = "byte";
-  opt.out = path;
-  opt.val_fraction = 0.1;
-  opt.inputs = {"/usr/share/common-licenses"};
-  opt.progress = false;
-  const PrepareStats st = prepare_dataset(opt);
-  std::fprintf(stderr, "gridtrain: prepared %s from /usr/share/common-licenses (%lld train, %lld val tokens)\n",
-               path.c_str(), (long long)st.tokens[0], (long long)st.tokens[1]);
-  return path;
-}
-
 }  // namespace gt

@@ -37,10 +37,4 @@ PrepareStats prepare_dataset(const PrepareOptions& opt);
 // (2 for a bad command line, 1 otherwise) on failure. Under MPI only world rank 0 works; others return 0.
 int prepare_main(int argc, char** argv);
 
-// data_dir/common-licenses.h5: /usr/share/common-licenses with the byte tokenizer, prepared on first use and
-// reused after. With several ranks, pass do_prepare = (rank == 0), then barrier, then open the path: ranks
-// with do_prepare = false only compute the path. Concurrent preparers are still safe (private temporary
-// files, atomic rename), just wasteful.
-std::string ensure_default_corpus(const std::string& data_dir, bool do_prepare = true);
-
 }  // namespace gt
