@@ -10,6 +10,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DCUDAToolkit_ROOT="$cuda" -DNCCL_ROOT="$cuda" -DGRIDTRAIN_BUILD_TESTS=OFF -DGRIDTRAIN_BUILD_BENCH=OFF \
     >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 fi
-cmake --build "$build" -j "$(nproc)" --target gridtrain_gpu_link_check >"$build.build.log" 2>&1 \
+# gridtrain_grid too: the grid creates the NCCL communicators of its groups on GPU builds.
+cmake --build "$build" -j "$(nproc)" --target gridtrain_gpu_link_check gridtrain_grid >"$build.build.log" 2>&1 \
   || { tail -40 "$build.build.log"; exit 1; }
 "$build/src/comm/gridtrain_gpu_link_check"

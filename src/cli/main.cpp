@@ -83,16 +83,24 @@ int cmd_train(const std::vector<std::string>& args) {
   cfg.validate();
   gt::gemm_set_threads(cfg.parallel.blas_threads);
 
+#if defined(KOKKOS_ENABLE_CUDA)
+  constexpr bool device_is_cuda = true;
+#else
+  constexpr bool device_is_cuda = false;
+#endif
   gt::Grid grid(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp,
-                gt::parse_allreduce_algo(cfg.parallel.allreduce));
+                gt::parse_allreduce_algo(cfg.parallel.allreduce),
+                gt::resolve_comm_backend(cfg.parallel.comm, device_is_cuda));
   cfg.parallel.dp = grid.shape().dp;
   if (grid.world_rank() == 0) {
     const char* fallback = std::getenv("GRIDTRAIN_BLAS_FALLBACK");
     std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d"
-                " | BLAS %s%s%s\n",
+                " | comm %s | BLAS %s%s%s\n",
                 deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
                 cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
-                cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp, gt::blas_core_name(),
+                cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp,
+                grid.backend() == gt::CommBackend::Nccl ? "nccl" : ("mpi/" + cfg.parallel.allreduce).c_str(),
+                gt::blas_core_name(),
                 fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "");
     std::fflush(stdout);
   }

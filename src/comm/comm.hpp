@@ -28,6 +28,13 @@ template <> constexpr DType dtype_of<uint8_t>() { return DType::U8; }
 
 AllreduceAlgo parse_allreduce_algo(const std::string& name);  // "mpi" | "ring" | "shm"; throws gt::Error
 
+// Which library carries the groups whose buffers live on the device (TP, PP, DP, embedding): MPI (CPU builds,
+// CUDA-aware MPI) or NCCL (GPU builds). Host-side groups (world, model-parallel norm) always use MPI.
+enum class CommBackend { Mpi, Nccl };
+// parallel.comm: "mpi", "nccl", or "auto" (NCCL when this build has it and device memory is CUDA, else MPI).
+// Throws gt::Error naming the key when "nccl" cannot work in this build.
+CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda);
+
 // Handle of a non-blocking operation. test() makes progress and returns true once complete; wait() blocks.
 class Request {
  public:

@@ -37,6 +37,19 @@ AllreduceAlgo parse_allreduce_algo(const std::string& name) {
   throw Error("unknown all-reduce algorithm '" + name + "' (expected \"mpi\", \"ring\" or \"shm\")");
 }
 
+CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda) {
+  if (name == "mpi") return CommBackend::Mpi;
+  if (name == "auto") return nccl_compiled() && device_is_cuda ? CommBackend::Nccl : CommBackend::Mpi;
+  if (name != "nccl")
+    throw Error("config key 'parallel.comm' must be \"auto\", \"mpi\" or \"nccl\", got \"" + name + "\"");
+  if (!nccl_compiled())
+    throw Error("parallel.comm=nccl: this build has no NCCL backend (configure with -DGRIDTRAIN_ENABLE_NCCL=ON)");
+  if (!device_is_cuda)
+    throw Error("parallel.comm=nccl: this build keeps tensors in host memory (Kokkos without CUDA); NCCL needs "
+                "device buffers");
+  return CommBackend::Nccl;
+}
+
 bool nccl_compiled() {
 #if defined(GRIDTRAIN_HAVE_NCCL)
   return true;

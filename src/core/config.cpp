@@ -48,6 +48,7 @@ std::vector<Field> schema(Config& c) {
       {"parallel.dp", Kind::Int, &c.parallel.dp},
       {"parallel.schedule", Kind::String, &c.parallel.schedule},
       {"parallel.allreduce", Kind::String, &c.parallel.allreduce},
+      {"parallel.comm", Kind::String, &c.parallel.comm},
       {"parallel.bucket_mb", Kind::Double, &c.parallel.bucket_mb},
       {"parallel.blas_threads", Kind::Int, &c.parallel.blas_threads},
       {"data.source", Kind::String, &c.data.source},
@@ -232,6 +233,8 @@ void Config::validate() const {
   positive("parallel.blas_threads", parallel.blas_threads);
   if (parallel.schedule != "1f1b" && parallel.schedule != "gpipe")
     throw Error("config key 'parallel.schedule' must be \"1f1b\" or \"gpipe\", got \"" + parallel.schedule + "\"");
+  if (parallel.comm != "auto" && parallel.comm != "mpi" && parallel.comm != "nccl")
+    throw Error("config key 'parallel.comm' must be \"auto\", \"mpi\" or \"nccl\", got \"" + parallel.comm + "\"");
   if (parallel.allreduce != "mpi" && parallel.allreduce != "ring" && parallel.allreduce != "shm")
     throw Error("config key 'parallel.allreduce' must be \"mpi\", \"ring\" or \"shm\", got \"" + parallel.allreduce + "\"");
   if (data.source != "synthetic" && data.source != "hdf5")

@@ -6,7 +6,7 @@
 
 namespace gt {
 
-Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo) {
+Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo, CommBackend backend) : backend_(backend) {
   int world_size = 0;
   MPI_Comm_size(world, &world_size);
   MPI_Comm_rank(world, &world_rank_);
@@ -35,12 +35,21 @@ Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo) {
   const bool in_embed = pp > 1 && (first_stage() || last_stage());
   MPI_Comm_split(world_comm_, in_embed ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_, &embed_comm_);
 
+  // Device-buffer groups on the chosen backend; every rank creates them in the same order (NCCL's
+  // initialisation is collective over each group).
+  auto device_group = [&](MPI_Comm c) -> std::unique_ptr<Comm> {
+#if defined(GRIDTRAIN_HAVE_NCCL)
+    if (backend_ == CommBackend::Nccl) return make_nccl_comm(c);
+#endif
+    if (backend_ == CommBackend::Nccl) throw Error("grid: NCCL requested but this build has no NCCL backend");
+    return make_mpi_comm(c, algo);
+  };
   world_ = make_mpi_comm(world_comm_, algo);
-  tp_ = make_mpi_comm(tp_comm_, algo);
-  pp_ = make_mpi_comm(pp_comm_, algo);
-  dp_ = make_mpi_comm(dp_comm_, algo);
   mp_ = make_mpi_comm(mp_comm_, algo);
-  if (embed_comm_ != MPI_COMM_NULL) embed_ = make_mpi_comm(embed_comm_, algo);
+  tp_ = device_group(tp_comm_);
+  pp_ = device_group(pp_comm_);
+  dp_ = device_group(dp_comm_);
+  if (embed_comm_ != MPI_COMM_NULL) embed_ = device_group(embed_comm_);
 }
 
 Grid::~Grid() {

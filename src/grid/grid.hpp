@@ -21,13 +21,16 @@ struct GridShape {
 class Grid {
  public:
   // dp == 0 means world_size / (tp * pp). Throws gt::Error (same message on every rank) if the shape does
-  // not fit the world.
-  Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo);
+  // not fit the world. With CommBackend::Nccl the TP, PP, DP and embedding groups get one NCCL communicator
+  // each (unique id made on the group's rank 0, broadcast over the group's MPI communicator); world and the
+  // model-parallel group, which reduce host scalars, stay on MPI.
+  Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo, CommBackend backend = CommBackend::Mpi);
   ~Grid();
   Grid(const Grid&) = delete;
   Grid& operator=(const Grid&) = delete;
 
   const GridShape& shape() const { return shape_; }
+  CommBackend backend() const { return backend_; }
   int world_rank() const { return world_rank_; }
   int world_size() const { return shape_.size(); }
   int tp_rank() const { return tp_rank_; }
@@ -53,6 +56,7 @@ class Grid {
 
  private:
   GridShape shape_;
+  CommBackend backend_ = CommBackend::Mpi;
   int world_rank_ = 0, tp_rank_ = 0, pp_rank_ = 0, dp_rank_ = 0;
   MPI_Comm world_comm_ = MPI_COMM_NULL, tp_comm_ = MPI_COMM_NULL, pp_comm_ = MPI_COMM_NULL,
            dp_comm_ = MPI_COMM_NULL, mp_comm_ = MPI_COMM_NULL, embed_comm_ = MPI_COMM_NULL;
