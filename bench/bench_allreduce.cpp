@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
   auto lib = gt::make_mpi_comm(MPI_COMM_WORLD, gt::AllreduceAlgo::Library);
   auto ring = gt::make_mpi_comm(MPI_COMM_WORLD, gt::AllreduceAlgo::Ring);
   auto shm = gt::make_mpi_comm(MPI_COMM_WORLD, gt::AllreduceAlgo::Shm);
+  // "shm-reg": the same algorithm on a buffer in the communicator's registered region (zero copy), as the
+  // trainer's gradient store is on CPU builds with dp > 1 and parallel.allreduce=shm.
+  auto shm_reg = gt::make_mpi_comm(MPI_COMM_WORLD, gt::AllreduceAlgo::Shm);
+  float* region = static_cast<float*>(shm_reg->alloc_registered(size_t(max_mib) << 20));
   std::string load = "?";
   if (FILE* f = std::fopen("/proc/loadavg", "r")) {
     char b[128] = {0};
@@ -61,17 +65,20 @@ int main(int argc, char** argv) {
   }
   std::string json = "{\"ranks\":" + std::to_string(p) + ",\"memcpy_GBs\":" + std::to_string(bw / 1e9) +
                      ",\"loadavg\":\"" + load + "\",\"rows\":[";
-  if (rank == 0) std::printf("ranks %d  memcpy %.2f GB/s  load %s\n%10s %6s %12s %9s %9s %12s\n", p, bw / 1e9, load.c_str(),
+  if (rank == 0) std::printf("ranks %d  memcpy %.2f GB/s  load %s\n%10s %7s %12s %9s %9s %12s\n", p, bw / 1e9, load.c_str(),
                              "bytes", "algo", "time_s", "algbw", "busbw", "shm_bound_s");
   bool first = true;
   for (size_t bytes = 4096; bytes <= (size_t(max_mib) << 20); bytes *= (bytes < (size_t(1) << 20) ? 4 : 2)) {
     std::vector<float> buf(bytes / 4, 1.0f / (rank + 1));
-    for (auto* c : {lib.get(), ring.get(), shm.get()}) {
+    if (region) std::copy(buf.begin(), buf.end(), region);
+    for (auto* c : {lib.get(), ring.get(), shm.get(), shm_reg.get()}) {
+      if (c == shm_reg.get() && !region) continue;
+      float* data = c == shm_reg.get() ? region : buf.data();
       std::vector<double> t;
       for (int it = 0; it <= iters; ++it) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        c->allreduce_sum(buf.data(), buf.size());
+        c->allreduce_sum(data, buf.size());
         double dt = MPI_Wtime() - t0;
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (it > 0) t.push_back(dt);
@@ -79,8 +86,8 @@ int main(int argc, char** argv) {
       std::sort(t.begin(), t.end());
       const double med = t[t.size() / 2], alg = bytes / med / 1e9, bus = alg * 2.0 * (p - 1) / p;
       const double bound = bytes * traffic / (2 * bw);
-      const char* name = c == lib.get() ? "mpi" : c == ring.get() ? "ring" : "shm";
-      if (rank == 0) std::printf("%10zu %6s %12.6f %9.3f %9.3f %12.6f\n", bytes, name, med, alg, bus, bound);
+      const char* name = c == lib.get() ? "mpi" : c == ring.get() ? "ring" : c == shm.get() ? "shm" : "shm-reg";
+      if (rank == 0) std::printf("%10zu %7s %12.6f %9.3f %9.3f %12.6f\n", bytes, name, med, alg, bus, bound);
       char row[256];
       std::snprintf(row, sizeof row, "%s{\"bytes\":%zu,\"algo\":\"%s\",\"time_s\":%.7g,\"algbw_GBs\":%.4g,\"busbw_GBs\":%.4g,\"shm_bound_s\":%.7g}",
                     first ? "" : ",", bytes, name, med, alg, bus, bound);
@@ -97,7 +104,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_allreduce: cannot write %s\n", out.c_str());
     }
   }
-  lib.reset(); ring.reset(); shm.reset();
+  lib.reset(); ring.reset(); shm.reset(); shm_reg.reset();
   MPI_Finalize();
   return 0;
 }

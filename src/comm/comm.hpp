@@ -72,6 +72,11 @@ class Comm {
   virtual RequestPtr irecv(void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual void barrier() = 0;
 
+  // Collective. Memory in which the shm all-reduce works without copies (see shm_allreduce.hpp): this
+  // rank's part of a shared region of `bytes`, zero-filled; nullptr where the backend has no such path (then
+  // use ordinary memory). At most one region per communicator; it lives as long as the communicator.
+  virtual void* alloc_registered(size_t bytes) { return nullptr; }
+
   virtual void set_allreduce_algo(AllreduceAlgo algo) = 0;
   virtual AllreduceAlgo allreduce_algo() const = 0;
 

@@ -262,6 +262,12 @@ class MpiComm : public Comm {
     Timer tm(stats_, 0);
     MPI_Barrier(comm_);
   }
+  void* alloc_registered(size_t bytes) override {
+    if (size_ == 1 || algo_ != AllreduceAlgo::Shm) return nullptr;
+    run_shm_queue(nullptr);
+    if (!shm_) shm_ = std::make_unique<ShmAllreduce>(algo_comm_);  // collective
+    return shm_->register_region(bytes);
+  }
   void set_allreduce_algo(AllreduceAlgo a) override {
     run_shm_queue(nullptr);  // queued Shm jobs keep their algorithm
     algo_ = a;

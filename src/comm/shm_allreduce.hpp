@@ -10,6 +10,15 @@
 // slot, so one barrier per phase suffices: a half is rewritten only after everybody passed the next
 // piece's first barrier, i.e. finished copying out of it.
 //
+// Registered buffers (zero copy): register_region(bytes) allocates a second shared segment of `bytes` per
+// rank and returns this rank's part. When every rank calls sum() on the same offset inside its registered
+// region (checked with one small allreduce), no rank copies its data into a slot: after a barrier rank i sums
+// slice i straight out of every rank's region into its own, barrier, every rank copies the other slices from
+// their owners' regions, barrier (so that nobody writes its buffer while another still reads it). Per rank
+// that moves 2.5 n elements instead of 4 n (for two ranks), which is what matters at sizes where the sum is
+// bound by memory traffic. The trainer allocates its gradient store there on CPU builds with dp > 1 and
+// parallel.allreduce=shm.
+//
 // When the communicator spans several nodes the shared segment is not used and sum() runs the ring
 // (ring_allreduce.hpp) on the whole communicator instead.
 #include <mpi.h>
@@ -22,6 +31,10 @@ namespace gt {
 class ShmAllreduce {
  public:
   static constexpr size_t kDefaultPieceBytes = size_t(4) << 20;
+  // Registered buffers: below kRegisteredMinBytes the copying path is faster (fewer barriers); above, the
+  // zero-copy path works in pieces of kRegisteredPieceBytes.
+  static constexpr size_t kRegisteredMinBytes = size_t(512) << 10;
+  static constexpr size_t kRegisteredPieceBytes = size_t(1) << 20;
   // Collective over comm (the communicator must outlive this object).
   explicit ShmAllreduce(MPI_Comm comm, size_t piece_bytes = kDefaultPieceBytes);
   ~ShmAllreduce();  // collective (frees the window)
@@ -33,9 +46,13 @@ class ShmAllreduce {
   // buf: (n) in place, collective over comm.
   void sum(float* buf, size_t n);
   void sum(double* buf, size_t n);
+  // Collective. This rank's part of a new shared region of `bytes` (zero-filled), or nullptr when the
+  // communicator spans several nodes or a region is already registered.
+  void* register_region(size_t bytes);
 
  private:
   template <class T> void sum_impl(T* buf, size_t n);
+  template <class T> void sum_registered(T* buf, size_t n, size_t offset_bytes);
   void sync();
 
   MPI_Comm comm_;
@@ -46,6 +63,9 @@ class ShmAllreduce {
   size_t piece_bytes_;
   std::vector<char*> slot_;  // slot_[k]: base of rank k's 2 x piece_bytes
   unsigned long pieces_done_ = 0;  // selects the half; persists across calls (see above)
+  MPI_Win reg_win_ = MPI_WIN_NULL;
+  size_t reg_bytes_ = 0;
+  std::vector<char*> reg_;  // reg_[k]: base of rank k's registered region
 };
 
 }  // namespace gt

@@ -97,6 +97,13 @@ void ParamStore<T>::zero_grads() {
   Kokkos::deep_copy(grads_, T(0));
 }
 
+template <class T>
+void ParamStore<T>::adopt_grads(T* memory) {
+  DeviceView<T> external(memory, total_);  // unmanaged: the owner frees it
+  Kokkos::deep_copy(external, grads_);
+  grads_ = external;
+}
+
 template class ParamStore<float>;
 template class ParamStore<double>;
 

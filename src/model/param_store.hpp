@@ -51,6 +51,9 @@ class ParamStore {
   T* grads() { return grads_.data(); }
   size_t size() const { return total_; }
   void zero_grads();
+  // Moves the gradients into caller-owned memory of size() elements (e.g. the DP communicator's registered
+  // region, where the shm all-reduce needs no copies); the memory must outlive the store. Values are kept.
+  void adopt_grads(T* memory);
 
   DeviceView<T>& params_view() { return params_; }
   DeviceView<T>& grads_view() { return grads_; }

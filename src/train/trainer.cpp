@@ -61,6 +61,12 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   const size_t n = model_->store().size();
   adam_m_ = DeviceView<float>("adam_m", n);
   adam_v_ = DeviceView<float>("adam_v", n);
+  if (g.dp > 1 && exec_on_host) {
+    // On CPU builds the DP all-reduce can work in place in shared memory (parallel.allreduce=shm): the
+    // gradient store moves into the DP communicator's registered region. Collective over the DP group.
+    if (void* shared = grid_.dp().alloc_registered(n * sizeof(float)))
+      model_->store().adopt_grads(static_cast<float*>(shared));
+  }
   if (g.dp > 1)
     buckets_ = std::make_unique<GradBuckets>(model_->store().tensors(),
                                              static_cast<size_t>(cfg_.parallel.bucket_mb * 1048576.0), sizeof(float));
