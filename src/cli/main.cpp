@@ -43,17 +43,41 @@ int world_rank() {
   return r;
 }
 
-// Prints the one error line and takes the whole job down. Rank 0 reports first; another rank waits briefly so
-// that an error every rank saw (a bad config) is printed once, and prints itself if rank 0 is unaffected.
+// A private duplicate of the world used only to find out whether an error is shared (see fail()).
+MPI_Comm g_error_comm = MPI_COMM_NULL;
+
+// Prints the error and ends the process with `code`. An error every rank raised alike (a bad config or grid, a
+// checkpoint problem the ranks agreed on) ends with one line from rank 0 and a normal exit of every rank: the
+// ranks find each other in a barrier on g_error_comm within kAgreeSeconds. An error only some ranks saw is
+// printed by each of them and aborts the job, since the others may be waiting in a collective. (Aborting
+// right after printing also lost the line now and then: mpiexec tears down before forwarding it.)
 [[noreturn]] void fail(const std::string& msg, int code) {
+  constexpr double kAgreeSeconds = 10.0;
   const int rank = world_rank();
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (rank != 0) usleep(300000);
-  std::fprintf(stderr, "gridtrain: error: %s\n", msg.c_str());
-  std::fflush(stderr);
-  if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  bool shared = size == 1;
+  if (!shared && g_error_comm != MPI_COMM_NULL) {
+    MPI_Request req;
+    MPI_Ibarrier(g_error_comm, &req);
+    int done = 0;
+    const double deadline = MPI_Wtime() + kAgreeSeconds;
+    while (!done && MPI_Wtime() < deadline) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (!done) usleep(1000);
+    }
+    shared = done != 0;
+  }
+  if (!shared || rank == 0) {
+    std::fprintf(stderr, "gridtrain: error: %s\n", msg.c_str());
+    std::fflush(stderr);
+  }
+  if (!shared) {
+    usleep(300000);  // let mpiexec forward the line before the abort tears the job down
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
   if (Kokkos::is_initialized()) Kokkos::finalize();
+  MPI_Comm_free(&g_error_comm);
   MPI_Finalize();
   std::exit(code);
 }
@@ -104,6 +128,10 @@ int cmd_train(const std::vector<std::string>& args) {
                 fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "");
     std::fflush(stdout);
   }
+  // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the
+  // trainer's first collectives (the abort path of fail()).
+  if (const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK"); r && *r && std::atoi(r) == grid.world_rank())
+    throw gt::Error("test hook: rank " + std::string(r) + " failed alone");
   gt::Trainer trainer(cfg, grid, cfg.to_toml());
   return trainer.run();
 }
@@ -125,6 +153,7 @@ int main(int argc, char** argv) {
   gt::select_blas_kernels(argv);  // may execute the program again with better BLAS kernels (gemm.hpp)
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_error_comm);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string cmd = "train";
   if (!args.empty() && (args[0] == "train" || args[0] == "prepare" || args[0] == "inspect" || args[0] == "keys" ||
@@ -155,6 +184,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     fail(std::string("internal error: ") + e.what(), gt::kExitError);
   }
+  MPI_Comm_free(&g_error_comm);
   MPI_Finalize();
   return code;
 }

@@ -53,6 +53,8 @@ expect missing_dataset 1 nonzero "/nonexistent/tokens.h5" -- train --config tiny
 expect bad_schedule 1 nonzero "parallel.schedule" -- train --config tiny parallel.schedule=zigzag
 expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config tiny parallel.comm=gloo
 expect nccl_on_cpu_build 1 nonzero "parallel.comm=nccl: this build" -- train --config tiny parallel.comm=nccl
+# an error on one rank only: it waits for the others (10 s), then prints and aborts the job; nobody hangs
+GRIDTRAIN_TEST_FAIL_RANK=1 expect lone_rank_error 2 nonzero "test hook: rank 1 failed alone" -- train --config tiny
 expect bad_argument 1 2 "unexpected argument 'bogus'" -- train bogus
 expect grid_too_big 2 nonzero "grid tp=2 pp=2 dp=1 needs 4 ranks but the world has 2" -- train --config tiny parallel.tp=2 parallel.pp=2 parallel.dp=1
 expect grid_not_divisible 2 nonzero "does not divide the world size 2" -- train --config tiny parallel.tp=3
