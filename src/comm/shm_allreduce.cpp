@@ -9,6 +9,30 @@
 
 namespace gt {
 
+namespace {
+// Collective over node: a shared window of `bytes` per rank (each part on its owner's NUMA node), the base of
+// every rank's part in `bases`, locked in one passive epoch for the window's life (MPI_Win_sync orders).
+// Returns this rank's part.
+void* allocate_shared(MPI_Comm node, int size, size_t bytes, MPI_Win* win, std::vector<char*>& bases) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  void* mine = nullptr;
+  MPI_Win_allocate_shared(MPI_Aint(bytes), 1, info, node, &mine, win);
+  MPI_Info_free(&info);
+  bases.resize(size);
+  for (int k = 0; k < size; ++k) {
+    MPI_Aint b = 0;
+    int disp = 0;
+    void* base = nullptr;
+    MPI_Win_shared_query(*win, k, &b, &disp, &base);
+    bases[k] = static_cast<char*>(base);
+  }
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, *win);
+  return mine;
+}
+}  // namespace
+
 ShmAllreduce::ShmAllreduce(MPI_Comm comm, size_t piece_bytes)
     : comm_(comm), piece_bytes_(std::max<size_t>(piece_bytes / 64 * 64, 64)) {
   int world_size = 1;
@@ -20,22 +44,7 @@ ShmAllreduce::ShmAllreduce(MPI_Comm comm, size_t piece_bytes)
   MPI_Allreduce(&all_local, &everywhere, 1, MPI_INT, MPI_LAND, comm);
   single_node_ = everywhere != 0;
   if (!single_node_) return;
-
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");  // each slot on its owner's NUMA node
-  void* mine = nullptr;
-  MPI_Win_allocate_shared(MPI_Aint(2 * piece_bytes_), 1, info, node_, &mine, &win_);
-  MPI_Info_free(&info);
-  slot_.resize(size_);
-  for (int k = 0; k < size_; ++k) {
-    MPI_Aint bytes = 0;
-    int disp = 0;
-    void* base = nullptr;
-    MPI_Win_shared_query(win_, k, &bytes, &disp, &base);
-    slot_[k] = static_cast<char*>(base);
-  }
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, win_);  // one passive epoch for the object's life; Win_sync orders
+  allocate_shared(node_, size_, 2 * piece_bytes_, &win_, slot_);
 }
 
 ShmAllreduce::~ShmAllreduce() {
@@ -61,21 +70,7 @@ void ShmAllreduce::sync() {
 
 void* ShmAllreduce::register_region(size_t bytes) {
   if (!single_node_ || reg_win_ != MPI_WIN_NULL) return nullptr;
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  void* mine = nullptr;
-  MPI_Win_allocate_shared(MPI_Aint(std::max<size_t>(bytes, 64)), 1, info, node_, &mine, &reg_win_);
-  MPI_Info_free(&info);
-  reg_.resize(size_);
-  for (int k = 0; k < size_; ++k) {
-    MPI_Aint b = 0;
-    int disp = 0;
-    void* base = nullptr;
-    MPI_Win_shared_query(reg_win_, k, &b, &disp, &base);
-    reg_[k] = static_cast<char*>(base);
-  }
-  MPI_Win_lock_all(MPI_MODE_NOCHECK, reg_win_);
+  void* mine = allocate_shared(node_, size_, std::max<size_t>(bytes, 64), &reg_win_, reg_);
   std::memset(mine, 0, bytes);
   reg_bytes_ = bytes;
   sync();
