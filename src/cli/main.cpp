@@ -36,6 +36,16 @@ struct UsageError : gt::Error {
   using gt::Error::Error;
 };
 
+std::string algo_name(gt::AllreduceAlgo a) {
+  switch (a) {
+    case gt::AllreduceAlgo::Ring: return "ring";
+    case gt::AllreduceAlgo::Shm: return "shm";
+    case gt::AllreduceAlgo::Library: return "library";
+    case gt::AllreduceAlgo::Auto: return "auto";
+  }
+  return "?";
+}
+
 int world_rank() {
   int r = 0, init = 0;
   MPI_Initialized(&init);
@@ -123,7 +133,7 @@ int cmd_train(const std::vector<std::string>& args) {
                 deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
                 cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
                 cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp,
-                grid.backend() == gt::CommBackend::Nccl ? "nccl" : ("mpi/" + cfg.parallel.allreduce).c_str(),
+                grid.backend() == gt::CommBackend::Nccl ? "nccl" : ("mpi/" + algo_name(grid.dp().allreduce_algo())).c_str(),
                 gt::blas_core_name(),
                 fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "");
     std::fflush(stdout);

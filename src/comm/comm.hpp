@@ -16,7 +16,9 @@ enum class DType { F32, F64, I32, I64, U8 };
 enum class ReduceOp { Sum, Max, Min };
 // Algorithm for float/double sum all-reduce: the library collective, our ring on send/recv, or the node
 // shared-memory path (MPI-3 shared windows; falls back to the ring when the group spans nodes).
-enum class AllreduceAlgo { Library, Ring, Shm };
+// Auto: the shared-memory all-reduce when the communicator lies on one node, the library collective when it
+// spans nodes (decided once, collectively, when the communicator is made).
+enum class AllreduceAlgo { Library, Ring, Shm, Auto };
 
 size_t dtype_size(DType t);
 template <class T> constexpr DType dtype_of();
@@ -26,7 +28,7 @@ template <> constexpr DType dtype_of<int32_t>() { return DType::I32; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::I64; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::U8; }
 
-AllreduceAlgo parse_allreduce_algo(const std::string& name);  // "mpi" | "ring" | "shm"; throws gt::Error
+AllreduceAlgo parse_allreduce_algo(const std::string& name);  // "mpi" | "ring" | "shm" | "auto"; throws gt::Error
 
 // Which library carries the groups whose buffers live on the device (TP, PP, DP, embedding): MPI (CPU builds,
 // CUDA-aware MPI) or NCCL (GPU builds). Host-side groups (world, model-parallel norm) always use MPI.

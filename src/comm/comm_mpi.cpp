@@ -34,7 +34,8 @@ AllreduceAlgo parse_allreduce_algo(const std::string& name) {
   if (name == "mpi") return AllreduceAlgo::Library;
   if (name == "ring") return AllreduceAlgo::Ring;
   if (name == "shm") return AllreduceAlgo::Shm;
-  throw Error("unknown all-reduce algorithm '" + name + "' (expected \"mpi\", \"ring\" or \"shm\")");
+  if (name == "auto") return AllreduceAlgo::Auto;
+  throw Error("unknown all-reduce algorithm '" + name + "' (expected \"auto\", \"mpi\", \"ring\" or \"shm\")");
 }
 
 CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda) {
@@ -59,6 +60,19 @@ bool nccl_compiled() {
 }
 
 namespace {
+
+// Collective: whether every rank of c shares one node (so a shared-memory segment reaches them all).
+bool one_node(MPI_Comm c) {
+  int size = 1, local_size = 1;
+  MPI_Comm_size(c, &size);
+  MPI_Comm local;
+  MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  MPI_Comm_size(local, &local_size);
+  MPI_Comm_free(&local);
+  int mine = local_size == size, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, c);
+  return all != 0;
+}
 
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
@@ -173,6 +187,7 @@ class MpiComm : public Comm {
     MPI_Comm_rank(c, &rank_);
     MPI_Comm_size(c, &size_);
     MPI_Comm_dup(c, &algo_comm_);
+    if (algo_ == AllreduceAlgo::Auto) algo_ = one_node(c) ? AllreduceAlgo::Shm : AllreduceAlgo::Library;
   }
   ~MpiComm() override {
     run_shm_queue(nullptr);
@@ -270,7 +285,7 @@ class MpiComm : public Comm {
   }
   void set_allreduce_algo(AllreduceAlgo a) override {
     run_shm_queue(nullptr);  // queued Shm jobs keep their algorithm
-    algo_ = a;
+    algo_ = a == AllreduceAlgo::Auto ? (one_node(comm_) ? AllreduceAlgo::Shm : AllreduceAlgo::Library) : a;
   }
   AllreduceAlgo allreduce_algo() const override { return algo_; }
 

@@ -235,8 +235,10 @@ void Config::validate() const {
     throw Error("config key 'parallel.schedule' must be \"1f1b\" or \"gpipe\", got \"" + parallel.schedule + "\"");
   if (parallel.comm != "auto" && parallel.comm != "mpi" && parallel.comm != "nccl")
     throw Error("config key 'parallel.comm' must be \"auto\", \"mpi\" or \"nccl\", got \"" + parallel.comm + "\"");
-  if (parallel.allreduce != "mpi" && parallel.allreduce != "ring" && parallel.allreduce != "shm")
-    throw Error("config key 'parallel.allreduce' must be \"mpi\", \"ring\" or \"shm\", got \"" + parallel.allreduce + "\"");
+  if (parallel.allreduce != "auto" && parallel.allreduce != "mpi" && parallel.allreduce != "ring" &&
+      parallel.allreduce != "shm")
+    throw Error("config key 'parallel.allreduce' must be \"auto\", \"mpi\", \"ring\" or \"shm\", got \"" +
+                parallel.allreduce + "\"");
   if (data.source != "synthetic" && data.source != "hdf5")
     throw Error("config key 'data.source' must be \"synthetic\" or \"hdf5\", got \"" + data.source + "\"");
   if (data.source == "hdf5" && data.path.empty()) throw Error("config: data.source = \"hdf5\" needs data.path");

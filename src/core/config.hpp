@@ -40,7 +40,8 @@ struct ParallelConfig {
   int pp = 1;
   int dp = 0;                         // 0: world size / (tp * pp)
   std::string schedule = "1f1b";      // "1f1b" or "gpipe"
-  std::string allreduce = "mpi";      // "mpi" (library collective), "ring" (send/recv), "shm" (node shared memory)
+  std::string allreduce = "auto";     // "auto" (shm on one node, else mpi), "mpi" (library collective), "ring"
+                                      // (send/recv), "shm" (node shared memory)
   std::string comm = "auto";          // device groups on "mpi", "nccl", or "auto" (NCCL on CUDA builds that have it)
   double bucket_mb = 25.0;            // DP gradient bucket size
   int blas_threads = 1;

@@ -67,6 +67,11 @@ TEST(Allreduce, RingDouble) { run_algo<double>(gt::AllreduceAlgo::Ring); }
 TEST(Allreduce, ShmFloat) { run_algo<float>(gt::AllreduceAlgo::Shm); }
 TEST(Allreduce, ShmDouble) { run_algo<double>(gt::AllreduceAlgo::Shm); }
 TEST(Allreduce, LibraryFloat) { run_algo<float>(gt::AllreduceAlgo::Library); }
+TEST(Allreduce, AutoPicksShmOnOneNode) {
+  // every test rank runs on this machine: auto must resolve to the shared-memory path
+  EXPECT_EQ(gt::make_mpi_comm(MPI_COMM_WORLD, gt::AllreduceAlgo::Auto)->allreduce_algo(), gt::AllreduceAlgo::Shm);
+  run_algo<float>(gt::AllreduceAlgo::Auto);
+}
 
 TEST(Allreduce, RingFreeFunctionAndSmallShmPieces) {
   int r = 0;
