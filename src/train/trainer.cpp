@@ -109,6 +109,7 @@ void Trainer::request_train_micro_batches() {
     const int64_t first = train_first_sample(req_samples_done_, req_m_);
     for (int b = 0; b < B; ++b) samples[b] = first + b;
     prefetch_->request(Split::Train, std::move(samples));
+    req_first_.push_back(first);
     if (++req_m_ == cfg_.train.micro_batches) {
       req_m_ = 0;
       req_samples_done_ += global_batch_;
@@ -124,6 +125,11 @@ void Trainer::load_micro_batch_tokens(Split split, int64_t first_sample, int slo
   const double t0 = now();
   if (prefetch_ && split == Split::Train) {
     request_train_micro_batches();
+    // A schedule that consumed micro-batches out of order would train on the wrong data: refuse instead.
+    if (req_first_.front() != first_sample)
+      throw Error("internal: prefetched micro-batch starts at sample " + std::to_string(req_first_.front()) +
+                  ", the schedule wants " + std::to_string(first_sample));
+    req_first_.pop_front();
     prefetch_->take(host_tokens_.data());  // the oldest request: this micro-batch
     request_train_micro_batches();         // the next read overlaps this micro-batch's compute
   } else {
@@ -320,6 +326,7 @@ int Trainer::run() {
   install_stop_signal_handlers();
   req_samples_done_ = samples_done_;  // prefetching starts at the first micro-batch of this run
   req_m_ = 0;
+  req_first_.clear();
   if (step_ >= cfg_.train.steps) {
     if (grid_.world_rank() == 0)
       std::printf("gridtrain: run already complete at step %d of %d\n", step_, cfg_.train.steps);

@@ -2,6 +2,7 @@
 // The training driver: composes the grid, the model stage, the data source, the pipeline schedule, the DP
 // gradient buckets, AdamW, metrics and checkpoints. One object per rank; run() is collective.
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +75,7 @@ class Trainer {
   std::unique_ptr<BatchPrefetcher> prefetch_;  // training reads run ahead by data.prefetch micro-batches
   int64_t req_samples_done_ = 0;               // the next prefetch request: step base and micro-batch
   int req_m_ = 0;
+  std::deque<int64_t> req_first_;              // first sample of each outstanding request, oldest first
   std::unique_ptr<GradBuckets> buckets_;
   Schedule schedule_;
   std::vector<PipeOp> ops_;
