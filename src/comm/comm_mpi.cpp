@@ -74,6 +74,12 @@ bool one_node(MPI_Comm c) {
   return all != 0;
 }
 
+// Auto made concrete for communicator c (collective when algo is Auto).
+AllreduceAlgo resolved(AllreduceAlgo algo, MPI_Comm c) {
+  if (algo != AllreduceAlgo::Auto) return algo;
+  return one_node(c) ? AllreduceAlgo::Shm : AllreduceAlgo::Library;
+}
+
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
     case DType::F32: return MPI_FLOAT;
@@ -187,7 +193,7 @@ class MpiComm : public Comm {
     MPI_Comm_rank(c, &rank_);
     MPI_Comm_size(c, &size_);
     MPI_Comm_dup(c, &algo_comm_);
-    if (algo_ == AllreduceAlgo::Auto) algo_ = one_node(c) ? AllreduceAlgo::Shm : AllreduceAlgo::Library;
+    algo_ = resolved(algo, c);
   }
   ~MpiComm() override {
     run_shm_queue(nullptr);
@@ -285,7 +291,7 @@ class MpiComm : public Comm {
   }
   void set_allreduce_algo(AllreduceAlgo a) override {
     run_shm_queue(nullptr);  // queued Shm jobs keep their algorithm
-    algo_ = a == AllreduceAlgo::Auto ? (one_node(comm_) ? AllreduceAlgo::Shm : AllreduceAlgo::Library) : a;
+    algo_ = resolved(a, comm_);
   }
   AllreduceAlgo allreduce_algo() const override { return algo_; }
 

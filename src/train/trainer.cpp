@@ -245,20 +245,19 @@ StepStats Trainer::train_step() {
   Kokkos::fence();
   const double t_end = now();
 
-  // One small all-reduce for the loss, the stop flag and the timing breakdown (means over ranks).
+  // Two small all-reduces: sums for the loss, the stop flag and the timing breakdown (means over ranks), and
+  // maxima for the slowest rank's step and compute time.
   const bool loss_owner = stage_.last() && grid_.tp_rank() == 0;
   const double tp_ms = (blocked(&grid_.tp()) - tp0) * 1e3, pp_ms = (blocked(&grid_.pp()) - pp0) * 1e3;
   const double dp_ms = (blocked(&grid_.dp()) - dp0) * 1e3;
   const double other_ms = (blocked(&grid_.mp()) + blocked(embed) - other0) * 1e3;
-  double v[11] = {loss_owner ? loss_sum : 0.0, stop_requested_locally() ? 1.0 : 0.0, (t_end - t0) * 1e3,
+  const double step_ms = (t_end - t0) * 1e3, compute_ms = step_ms - (tp_ms + pp_ms + dp_ms + other_ms);
+  double v[12] = {loss_owner ? loss_sum : 0.0, stop_requested_locally() ? 1.0 : 0.0, step_ms,
                   (t_fwd_ - comm_fwd_ - t_data_) * 1e3, (t_bwd_ - comm_bwd_) * 1e3,
-                  (t_end - t_opt0) * 1e3, t_data_ * 1e3, tp_ms, pp_ms, dp_ms, other_ms};
-  const double compute_ms = v[2] - (tp_ms + pp_ms + dp_ms + other_ms);
-  double vmax[2] = {v[2], compute_ms};
-  double compute_sum = compute_ms;
-  grid_.world().allreduce(v, 11, DType::F64, ReduceOp::Sum);
+                  (t_end - t_opt0) * 1e3, t_data_ * 1e3, tp_ms, pp_ms, dp_ms, other_ms, compute_ms};
+  double vmax[2] = {step_ms, compute_ms};
+  grid_.world().allreduce(v, 12, DType::F64, ReduceOp::Sum);
   grid_.world().allreduce(vmax, 2, DType::F64, ReduceOp::Max);
-  grid_.world().allreduce(&compute_sum, 1, DType::F64, ReduceOp::Sum);
   const double ms_max = vmax[0];
   const double W = grid_.world_size();
   StepStats s;
@@ -275,7 +274,7 @@ StepStats Trainer::train_step() {
   s.comm_pp_ms = v[8] / W;
   s.comm_dp_ms = v[9] / W;
   s.comm_other_ms = v[10] / W;
-  s.compute_ms = compute_sum / W;
+  s.compute_ms = v[11] / W;
   s.compute_ms_max = vmax[1];
   if (v[1] > 0) g_stop = 1;  // some rank got the signal: every rank stops at this step
   step_ += 1;
