@@ -17,6 +17,7 @@
 #include "kernels/kokkos_compat.hpp"
 #include "src/core/config.hpp"
 #include "src/core/error.hpp"
+#include "src/core/stop_signal.hpp"
 #include "src/data/prepare.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/inspect.hpp"
@@ -160,9 +161,17 @@ int cmd_inspect(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First of all: from here on SIGTERM/SIGUSR1 (Slurm's time-limit warning can come at any moment, even during
+  // start-up) only ask the trainer to checkpoint and stop; a request survives the re-exec just below.
+  gt::install_stop_signal_handlers();
+  gt::prepare_stop_signals_for_exec();
   gt::select_blas_kernels(argv);  // may execute the program again with better BLAS kernels (gemm.hpp)
+  gt::install_stop_signal_handlers();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // MPICH puts its own SIGUSR1 handler in place during MPI_Init (it calls ours as well, but swallows the signal
+  // when there was none before: that lost a time-limit warning during start-up); ours goes back on top.
+  gt::install_stop_signal_handlers();
   MPI_Comm_dup(MPI_COMM_WORLD, &g_error_comm);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string cmd = "train";
@@ -171,6 +180,7 @@ int main(int argc, char** argv) {
     cmd = args[0];
     args.erase(args.begin());
   }
+  if (cmd != "train") gt::restore_default_stop_signals();  // only training stops with a checkpoint
   int code = 0;
   try {
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {

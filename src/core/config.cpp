@@ -43,6 +43,7 @@ std::vector<Field> schema(Config& c) {
       {"train.eps", Kind::Double, &c.train.eps},
       {"train.grad_clip", Kind::Double, &c.train.grad_clip},
       {"train.max_steps_per_run", Kind::Int, &c.train.max_steps_per_run},
+      {"train.stop_file", Kind::String, &c.train.stop_file},
       {"parallel.tp", Kind::Int, &c.parallel.tp},
       {"parallel.pp", Kind::Int, &c.parallel.pp},
       {"parallel.dp", Kind::Int, &c.parallel.dp},

@@ -33,6 +33,7 @@ struct TrainConfig {
   double eps = 1e-8;
   double grad_clip = 1.0;     // global gradient-norm clip; 0 disables
   int max_steps_per_run = 0;  // stop (checkpoint, exit 75) after this many steps in one invocation; 0: no limit
+  std::string stop_file;      // if this file exists at a step boundary: stop as on SIGUSR1 (checkpoint, exit 75)
 };
 
 struct ParallelConfig {

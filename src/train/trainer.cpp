@@ -1,12 +1,14 @@
 #include "src/train/trainer.hpp"
 
-#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include "kernels/kernels.hpp"
 #include "src/core/error.hpp"
+#include "src/core/stop_signal.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
 
@@ -14,12 +16,14 @@ namespace gt {
 
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
-void on_stop_signal(int) { g_stop = 1; }
-
 double now() { return MPI_Wtime(); }
 
 double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
 
 // Forward FLOPs per token of the model, times 3 for forward + backward: 6 N (N = parameters that take part in
 // matrix products, the tied head included, positions excluded) + 12 L T C for attention scores and values.
@@ -28,12 +32,6 @@ double model_flops_per_token(const ModelConfig& m, int64_t n_params) {
 }
 
 }  // namespace
-
-void install_stop_signal_handlers() {
-  std::signal(SIGTERM, on_stop_signal);
-  std::signal(SIGUSR1, on_stop_signal);
-}
-bool stop_requested_locally() { return g_stop != 0; }
 
 Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     : cfg_(cfg), grid_(grid), config_text_(config_text) {
@@ -252,7 +250,11 @@ StepStats Trainer::train_step() {
   const double dp_ms = (blocked(&grid_.dp()) - dp0) * 1e3;
   const double other_ms = (blocked(&grid_.mp()) + blocked(embed) - other0) * 1e3;
   const double step_ms = (t_end - t0) * 1e3, compute_ms = step_ms - (tp_ms + pp_ms + dp_ms + other_ms);
-  double v[12] = {loss_owner ? loss_sum : 0.0, stop_requested_locally() ? 1.0 : 0.0, step_ms,
+  // A stop file (train.stop_file, written by slurm/train.sbatch on the time-limit warning) is looked at by rank 0
+  // only: one stat per step on the shared file system, not one per rank.
+  const bool stop_here = stop_requested_locally() ||
+                         (grid_.world_rank() == 0 && !cfg_.train.stop_file.empty() && file_exists(cfg_.train.stop_file));
+  double v[12] = {loss_owner ? loss_sum : 0.0, stop_here ? 1.0 : 0.0, step_ms,
                   (t_fwd_ - comm_fwd_ - t_data_) * 1e3, (t_bwd_ - comm_bwd_) * 1e3,
                   (t_end - t_opt0) * 1e3, t_data_ * 1e3, tp_ms, pp_ms, dp_ms, other_ms, compute_ms};
   double vmax[2] = {step_ms, compute_ms};
@@ -276,7 +278,7 @@ StepStats Trainer::train_step() {
   s.comm_other_ms = v[10] / W;
   s.compute_ms = v[11] / W;
   s.compute_ms_max = vmax[1];
-  if (v[1] > 0) g_stop = 1;  // some rank got the signal: every rank stops at this step
+  if (v[1] > 0) request_stop_locally();  // some rank was asked to stop: every rank stops at this step
   step_ += 1;
   samples_done_ += global_batch_;
   return s;
@@ -340,10 +342,10 @@ int Trainer::run() {
     if (cfg_.checkpoint.every > 0 && step_ % cfg_.checkpoint.every == 0) save("every");
     const bool slice_done = cfg_.train.max_steps_per_run > 0 && int(history_.size()) >= cfg_.train.max_steps_per_run;
     if ((stop_requested_locally() || slice_done) && step_ < cfg_.train.steps) {
-      if (last_saved_step_ != step_) save(slice_done ? "max_steps_per_run" : "signal");
+      if (last_saved_step_ != step_) save(slice_done ? "max_steps_per_run" : "stop request");
       if (grid_.world_rank() == 0)
         std::printf("gridtrain: stopped %s at step %d; checkpoint in %s\n",
-                    slice_done ? "after train.max_steps_per_run" : "by signal", step_, ckpt_dir_.c_str());
+                    slice_done ? "after train.max_steps_per_run" : "on request (signal or stop file)", step_, ckpt_dir_.c_str());
       write_summary("preempted");
       return kExitPreempted;
     }

@@ -31,10 +31,6 @@ struct StepStats {
   double val_loss = -1;
 };
 
-// Set from signal handlers (SIGTERM, SIGUSR1); the trainer checks it at step boundaries on every rank.
-void install_stop_signal_handlers();
-bool stop_requested_locally();
-
 class Trainer {
  public:
   Trainer(const Config& cfg, Grid& grid, const std::string& config_text);

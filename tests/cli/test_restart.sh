@@ -5,6 +5,8 @@
 #   reshard   saved at tp=2 dp=2, resumed at tp=1 pp=2 dp=2 and at one rank: losses within fp32 tolerance
 #   sigkill   killed inside the step-20 checkpoint write: resume picks step 10 and finishes bit for bit
 #   corrupt   newest checkpoint with flipped bytes under resume=auto: reported, the previous one used
+#   stop      stop requests: a stop file (one rank, and on two ranks where only rank 0 looks), SIGUSR1 during
+#             start-up, a request carried across the BLAS re-exec: each stops with a checkpoint and exit 75
 #   test_restart.sh GRIDTRAIN MPIEXEC CASE
 set -u
 bin=$1 mpiexec=$2 case=$3
@@ -98,5 +100,39 @@ f=open(sys.argv[1],"r+b"); n=int(sys.argv[2]); f.seek(n//2); b=f.read(64); f.see
     [ $code -ne 0 ] || fail "a checkpoint of another model was accepted"
     grep -q "gridtrain: error: .*another model" "$work/m.log" || fail "another model's checkpoint: unclear error"
     echo "ok: corrupt newest skipped, truncated and foreign checkpoints rejected with the file named" ;;
+  stop)
+    run 1 "$work/full" || fail "uninterrupted run failed"
+    # a stop file that is already there: one step, a checkpoint, exit 75; the resumed run matches bit for bit
+    : >"$work/STOP"
+    run 1 "$work/f" train.stop_file="$work/STOP"; code=$?
+    [ $code -eq 75 ] || fail "stop file: exit $code, expected 75: $(tail -3 "$work/f.log")"
+    [ -f "$work/f/checkpoints/step_00000001.h5" ] || fail "stop file: no step-1 checkpoint"
+    grep -q '"status": "preempted"' "$work/f/summary.json" || fail "stop file: summary is not 'preempted'"
+    run 1 "$work/f" checkpoint.resume=auto train.stop_file="$work/absent" || fail "resume after the stop file failed"
+    losses "$work/full" >"$work/a"; losses "$work/f" >"$work/b"
+    cmp -s "$work/a" "$work/b" || { diff "$work/a" "$work/b" | head; fail "stopped and resumed losses differ"; }
+    # two ranks: only rank 0 looks at the file, both stop at the same step
+    run 2 "$work/f2" train.stop_file="$work/STOP"; code=$?
+    [ $code -eq 75 ] || fail "stop file on 2 ranks: exit $code, expected 75: $(tail -3 "$work/f2.log")"
+    [ -f "$work/f2/checkpoints/step_00000001.h5" ] || fail "stop file on 2 ranks: no step-1 checkpoint"
+    # SIGUSR1 while the trainer is still starting (it measures an sgemm for MFU then builds the model): the request
+    # must not be lost (MPICH's own SIGUSR1 handler swallowed it once) nor kill the process
+    "$bin" "${common[@]}" output.dir="$work/s" train.steps=1000000 output.peak_gflops=0 >"$work/s.log" 2>&1 &
+    pid=$!
+    t=0
+    until grep -q "^gridtrain:" "$work/s.log" 2>/dev/null; do
+      sleep 0.01; t=$((t + 1)); [ $t -lt 6000 ] || { kill -9 $pid; fail "the trainer printed nothing in 60 s"; }
+    done
+    kill -USR1 $pid
+    t=0
+    while kill -0 $pid 2>/dev/null && [ $t -lt 1200 ]; do sleep 0.1; t=$((t + 1)); done
+    kill -9 $pid 2>/dev/null
+    wait $pid; code=$?
+    [ $code -eq 75 ] || fail "SIGUSR1 during start-up: exit $code, expected 75 (137: the request was lost): $(tail -3 "$work/s.log")"
+    ls "$work"/s/checkpoints/step_*.h5 >/dev/null 2>&1 || fail "SIGUSR1 during start-up: no checkpoint"
+    # a request that came in before the re-exec that selects the BLAS kernels reaches the new image
+    GRIDTRAIN_STOP_PENDING=10 run 1 "$work/e"; code=$?
+    [ $code -eq 75 ] && [ -f "$work/e/checkpoints/step_00000001.h5" ] || fail "carried stop request: exit $code"
+    echo "ok: stop file (1 and 2 ranks), SIGUSR1 during start-up and a carried request each stop with a checkpoint and exit 75" ;;
   *) fail "unknown case $case" ;;
 esac

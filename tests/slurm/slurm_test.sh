@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The Slurm tests: submit the project's own batch scripts to the local cluster (scripts/slurm_local.sh) and check
 # what the jobs did from their files and `scontrol show job` (there is no accounting database).
-#   tests/slurm/slurm_test.sh job|chain|timelimit|bad|sweep|sweep_local
+#   tests/slurm/slurm_test.sh job|chain|timelimit|bad|sweep|sweep_local|early_signal
 # Environment (set by tests/slurm/CMakeLists.txt): GT_BIN trainer, GT_SLURM_STATE cluster state directory,
 # GT_TEST_WORK scratch directory, GT_TEST_DECK deck (default tiny).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-what=${1:?usage: slurm_test.sh job|chain|timelimit|bad|sweep|sweep_local}
+what=${1:?usage: slurm_test.sh job|chain|timelimit|bad|sweep|sweep_local|early_signal}
 work=${GT_TEST_WORK:?}/$what
 deck=${GT_TEST_DECK:-tiny}
 export GT_BIN=${GT_BIN:?} GT_ROOT=$here
@@ -16,7 +16,7 @@ rm -rf "$work"; mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok: $*"; }
 
-if [ "$what" != sweep_local ]; then
+if [ "$what" != sweep_local ] && [ "$what" != early_signal ]; then
   state=${GT_SLURM_STATE:?}
   [ -f "$state/env.sh" ] || { echo "no local cluster in $state (slurm_cluster_start did not run)"; exit 77; }
   # shellcheck source=/dev/null
@@ -134,7 +134,8 @@ timelimit)
   wait_job "$id" 150
   out=$run/slurm-$id.out
   grep -q "received SIGUSR1" "$out" || fail "no SIGUSR1 before the time limit: $(tail -5 "$out")"
-  [ "$(job_field "$id" ExitCode)" = 75:0 ] || fail "job $id exit $(job_field "$id" ExitCode), expected 75 (stopped with a checkpoint)"
+  [ "$(job_field "$id" ExitCode)" = 75:0 ] ||
+    fail "job $id exit $(job_field "$id" ExitCode), expected 75 (stopped with a checkpoint); output: $(tail -8 "$out")"
   grep -q "job=$id end rc=75 status=preempted" "$run/jobs.log" || fail "jobs.log: $(cat "$run/jobs.log")"
   [ -n "$(ls -A "$run/checkpoints" 2>/dev/null)" ] || fail "no checkpoint after the time-limit signal"
   [ "$(json "$run/summary.json" status)" = preempted ] || fail "summary status $(json "$run/summary.json" status)"
@@ -214,6 +215,32 @@ assert "| ranks |" in md and md.count("\n| ") >= 3, md
 print(f"table ok: efficiency {eff:.3f}, global batch tokens {g1} -> {g2}")
 EOF
   ok "$kind sweep: table and plots in $sw"
+  ;;
+early_signal)
+  # Slurm may send the time-limit warning up to a minute early: here it comes just before the batch script
+  # launches the trainer (no Slurm needed: the script runs the same way with mpiexec). The request must wait for
+  # the trainer, which stops at its first step boundary with a checkpoint and exit 75.
+  run=$work/run
+  GT_RANKS=1 GT_DECK=$deck GT_STEPS=1000000 GT_CKPT_EVERY=0 GT_RUN_DIR=$run "$here/slurm/train.sbatch" >"$work/out" 2>&1 &
+  pid=$!
+  t=0
+  until grep -q " start " "$run/jobs.log" 2>/dev/null; do
+    sleep 0.01; t=$((t + 1)); [ $t -lt 3000 ] || { kill -9 $pid; fail "the batch script did not start: $(cat "$work/out")"; }
+  done
+  kill -USR1 $pid
+  t=0
+  while kill -0 $pid 2>/dev/null && [ $t -lt 1200 ]; do sleep 0.1; t=$((t + 1)); done
+  if kill -0 $pid 2>/dev/null; then
+    pkill -9 -f "output.dir=$run" 2>/dev/null; kill -9 $pid
+    fail "the early signal was lost: still training after 120 s: $(tail -5 "$work/out")"
+  fi
+  wait $pid; rc=$?
+  [ $rc = 75 ] || fail "batch script exit $rc, expected 75: $(tail -8 "$work/out")"
+  grep -q "received SIGUSR1" "$work/out" || fail "the script did not report the signal"
+  [ "$(json "$run/summary.json" status)" = preempted ] || fail "summary status $(json "$run/summary.json" status)"
+  [ -n "$(ls -A "$run/checkpoints" 2>/dev/null)" ] || fail "no checkpoint after the early signal"
+  ls -A "$run" | grep -q '^\.stop-' && fail "the stop file was left behind"
+  ok "early signal: stopped at step $(json "$run/summary.json" step) with a checkpoint, exit 75"
   ;;
 *) echo "unknown test $what" >&2; exit 2 ;;
 esac
