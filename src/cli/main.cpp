@@ -141,7 +141,9 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the
   // trainer's first collectives (the abort path of fail()).
-  if (const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK"); r && *r && std::atoi(r) == grid.world_rank())
+  const char* fail_step = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");  // a step: the trainer's hook instead
+  if (const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
+      r && *r && std::atoi(r) == grid.world_rank() && !(fail_step && *fail_step))
     throw gt::Error("test hook: rank " + std::string(r) + " failed alone");
   gt::Trainer trainer(cfg, grid, cfg.to_toml());
   return trainer.run();

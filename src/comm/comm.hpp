@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,12 @@ enum class CommBackend { Mpi, Nccl };
 // parallel.comm: "mpi", "nccl", or "auto" (NCCL when this build has it and device memory is CUDA, else MPI).
 // Throws gt::Error naming the key when "nccl" cannot work in this build.
 CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda);
+
+// True while an exception unwinds the stack. Destructors of communicators, windows and requests then skip what
+// would block on other ranks (waits, MPI_Win_free, draining queued collectives) and leak instead: after an error
+// on one rank the others sit in some other collective, so a blocking clean-up would hang the job before the error
+// handler could report it and abort (src/cli/main.cpp). The process ends right after.
+inline bool unwinding() { return std::uncaught_exceptions() > 0; }
 
 // Handle of a non-blocking operation. test() makes progress and returns true once complete; wait() blocks.
 class Request {

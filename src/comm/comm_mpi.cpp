@@ -128,7 +128,7 @@ class MpiRequest : public Request {
  public:
   MpiRequest(MPI_Request r, CommStats& s) : req_(r), stats_(s) {}
   ~MpiRequest() override {
-    if (req_ != MPI_REQUEST_NULL) MPI_Wait(&req_, MPI_STATUS_IGNORE);
+    if (req_ != MPI_REQUEST_NULL && !unwinding()) MPI_Wait(&req_, MPI_STATUS_IGNORE);
   }
   bool test() override {
     Timer t(stats_);
@@ -196,6 +196,11 @@ class MpiComm : public Comm {
     algo_ = resolved(algo, c);
   }
   ~MpiComm() override {
+    if (unwinding()) {  // queued jobs and the communicator are dropped, not drained (comm.hpp)
+      shm_queue_.clear();
+      shm_.reset();
+      return;
+    }
     run_shm_queue(nullptr);
     shm_.reset();
     MPI_Comm_free(&algo_comm_);
@@ -329,7 +334,7 @@ class MpiComm : public Comm {
 };
 
 ShmRequest::~ShmRequest() {
-  if (!job_->done) owner_.run_shm_queue(job_.get());
+  if (!job_->done && !unwinding()) owner_.run_shm_queue(job_.get());
 }
 
 bool ShmRequest::test() {

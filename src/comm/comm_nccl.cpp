@@ -35,7 +35,10 @@ class NcclRequest : public Request {
     cuda_check(cudaEventCreateWithFlags(&ev_, cudaEventDisableTiming), "cudaEventCreate");
     cuda_check(cudaEventRecord(ev_, s), "cudaEventRecord");
   }
-  ~NcclRequest() override { cudaEventSynchronize(ev_); cudaEventDestroy(ev_); }
+  ~NcclRequest() override {
+    if (!unwinding()) cudaEventSynchronize(ev_);  // an unfinished event is released when it completes
+    cudaEventDestroy(ev_);
+  }
   bool test() override {
     const double t0 = MPI_Wtime();
     const cudaError_t r = cudaEventQuery(ev_);
@@ -67,6 +70,10 @@ class NcclComm : public Comm {
     nccl_check(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
   }
   ~NcclComm() override {
+    if (unwinding()) {  // peers may never join what is in flight: abort it instead of waiting (comm.hpp)
+      ncclCommAbort(comm_);
+      return;
+    }
     cudaStreamSynchronize(stream_);
     ncclCommDestroy(comm_);
     cudaStreamDestroy(stream_);

@@ -34,7 +34,14 @@ RingAllreduce<T>::RingAllreduce(MPI_Comm comm, T* buf, size_t n, int tag, size_t
 
 template <class T>
 RingAllreduce<T>::~RingAllreduce() {
-  if (!finished_) progress(true);  // never leave requests pointing into freed staging memory
+  if (finished_) return;
+  if (unwinding()) {
+    // Do not wait for the peers (comm.hpp), but never leave receives pointing into freed memory: the staging
+    // buffer is leaked (a move keeps its address), buf belongs to the caller.
+    new std::vector<T>(std::move(staging_));
+    return;
+  }
+  progress(true);
 }
 
 template <class T>

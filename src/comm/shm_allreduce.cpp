@@ -48,6 +48,7 @@ ShmAllreduce::ShmAllreduce(MPI_Comm comm, size_t piece_bytes)
 }
 
 ShmAllreduce::~ShmAllreduce() {
+  if (unwinding()) return;  // MPI_Win_free synchronises the node: leak the windows instead (comm.hpp)
   if (reg_win_ != MPI_WIN_NULL) {
     MPI_Win_unlock_all(reg_win_);
     MPI_Win_free(&reg_win_);

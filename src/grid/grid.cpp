@@ -54,6 +54,7 @@ Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo, CommBacke
 
 Grid::~Grid() {
   world_.reset(); tp_.reset(); pp_.reset(); dp_.reset(); mp_.reset(); embed_.reset();
+  if (unwinding()) return;  // communicators are left to MPI_Finalize or MPI_Abort (comm.hpp)
   for (MPI_Comm* c : {&tp_comm_, &pp_comm_, &dp_comm_, &mp_comm_, &embed_comm_, &world_comm_})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }

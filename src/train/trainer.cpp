@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include <sys/stat.h>
@@ -19,6 +20,15 @@ namespace {
 double now() { return MPI_Wtime(); }
 
 double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
+
+// Test hook (tests/cli/test_bad_input.sh): GRIDTRAIN_TEST_FAIL_RANK=r with GRIDTRAIN_TEST_FAIL_STEP=s makes world
+// rank r fail alone as step s begins, while the other ranks go on into that step's collectives.
+void test_fail_hook(int world_rank, int step) {
+  const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
+  const char* s = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");
+  if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step)
+    throw Error("test hook: rank " + std::string(r) + " failed alone in step " + std::string(s));
+}
 
 bool file_exists(const std::string& path) {
   struct stat st;
@@ -335,6 +345,7 @@ int Trainer::run() {
     return kExitOk;
   }
   while (step_ < cfg_.train.steps) {
+    test_fail_hook(grid_.world_rank(), step_ + 1);
     StepStats s = train_step();
     if (cfg_.data.val_every > 0 && step_ % cfg_.data.val_every == 0) s.val_loss = val_loss_last_ = validate();
     history_.push_back(s);

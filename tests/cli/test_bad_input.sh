@@ -16,14 +16,18 @@ expect() {
   local out="$work/$name"
   mkdir -p "$out"
   cases=$((cases + 1))
+  # the trainer takes one SIGTERM as a stop request: -k sends SIGKILL when that is not enough
   if [ "$ranks" -gt 1 ]; then
-    timeout 120 "$mpiexec" -n "$ranks" "$bin" "$@" output.dir="$out/run" >"$out/stdout" 2>"$out/stderr"
+    timeout -k 10 120 "$mpiexec" -n "$ranks" "$bin" "$@" output.dir="$out/run" >"$out/stdout" 2>"$out/stderr"
   else
-    timeout 120 "$bin" "$@" output.dir="$out/run" >"$out/stdout" 2>"$out/stderr"
+    timeout -k 10 120 "$bin" "$@" output.dir="$out/run" >"$out/stdout" 2>"$out/stderr"
   fi
   local code=$?
   local ok=1
-  if [ $code -eq 124 ]; then echo "FAIL $name: hung (killed by the time limit)"; ok=0; fi
+  if [ $code -eq 124 ] || [ $code -eq 137 ]; then
+    echo "FAIL $name: hung (killed by the time limit)"; ok=0
+    pkill -9 -f "output.dir=$out/run" 2>/dev/null
+  fi
   if [ "$code_want" = nonzero ]; then [ $code -ne 0 ] || { echo "FAIL $name: exit code 0"; ok=0; }
   else [ $code -eq "$code_want" ] || { echo "FAIL $name: exit code $code, expected $code_want"; ok=0; }; fi
   local lines
@@ -55,6 +59,12 @@ expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config
 expect nccl_on_cpu_build 1 nonzero "parallel.comm=nccl: this build" -- train --config tiny parallel.comm=nccl
 # an error on one rank only: it waits for the others (10 s), then prints and aborts the job; nobody hangs
 GRIDTRAIN_TEST_FAIL_RANK=1 expect lone_rank_error 2 nonzero "test hook: rank 1 failed alone" -- train --config tiny
+# the same inside a step, with shared-memory windows, in-flight gradient buckets and pipeline sends alive: the
+# failing rank's clean-up must not wait for the others (they wait in the step's collectives)
+GRIDTRAIN_TEST_FAIL_RANK=1 GRIDTRAIN_TEST_FAIL_STEP=2 expect lone_rank_in_step_dp 2 nonzero \
+  "test hook: rank 1 failed alone in step 2" -- train --config tiny parallel.allreduce=shm
+GRIDTRAIN_TEST_FAIL_RANK=0 GRIDTRAIN_TEST_FAIL_STEP=3 expect lone_rank_in_step_pp 2 nonzero \
+  "test hook: rank 0 failed alone in step 3" -- train --config tiny parallel.pp=2 train.micro_batches=4
 expect bad_argument 1 2 "unexpected argument 'bogus'" -- train bogus
 expect grid_too_big 2 nonzero "grid tp=2 pp=2 dp=1 needs 4 ranks but the world has 2" -- train --config tiny parallel.tp=2 parallel.pp=2 parallel.dp=1
 expect grid_not_divisible 2 nonzero "does not divide the world size 2" -- train --config tiny parallel.tp=3
