@@ -10,11 +10,20 @@ namespace gt {
 
 namespace {
 
-volatile sig_atomic_t g_stop = 0;  // the signal number of the last request, 0 when none
+// The signal number of the last request, kFromPeer when another rank asked (the trainer shares requests), 0: none.
+volatile sig_atomic_t g_stop = 0;
+constexpr int kFromPeer = -1;
 constexpr const char* kCarryEnv = "GRIDTRAIN_STOP_PENDING";
 constexpr int kStopSignals[] = {SIGTERM, SIGUSR1};
 
-void on_stop_signal(int sig) { g_stop = sig; }
+void on_stop_signal(int sig) {
+  if (sig == SIGTERM && g_stop == SIGTERM) {  // asked twice: the run is stuck or the user means it, end now
+    signal(SIGTERM, SIG_DFL);
+    raise(SIGTERM);
+    return;
+  }
+  g_stop = sig;
+}
 
 void set_mask(int how) {
   sigset_t set;
@@ -42,7 +51,7 @@ void install_stop_signal_handlers() {
 
 void prepare_stop_signals_for_exec() {
   set_mask(SIG_BLOCK);
-  if (g_stop != 0) {
+  if (g_stop > 0) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "%d", int(g_stop));
     setenv(kCarryEnv, buf, 1);
@@ -52,12 +61,12 @@ void prepare_stop_signals_for_exec() {
 void restore_default_stop_signals() {
   for (int s : kStopSignals) signal(s, SIG_DFL);
   set_mask(SIG_UNBLOCK);
-  if (g_stop != 0) raise(g_stop);
+  if (g_stop > 0) raise(g_stop);
 }
 
 bool stop_requested_locally() { return g_stop != 0; }
 void request_stop_locally() {
-  if (g_stop == 0) g_stop = SIGTERM;
+  if (g_stop == 0) g_stop = kFromPeer;
 }
 
 }  // namespace gt

@@ -3,6 +3,8 @@
 // (Slurm's --signal warning before a time limit, scancel, a preemption). The handler only sets a flag, so a signal
 // is never fatal once gridtrain has started: main() installs the handler before anything else, and a request that
 // arrives while the program executes itself again (kernels/gemm_blas.cpp) is carried across the exec.
+// One exception: a second SIGTERM after a first SIGTERM ends the process at once, so that a run stuck where it
+// cannot reach a step boundary still ends on `kill` twice (Slurm's SIGTERM after its SIGUSR1 warning is a first).
 namespace gt {
 
 // Installs the handlers (idempotent), takes over a request carried across an exec, unblocks the signals.

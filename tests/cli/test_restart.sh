@@ -133,6 +133,32 @@ f=open(sys.argv[1],"r+b"); n=int(sys.argv[2]); f.seek(n//2); b=f.read(64); f.see
     # a request that came in before the re-exec that selects the BLAS kernels reaches the new image
     GRIDTRAIN_STOP_PENDING=10 run 1 "$work/e"; code=$?
     [ $code -eq 75 ] && [ -f "$work/e/checkpoints/step_00000001.h5" ] || fail "carried stop request: exit $code"
-    echo "ok: stop file (1 and 2 ranks), SIGUSR1 during start-up and a carried request each stop with a checkpoint and exit 75" ;;
+    # a run that cannot reach a step boundary (its peer is stopped, so rank 0 waits in the step's all-reduce):
+    # the first SIGTERM is a stop request and changes nothing, a second one ends the rank
+    timeout -k 5 120 "$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/k" train.steps=1000000 >"$work/k.log" 2>&1 &
+    launcher=$!
+    t=0
+    until [ -s "$work/k/metrics.jsonl" ]; do
+      sleep 0.05; t=$((t + 1)); [ $t -lt 1200 ] || fail "stuck run: training did not start: $(tail -3 "$work/k.log")"
+    done
+    r0=""; r1=""
+    for p in $(pgrep -f "output.dir=$work/k "; pgrep -f "output.dir=$work/k\$"); do
+      [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$bin")" ] || continue
+      case $(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -m1 '^PMI_RANK=') in
+        PMI_RANK=0) r0=$p ;; PMI_RANK=1) r1=$p ;;
+      esac
+    done
+    [ -n "$r0" ] && [ -n "$r1" ] || { kill -9 $launcher; fail "stuck run: rank processes not found"; }
+    kill -STOP "$r1"; sleep 0.5
+    kill -TERM "$r0"; sleep 0.5
+    kill -0 "$r0" 2>/dev/null || { kill -9 "$r1"; fail "stuck run: one SIGTERM ended the rank (it should only ask it to stop)"; }
+    kill -TERM "$r0"
+    t=0
+    while kill -0 "$r0" 2>/dev/null && [ $t -lt 100 ]; do sleep 0.1; t=$((t + 1)); done
+    gone=1; kill -0 "$r0" 2>/dev/null && gone=0
+    kill -9 "$r0" "$r1" 2>/dev/null; kill -CONT "$r1" 2>/dev/null
+    wait $launcher 2>/dev/null
+    [ $gone = 1 ] || fail "stuck run: a second SIGTERM did not end the rank within 10 s"
+    echo "ok: stop file (1 and 2 ranks), SIGUSR1 during start-up and a carried request each stop with a checkpoint and exit 75; a stuck rank ends on the second SIGTERM" ;;
   *) fail "unknown case $case" ;;
 esac

@@ -221,6 +221,9 @@ early_signal)
   # launches the trainer (no Slurm needed: the script runs the same way with mpiexec). The request must wait for
   # the trainer, which stops at its first step boundary with a checkpoint and exit 75.
   run=$work/run
+  # on failure, show everything the script and the trainer printed
+  fail() { echo "FAIL: $*"; echo "--- batch script output:"; cat "$work/out" 2>/dev/null; echo "--- jobs.log:"
+           cat "$run/jobs.log" 2>/dev/null; ls -la "$run" 2>/dev/null; exit 1; }
   GT_RANKS=1 GT_DECK=$deck GT_STEPS=1000000 GT_CKPT_EVERY=0 GT_RUN_DIR=$run "$here/slurm/train.sbatch" >"$work/out" 2>&1 &
   pid=$!
   t=0
