@@ -61,7 +61,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   model_ = std::make_unique<GPT<float>>(m, static_cast<uint64_t>(cfg_.train.seed), cfg_.train.micro_batch_size, stage_,
                                         tp, slots);
   data_ = make_data_source(cfg_);
-  if (cfg_.data.prefetch > 0) prefetch_ = std::make_unique<BatchPrefetcher>(*data_, cfg_.data.prefetch + 1);
+  if (cfg_.data.prefetch > 0 && (stage_.first() || stage_.last()))
+    prefetch_ = std::make_unique<BatchPrefetcher>(*data_, cfg_.data.prefetch + 1);
   if (data_->vocab_size() > m.vocab_size)
     throw Error("data: the dataset's vocabulary (" + std::to_string(data_->vocab_size()) +
                 ") is larger than model.vocab_size (" + std::to_string(m.vocab_size) + ")");
@@ -165,7 +166,9 @@ void Trainer::forward_op(int m, bool with_grad, double* loss_sum) {
   const int M = cfg_.train.micro_batches;
   const int64_t first_sample = with_grad ? train_first_sample(samples_done_, m)
                                          : train_first_sample(int64_t(m / M) * global_batch_, m % M);
-  load_micro_batch_tokens(with_grad ? Split::Train : Split::Val, first_sample, slot);
+  // Tokens feed the embedding (first stage) and the loss (last stage); middle stages read nothing.
+  if (stage_.first() || stage_.last())
+    load_micro_batch_tokens(with_grad ? Split::Train : Split::Val, first_sample, slot);
   const float scale = 1.0f / float(double(global_batch_) * cfg_.model.seq_len);
   model_->forward(slot, with_grad, scale, loss_sum);
   if (!stage_.last()) {

@@ -4,7 +4,7 @@
 #   - the background prefetch (data.prefetch=2) gives the same losses and validation losses bit for bit as
 #     synchronous reads (data.prefetch=0), also across a checkpoint write and a validation pass;
 #   - dp=2 and one rank with the same global batch see the same training and validation sequences: losses
-#     and validation losses within fp32 tolerance.
+#     and validation losses within fp32 tolerance; so do pp=3 (a middle stage that reads no tokens) and one rank.
 #   test_data_run.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -66,6 +66,24 @@ print("worst relative difference, loss and val loss, dp=2 vs 1 rank:", worst)
 sys.exit(0 if worst < 1e-5 else 1)
 PY
 echo "ok: dp=2 and one rank with the same global batch: same training and validation losses"
+
+# pp=3: only the first and last stages read tokens (the middle one reads none), with prefetch on
+deep=(model.n_layer=3 train.micro_batch_size=4 train.micro_batches=3 data.prefetch=2)
+timeout 300 "$bin" "${common[@]}" "${deep[@]}" output.dir="$work/pp1" >"$work/pp1.log" 2>&1 \
+  || fail "3-layer one-rank run failed: $(tail -3 "$work/pp1.log")"
+timeout 300 "$mpiexec" -n 3 "$bin" "${common[@]}" "${deep[@]}" parallel.pp=3 output.dir="$work/pp3" >"$work/pp3.log" 2>&1 \
+  || fail "pp=3 run failed: $(tail -3 "$work/pp3.log")"
+losses "$work/pp1" >"$work/d"; losses "$work/pp3" >"$work/e"
+python3 - "$work/d" "$work/e" <<'PY' || fail "pp=3 does not reproduce the one-rank losses"
+import sys
+a = [l.split() for l in open(sys.argv[1])]; c = [l.split() for l in open(sys.argv[2])]
+assert len(a) == len(c) == 7, (len(a), len(c))
+worst = max(abs(float(x[i]) - float(y[i])) / abs(float(x[i])) for x, y in zip(a, c) for i in (1, 2) if x[i] != "None")
+assert all((x[2] == "None") == (y[2] == "None") for x, y in zip(a, c))
+print("worst relative difference, loss and val loss, pp=3 vs 1 rank:", worst)
+sys.exit(0 if worst < 1e-5 else 1)
+PY
+echo "ok: pp=3 with prefetch and one rank: same training and validation losses"
 
 ckpt=$(ls "$work/pre/checkpoints/"step_*.h5 | tail -1)
 "$bin" inspect "$ckpt" >"$work/inspect_ckpt.txt" 2>&1 || fail "inspect of the checkpoint failed: $(tail -3 "$work/inspect_ckpt.txt")"
