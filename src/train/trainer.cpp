@@ -24,8 +24,8 @@ double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
 // Test hook (tests/cli/test_bad_input.sh): GRIDTRAIN_TEST_FAIL_RANK=r with GRIDTRAIN_TEST_FAIL_STEP=s makes world
 // rank r fail alone as step s begins, while the other ranks go on into that step's collectives.
 void test_fail_hook(int world_rank, int step) {
-  const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
-  const char* s = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");
+  static const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
+  static const char* s = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");
   if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step)
     throw Error("test hook: rank " + std::string(r) + " failed alone in step " + std::string(s));
 }
