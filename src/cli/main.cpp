@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   gt::install_stop_signal_handlers();
   gt::prepare_stop_signals_for_exec();
   gt::select_blas_kernels(argv);  // may execute the program again with better BLAS kernels (gemm.hpp)
-  gt::install_stop_signal_handlers();
+  gt::install_stop_signal_handlers();  // no re-exec happened: unblock the signals again
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   // MPICH puts its own SIGUSR1 handler in place during MPI_Init (it calls ours as well, but swallows the signal
