@@ -13,6 +13,7 @@
 #include "src/core/error.hpp"
 #include "src/data/data_source.hpp"
 #include "src/data/dataset_file.hpp"
+#include "src/data/h5util.hpp"
 #include "src/data/hdf5_source.hpp"
 #include "src/data/prepare.hpp"
 #include "tests/data/data_helpers.hpp"
@@ -46,25 +47,15 @@ std::string broken_copy(const std::string& src, const std::string& name, const s
   return path;
 }
 
+// The writers of the dataset code (src/data/h5util.hpp) on a deleted attribute: a value of another size or type.
 void replace_attr_int(hid_t f, const char* name, int64_t value) {
   H5Adelete(f, name);
-  hid_t s = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(f, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, H5T_NATIVE_INT64, &value);
-  H5Aclose(a);
-  H5Sclose(s);
+  gt::h5::write_attr_int(f, name, value);
 }
 
 void replace_attr_string(hid_t f, const char* name, const char* value) {
   H5Adelete(f, name);
-  hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, H5T_VARIABLE);
-  hid_t s = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(f, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, t, &value);
-  H5Aclose(a);
-  H5Sclose(s);
-  H5Tclose(t);
+  gt::h5::write_attr_string(f, name, value);
 }
 
 // Replaces dataset `name` by one of the same length and file type `type`, holding small values.
