@@ -10,7 +10,7 @@ build=${GRIDTRAIN_BUILD:-$here/build}
 
 packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev hdf5-tools
           libtrilinos-kokkos-dev libopenblas-dev libgtest-dev python3 python3-matplotlib
-          slurm-wlm munge procps)
+          slurm-wlm munge procps iproute2)
 
 missing=()
 for p in "${packages[@]}"; do
