@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "src/comm/comm.hpp"
 #include "src/comm/shm_allreduce.hpp"
 
@@ -96,14 +97,7 @@ int main(int argc, char** argv) {
     }
   }
   json += "]}\n";
-  if (rank == 0) {
-    if (FILE* f = std::fopen(out.c_str(), "w")) {
-      std::fputs(json.c_str(), f);
-      std::fclose(f);
-    } else {
-      std::fprintf(stderr, "bench_allreduce: cannot write %s\n", out.c_str());
-    }
-  }
+  if (rank == 0) gt::bench::write_text(out, json, "bench_allreduce");
   lib.reset(); ring.reset(); shm.reset(); shm_reg.reset();
   MPI_Finalize();
   return 0;

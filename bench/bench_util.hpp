@@ -18,6 +18,17 @@ inline std::string shell_line(const std::string& cmd) {
   return s;
 }
 
+// Writes text to path; on failure says so on stderr as "<program>: cannot write <path>" (the figures were
+// printed already, so a benchmark goes on).
+inline void write_text(const std::string& path, const std::string& text, const char* program) {
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  } else {
+    std::fprintf(stderr, "%s: cannot write %s\n", program, path.c_str());
+  }
+}
+
 inline std::string json_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
