@@ -68,6 +68,20 @@ TEST(Compress, TopkCount) {
   EXPECT_EQ(gc::topk_count(5, 1.0), 5u);
 }
 
+// DGC's schedule: 25% at step 0, the target from warmup_steps on, each step a constant factor below the one
+// before (geometric), never below the target
+TEST(Compress, DensityWarmup) {
+  EXPECT_DOUBLE_EQ(gc::warmup_density(0, 100, 0.001), 0.25);
+  EXPECT_DOUBLE_EQ(gc::warmup_density(100, 100, 0.001), 0.001);
+  EXPECT_DOUBLE_EQ(gc::warmup_density(5000, 100, 0.001), 0.001);
+  EXPECT_NEAR(gc::warmup_density(50, 100, 0.01), std::sqrt(0.25 * 0.01), 1e-12);  // halfway: geometric mean
+  EXPECT_DOUBLE_EQ(gc::warmup_density(0, 0, 0.04), 0.04);   // no warm-up
+  EXPECT_DOUBLE_EQ(gc::warmup_density(3, 100, 0.5), 0.5);   // a target above 25% needs none
+  const double ratio = gc::warmup_density(11, 100, 0.001) / gc::warmup_density(10, 100, 0.001);
+  for (long s = 1; s < 100; ++s)
+    EXPECT_NEAR(gc::warmup_density(s, 100, 0.001) / gc::warmup_density(s - 1, 100, 0.001), ratio, 1e-9) << s;
+}
+
 TEST(Compress, ExactSelectionMatchesNaiveSort) {
   for (size_t n : kSizes) {
     auto x = data_of(rank_of(), n, 1);

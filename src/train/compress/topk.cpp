@@ -19,18 +19,6 @@ inline uint64_t mix(uint64_t& s) {
   return z ^ (z >> 31);
 }
 
-// Keeps the k entries of idx with the largest key (ties: lower index), sorted ascending.
-void keep_top(const float* acc, std::vector<int32_t>& idx, size_t k) {
-  if (idx.size() > k) {
-    std::nth_element(idx.begin(), idx.begin() + k, idx.end(), [acc](int32_t a, int32_t b) {
-      const float ka = key(acc[a]), kb = key(acc[b]);
-      return ka > kb || (ka == kb && a < b);
-    });
-    idx.resize(k);
-  }
-  std::sort(idx.begin(), idx.end());
-}
-
 }  // namespace
 
 size_t topk_count(size_t n, double density) {
@@ -39,9 +27,16 @@ size_t topk_count(size_t n, double density) {
   return std::min(n, std::max<size_t>(1, size_t(k)));
 }
 
-// The k-th largest key t by nth_element on a contiguous copy of the keys (an index array sorted indirectly
-// was 30-50x slower in bench_compress), then one pass in index order takes every key > t and the first ties
-// == t: the top-k with ties to the lower index, already ascending.
+// The k-th largest key t by nth_element on a contiguous copy of the keys (no comparisons through an index
+// array), then one pass in index order takes every key > t and the first ties == t: the top-k with ties to the
+// lower index, already ascending.
+double warmup_density(long step, long warmup_steps, double target) {
+  const double start = 0.25;
+  if (target >= start || warmup_steps <= 0 || step >= warmup_steps) return target;
+  const double f = double(std::max(0L, step)) / double(warmup_steps);
+  return std::max(target, start * std::pow(target / start, f));
+}
+
 void select_exact(const float* acc, size_t n, size_t k, std::vector<int32_t>& idx) {
   k = std::min(k, n);
   idx.clear();
@@ -86,11 +81,14 @@ void select_sampled(const float* acc, size_t n, size_t k, uint64_t seed, std::ve
     if (!found) thr = std::isinf(hi) ? thr * 1.3f : (lo > 0 ? 0.5f * (lo + hi) : thr * 0.8f);
   }
   if (!found) return select_exact(acc, n, k, idx);
-  idx.clear();
+  std::vector<int32_t> cand;
+  std::vector<float> cval;
   for (size_t i = 0; i < n; ++i)
-    if (key(acc[i]) >= thr) idx.push_back(int32_t(i));
-  if (idx.size() < lower) return select_exact(acc, n, k, idx);
-  keep_top(acc, idx, k);
+    if (key(acc[i]) >= thr) cand.push_back(int32_t(i)), cval.push_back(acc[i]);
+  // up to 1.3k candidates, ascending: their exact top-k (ties to the lower index, as the candidates are in
+  // index order) is the top-min(k, count) of the whole bucket
+  select_exact(cval.data(), cval.size(), k, idx);
+  for (auto& j : idx) j = cand[size_t(j)];
 }
 
 void select(Select how, const float* acc, size_t n, size_t k, uint64_t seed, std::vector<int32_t>& idx) {

@@ -15,6 +15,11 @@ namespace gt::compress {
 // Entries a bucket of n sends at density d in (0, 1]: ceil(d*n), at least 1 (n > 0), at most n.
 size_t topk_count(size_t n, double density);
 
+// DGC's density warm-up: from 25% down to `target`, geometrically, over `warmup_steps` steps (DGC quarters the
+// density each epoch: 25%, 6.25%, 1.56%, 0.39%, 0.1%); `target` from then on, and at once when target >= 25%
+// or warmup_steps <= 0. step counts from 0.
+double warmup_density(long step, long warmup_steps, double target);
+
 enum class Select { Exact, Sampled };
 
 // Indices (ascending) of the k entries of acc[0..n) with the largest |value|; ties go to the lower index and
