@@ -45,8 +45,10 @@ std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLa
     specs.push_back(s);
   };
   // Storage order = forward order, so that backward completes gradients from the end of the buffer.
-  if (stage.first() || stage.last())
+  if (stage.first() || stage.last()) {
     split("wte", {d.V, C}, 0, d.Vl, Init::Normal, std0, true, stage.first() ? 0 : L + 1);
+    if (!stage.first()) specs.back().tied_to_stage = 0;
+  }
   if (stage.first()) rep("wpe", {d.T, C}, Init::Normal, std0, true, 0);
   for (int l = stage.block_begin; l < stage.block_end; ++l) {
     const int u = l + 1;
@@ -72,12 +74,14 @@ std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLa
 
 template <class T>
 GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLayout stage, TensorParallel tp,
-            int slots)
-    : d_(cfg, tp.rank, tp.size), B_(micro_batch_size), stage_(stage), tp_(tp) {
+            int slots, const TensorLayout* layout)
+    : d_(cfg, tp.rank, tp.size),
+      B_(micro_batch_size),
+      stage_(stage),
+      tp_(tp),
+      store_(layout ? *layout : TensorLayout(model_tensor_specs(cfg, stage, tp.rank, tp.size), 1)) {
   const int C = d_.C;
-  for (TensorSpec& s : model_tensor_specs(cfg, stage, tp.rank, tp.size)) store_.add(std::move(s));
-  store_.finalize();
-  store_.initialize(seed);
+  if (!layout) store_.allocate(seed);
 
   const long BT = long(B_) * d_.T;
   const int nb = stage.block_end - stage.block_begin;

@@ -40,13 +40,17 @@ struct ModelDims {
 };
 
 // The tensors of one stage on one TP rank, in storage (= forward) order, with global shapes and this rank's
-// slice. With the full stage range and tp_size 1 it lists the whole model in global shapes.
+// slice. With the full stage range and tp_size 1 it lists the whole model in global shapes. The head's wte on
+// a last stage that is not also the first is declared tied to stage 0's.
 std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size);
 
 template <class T>
 class GPT {
  public:
-  GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLayout stage, TensorParallel tp, int slots);
+  // With `layout` (the TrainState's, from model_tensor_specs of the same stage and TP rank) the model holds no
+  // parameter storage: the caller binds it (store().bind). Without, it allocates and initialises its own.
+  GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLayout stage, TensorParallel tp, int slots,
+      const TensorLayout* layout = nullptr);
 
   ParamStore<T>& store() { return store_; }
   const ModelDims& dims() const { return d_; }

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "src/comm/comm.hpp"
-#include "src/model/param_store.hpp"
+#include "src/model/tensor_layout.hpp"
 
 namespace gt {
 

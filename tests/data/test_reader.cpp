@@ -1,7 +1,7 @@
 // Reading an HDF5 token dataset. The test dataset stores token p at position p (data_helpers.hpp), so every
 // row read shows where in the file it came from, without trusting the sampler or the reader.
 //  * Layouts: the rows DP ranks 0..dp-1 read for a global batch, with the trainer's sample arithmetic
-//    (forward_op in src/train/trainer.cpp: first_sample = samples_done + dp_rank*B*M + m*B), each rank with its
+//    (BatchLoader::first_sample in src/train/batch_loader.cpp: first_sample = samples_done + dp_rank*B*M + m*B), each rank with its
 //    own reader, are the same sequences for dp = 1, 2, 4, 8.
 //  * An epoch: n = (tokens - 1) / T windows of stride T; their inputs cover positions [0, n*T) exactly once.
 //  * Hyperslab reads equal the same range of the whole array read at once (uint8, uint16 and uint32 files).

@@ -93,16 +93,12 @@ TEST(ModelInit, TensorParallelShardsDrawTheUnshardedValues) {
   gt::ModelConfig cfg = tiny_model();
   cfg.n_head = 4;
   gt::StageLayout whole{0, 1, 0, cfg.n_layer};
-  gt::ParamStore<float> full;
-  for (auto& s : gt::model_tensor_specs(cfg, whole, 0, 1)) full.add(s);
-  full.finalize();
-  full.initialize(99);
+  gt::ParamStore<float> full(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, 0, 1), 1));
+  full.allocate(99);
   for (int tp = 2; tp <= 4; tp *= 2)
     for (int r = 0; r < tp; ++r) {
-      gt::ParamStore<float> shard;
-      for (auto& s : gt::model_tensor_specs(cfg, whole, r, tp)) shard.add(s);
-      shard.finalize();
-      shard.initialize(99);
+      gt::ParamStore<float> shard(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, r, tp), 1));
+      shard.allocate(99);
       for (const auto& s : shard.tensors()) {
         const auto& f = full.spec(s.name);
         for (size_t i = 0; i < s.size; ++i)
@@ -116,10 +112,8 @@ TEST(ModelInit, FollowsGpt2Statistics) {
   gt::ModelConfig cfg;
   cfg.n_layer = 4; cfg.d_model = 128; cfg.n_head = 4; cfg.seq_len = 16; cfg.vocab_size = 512;
   gt::StageLayout whole{0, 1, 0, cfg.n_layer};
-  gt::ParamStore<float> st;
-  for (auto& s : gt::model_tensor_specs(cfg, whole, 0, 1)) st.add(s);
-  st.finalize();
-  st.initialize(5);
+  gt::ParamStore<float> st(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, 0, 1), 1));
+  st.allocate(5);
   auto stddev = [&](const std::string& name) {
     const auto& s = st.spec(name);
     double m = 0, q = 0;

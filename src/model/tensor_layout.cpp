@@ -1,0 +1,95 @@
+#include "src/model/tensor_layout.hpp"
+
+#include "src/core/error.hpp"
+#include "src/model/init.hpp"
+
+namespace gt {
+
+std::vector<int64_t> TensorSpec::local_shape() const {
+  std::vector<int64_t> s = global_shape;
+  if (split_dim >= 0) s[split_dim] = split_len;
+  return s;
+}
+
+std::vector<int64_t> TensorSpec::local_start() const {
+  std::vector<int64_t> s(global_shape.size(), 0);
+  if (split_dim >= 0) s[split_dim] = split_start;
+  return s;
+}
+
+int64_t TensorSpec::global_size() const {
+  int64_t n = 1;
+  for (int64_t d : global_shape) n *= d;
+  return n;
+}
+
+int64_t TensorSpec::global_index(int64_t i) const {
+  if (split_dim < 0) return i;
+  // Decompose the local index over the local shape, shift the split dimension, recompose globally.
+  const std::vector<int64_t> ls = local_shape();
+  int64_t g = 0, stride = 1;
+  for (int d = static_cast<int>(ls.size()) - 1; d >= 0; --d) {
+    int64_t coord = i % ls[d];
+    i /= ls[d];
+    if (d == split_dim) coord += split_start;
+    g += coord * stride;
+    stride *= global_shape[d];
+  }
+  return g;
+}
+
+TensorLayout::TensorLayout(std::vector<TensorSpec> tensors, int dp_size) : dp_size_(dp_size) {
+  if (dp_size < 1) throw Error("tensor layout: DP size " + std::to_string(dp_size) + " < 1");
+  for (TensorSpec& s : tensors) {
+    if (has(s.name)) throw Error("tensor layout: duplicate tensor '" + s.name + "'");
+    if (s.split_dim < 0) s.split_len = 0;
+    int64_t n = 1;
+    for (int64_t d : s.local_shape()) n *= d;
+    s.size = static_cast<size_t>(n);
+    s.offset = used_;
+    used_ += s.size;
+    specs_.push_back(std::move(s));
+  }
+  const size_t quantum = size_t(dp_size) * kAlign;
+  padded_ = (used_ + quantum - 1) / quantum * quantum;
+}
+
+const TensorSpec& TensorLayout::spec(const std::string& name) const {
+  for (const auto& s : specs_)
+    if (s.name == name) return s;
+  throw Error("tensor layout: no tensor '" + name + "'");
+}
+
+bool TensorLayout::has(const std::string& name) const {
+  for (const auto& s : specs_)
+    if (s.name == name) return true;
+  return false;
+}
+
+Range TensorLayout::shard_range(int dp_rank) const {
+  const size_t shard = padded_ / size_t(dp_size_);
+  return Range{size_t(dp_rank) * shard, size_t(dp_rank + 1) * shard};
+}
+
+template <class T>
+void initial_params(const TensorLayout& layout, uint64_t seed, T* p) {
+  for (size_t i = layout.used(); i < layout.size(); ++i) p[i] = T(0);
+  for (const auto& s : layout.tensors()) {
+    const uint64_t name_hash = fnv1a64(s.name);
+    T* q = p + s.offset;
+    for (size_t i = 0; i < s.size; ++i) {
+      switch (s.init) {
+        case Init::Zeros: q[i] = T(0); break;
+        case Init::Ones: q[i] = T(1); break;
+        case Init::Normal:
+          q[i] = static_cast<T>(s.std * normal_at(seed, name_hash, static_cast<uint64_t>(s.global_index(i))));
+          break;
+      }
+    }
+  }
+}
+
+template void initial_params<float>(const TensorLayout&, uint64_t, float*);
+template void initial_params<double>(const TensorLayout&, uint64_t, double*);
+
+}  // namespace gt

@@ -1,0 +1,90 @@
+#include "src/train/batch_loader.hpp"
+
+#include <mpi.h>
+
+#include "src/core/error.hpp"
+
+namespace gt {
+
+BatchLoader::BatchLoader(const Config& cfg, int dp_rank, int dp_size, bool reads_tokens)
+    : cfg_(cfg),
+      dp_rank_(dp_rank),
+      global_batch_(int64_t(cfg.train.micro_batch_size) * cfg.train.micro_batches * dp_size),
+      data_(make_data_source(cfg)) {
+  if (cfg_.data.prefetch > 0 && reads_tokens)
+    prefetch_ = std::make_unique<BatchPrefetcher>(*data_, cfg_.data.prefetch + 1);
+  if (data_->vocab_size() > cfg_.model.vocab_size)
+    throw Error("data: the dataset's vocabulary (" + std::to_string(data_->vocab_size()) +
+                ") is larger than model.vocab_size (" + std::to_string(cfg_.model.vocab_size) + ")");
+}
+
+BatchLoader::~BatchLoader() = default;
+
+int64_t BatchLoader::first_sample(int64_t samples_done, int m) const {
+  const int64_t B = cfg_.train.micro_batch_size;
+  return samples_done + int64_t(dp_rank_) * B * cfg_.train.micro_batches + int64_t(m) * B;
+}
+
+void BatchLoader::restart_at(int64_t samples_done) {
+  req_samples_done_ = samples_done;
+  req_m_ = 0;
+  req_first_.clear();
+}
+
+// Keeps data.prefetch training micro-batches requested ahead of the one being consumed (requests are served
+// and taken in order: micro-batches 0..M-1 of this step, then of the next).
+void BatchLoader::request_ahead() {
+  const int B = cfg_.train.micro_batch_size;
+  while (prefetch_->outstanding() < cfg_.data.prefetch + 1) {
+    std::vector<int64_t> samples(B);
+    const int64_t first = first_sample(req_samples_done_, req_m_);
+    for (int b = 0; b < B; ++b) samples[b] = first + b;
+    prefetch_->request(Split::Train, std::move(samples));
+    req_first_.push_back(first);
+    if (++req_m_ == cfg_.train.micro_batches) {
+      req_m_ = 0;
+      req_samples_done_ += global_batch_;
+    }
+  }
+}
+
+void BatchLoader::load(Split split, int64_t first) {
+  const int B = cfg_.train.micro_batch_size, T = cfg_.model.seq_len;
+  tokens_.resize(size_t(B) * (T + 1));
+  inputs_.resize(size_t(B) * T);
+  targets_.resize(size_t(B) * T);
+  const double t0 = MPI_Wtime();
+  if (prefetch_ && split == Split::Train) {
+    request_ahead();
+    // A schedule that consumed micro-batches out of order would train on the wrong data: refuse instead.
+    if (req_first_.front() != first)
+      throw Error("internal: prefetched micro-batch starts at sample " + std::to_string(req_first_.front()) +
+                  ", the schedule wants " + std::to_string(first));
+    req_first_.pop_front();
+    prefetch_->take(tokens_.data());  // the oldest request: this micro-batch
+    request_ahead();                  // the next read overlaps this micro-batch's compute
+  } else {
+    if (prefetch_) prefetch_->quiesce();  // HDF5 is not thread-safe
+    std::vector<int64_t> samples(B);
+    for (int b = 0; b < B; ++b) samples[b] = first + b;
+    data_->read(split, samples.data(), B, tokens_.data());
+  }
+  wait_s_ += MPI_Wtime() - t0;
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      inputs_[size_t(b) * T + t] = tokens_[size_t(b) * (T + 1) + t];
+      targets_[size_t(b) * T + t] = tokens_[size_t(b) * (T + 1) + t + 1];
+    }
+}
+
+void BatchLoader::quiesce() {
+  if (prefetch_) prefetch_->quiesce();
+}
+
+double BatchLoader::take_wait_seconds() {
+  const double w = wait_s_;
+  wait_s_ = 0;
+  return w;
+}
+
+}  // namespace gt

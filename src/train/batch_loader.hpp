@@ -1,0 +1,54 @@
+#pragma once
+// Tokens of each micro-batch for the stages that read them (the first: embedding inputs; the last: loss
+// targets): which global samples a DP rank takes, the prefetch queue that runs data.prefetch micro-batches
+// ahead of training, and the copy into the model's slot.
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "src/core/config.hpp"
+#include "src/data/data_source.hpp"
+#include "src/data/prefetch.hpp"
+
+namespace gt {
+
+class BatchLoader {
+ public:
+  // reads_tokens: this stage reads tokens at all (first or last pipeline stage); the prefetcher starts only then.
+  BatchLoader(const Config& cfg, int dp_rank, int dp_size, bool reads_tokens);
+  ~BatchLoader();
+
+  DataSource& source() { return *data_; }
+  int64_t global_batch() const { return global_batch_; }  // sequences per optimizer step
+  // The first global sample of micro-batch m of the step that starts at sample `samples_done`: DP rank r
+  // takes the r-th contiguous share of the global batch, so the global batch is the same sequences for any
+  // layout.
+  int64_t first_sample(int64_t samples_done, int m) const;
+  // Training resumes (or starts) at `samples_done`: prefetching starts at its first micro-batch.
+  void restart_at(int64_t samples_done);
+  // Reads the micro-batch starting at first_sample into inputs() and targets() (B*T each). Training reads
+  // come from the prefetch queue, in order; anything else is read synchronously.
+  void load(Split split, int64_t first_sample);
+  const int32_t* inputs() const { return inputs_.data(); }
+  const int32_t* targets() const { return targets_.data(); }
+  // No HDF5 read in flight (before checkpoint writes).
+  void quiesce();
+  // Seconds spent waiting for data since the last call.
+  double take_wait_seconds();
+
+ private:
+  void request_ahead();
+
+  const Config& cfg_;
+  int dp_rank_;
+  int64_t global_batch_;
+  std::unique_ptr<DataSource> data_;
+  std::unique_ptr<BatchPrefetcher> prefetch_;
+  int64_t req_samples_done_ = 0;  // the next prefetch request: step base and micro-batch
+  int req_m_ = 0;
+  std::deque<int64_t> req_first_;  // first sample of each outstanding request, oldest first
+  std::vector<int32_t> tokens_, inputs_, targets_;
+  double wait_s_ = 0;
+};
+
+}  // namespace gt

@@ -1,0 +1,120 @@
+#include "src/train/checkpointer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "src/core/error.hpp"
+#include "src/train/lr_schedule.hpp"
+
+namespace gt {
+
+namespace {
+constexpr int64_t kStateVersion = 1;
+
+std::string model_signature(const ModelConfig& m) {
+  return "gpt2 n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
+         " n_head=" + std::to_string(m.n_head) + " seq_len=" + std::to_string(m.seq_len) +
+         " vocab_size=" + std::to_string(m.vocab_size);
+}
+}  // namespace
+
+Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
+                           std::string data_description, int64_t global_batch)
+    : cfg_(cfg),
+      grid_(grid),
+      config_text_(config_text),
+      state_(state),
+      data_description_(std::move(data_description)),
+      global_batch_(global_batch),
+      dir_(cfg.checkpoint.dir.empty() ? cfg.output.dir + "/checkpoints" : cfg.checkpoint.dir) {}
+
+std::vector<TensorShard> Checkpointer::shards() {
+  std::vector<TensorShard> out;
+  const std::pair<const char*, float*> groups[] = {
+      {"params/", state_.master()}, {"adam_m/", state_.adam_m()}, {"adam_v/", state_.adam_v()}};
+  for (const auto& [prefix, base] : groups) {
+    for (const TensorSpec& s : state_.layout().tensors()) {
+      TensorShard t;
+      t.name = std::string(prefix) + s.name;
+      t.global_shape = s.global_shape;
+      t.start = s.local_start();
+      t.count = s.local_shape();
+      t.data = base + s.offset;  // host memory on CPU builds; GPU builds stage through a mirror (later work)
+      t.writer = grid_.dp_rank() == 0 && owner(s, grid_);  // one writer per global element
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+CheckpointMeta Checkpointer::meta(const TrainProgress& p) const {
+  const TrainConfig& t = cfg_.train;
+  CheckpointMeta meta;
+  meta.ints["state_version"] = kStateVersion;
+  meta.ints["step"] = p.step;
+  meta.ints["samples_done"] = p.samples_done;
+  meta.ints["global_batch"] = global_batch_;
+  meta.ints["seed"] = t.seed;
+  meta.ints["grid.tp"] = grid_.shape().tp;
+  meta.ints["grid.pp"] = grid_.shape().pp;
+  meta.ints["grid.dp"] = grid_.shape().dp;
+  // the rate of the last completed step
+  meta.reals["lr"] = learning_rate(std::max(0, p.step - 1), t.lr, t.min_lr, t.warmup_steps, t.decay_steps, t.steps);
+  meta.reals["loss"] = p.loss;
+  meta.strings["model"] = model_signature(cfg_.model);
+  meta.strings["config"] = config_text_;
+  meta.strings["data"] = data_description_;
+  // The run has no sequential RNG: initialisation and data order are pure functions of (seed, index), so
+  // (seed, step, samples_done) is the whole random state.
+  meta.strings["rng"] = "counter-based: seed + samples_done";
+  return meta;
+}
+
+void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
+  Kokkos::fence();
+  CheckpointOptions opt;
+  opt.dir = dir_;
+  opt.keep = cfg_.checkpoint.keep;
+  const double t0 = MPI_Wtime();
+  std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, shards(), meta(p));
+  last_saved_step_ = p.step;
+  if (grid_.world_rank() == 0)
+    std::printf("gridtrain: checkpoint %s (%s, %.2f s)\n", path.c_str(), reason.c_str(), MPI_Wtime() - t0);
+}
+
+bool Checkpointer::resume(TrainProgress* p) {
+  std::string path = cfg_.checkpoint.resume;
+  if (path == "none") return false;
+  if (path == "auto") {
+    auto found = find_latest_checkpoint(grid_.world_mpi(), dir_);
+    if (!found) {
+      if (grid_.world_rank() == 0) std::printf("gridtrain: no checkpoint in %s, starting fresh\n", dir_.c_str());
+      return false;
+    }
+    path = *found;
+  }
+  CheckpointMeta meta = read_checkpoint_meta(grid_.world_mpi(), path);
+  const std::string want = model_signature(cfg_.model);
+  if (meta.strings["model"] != want)
+    throw Error(path + ": checkpoint of another model (" + meta.strings["model"] + "), this run is " + want);
+  std::vector<TensorShard> s = shards();
+  load_checkpoint(grid_.world_mpi(), path, s, meta);
+  p->step = static_cast<int>(meta.ints.at("step"));
+  p->samples_done = meta.ints.at("samples_done");
+  if (meta.reals.count("loss")) p->loss = meta.reals["loss"];
+  last_saved_step_ = p->step;
+  resumed_from_ = path;
+  const int64_t saved_batch = meta.ints.count("global_batch") ? meta.ints["global_batch"] : global_batch_;
+  if (saved_batch != global_batch_ && grid_.world_rank() == 0)
+    std::fprintf(stderr,
+                 "gridtrain: warning: global batch is %lld sequences (micro_batch_size x micro_batches x dp), the "
+                 "checkpoint was written with %lld; the data continue at sample %lld but the run is no longer the "
+                 "same as the uninterrupted one (set train.micro_batches to keep the global batch)\n",
+                 (long long)global_batch_, (long long)saved_batch, (long long)p->samples_done);
+  if (grid_.world_rank() == 0)
+    std::printf("gridtrain: resumed from %s at step %d (written on tp=%lld pp=%lld dp=%lld)\n", path.c_str(), p->step,
+                (long long)meta.ints["grid.tp"], (long long)meta.ints["grid.pp"], (long long)meta.ints["grid.dp"]);
+  return true;
+}
+
+}  // namespace gt

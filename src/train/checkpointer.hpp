@@ -1,0 +1,53 @@
+#pragma once
+// The run's checkpoints: the TrainState's fp32 parameters and AdamW moments as shards of global-shape
+// tensors (one writer per global element), the metadata that makes a resume exact (step, sampler position,
+// seed, layout, config), saving and resuming.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "src/core/config.hpp"
+#include "src/grid/grid.hpp"
+#include "src/io/checkpoint.hpp"
+#include "src/train/train_state.hpp"
+
+namespace gt {
+
+// Where the run stands: what a checkpoint records and a resume restores.
+struct TrainProgress {
+  int step = 0;               // completed optimizer steps
+  int64_t samples_done = 0;   // global samples consumed (sampler position)
+  double loss = NAN;          // loss of the last completed step
+};
+
+class Checkpointer {
+ public:
+  Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
+               std::string data_description, int64_t global_batch);
+
+  const std::string& dir() const { return dir_; }
+  int last_saved_step() const { return last_saved_step_; }
+  const std::string& resumed_from() const { return resumed_from_; }
+
+  // Collective: writes the checkpoint of `p` and prints its path (world rank 0).
+  void save(const TrainProgress& p, const std::string& reason);
+  // Collective: per checkpoint.resume ("none", "auto" or a path) restores the state and returns true, or
+  // returns false for a fresh start.
+  bool resume(TrainProgress* p);
+
+ private:
+  std::vector<TensorShard> shards();
+  CheckpointMeta meta(const TrainProgress& p) const;
+
+  const Config& cfg_;
+  Grid& grid_;
+  const std::string& config_text_;
+  TrainState& state_;
+  std::string data_description_;
+  int64_t global_batch_;
+  std::string dir_;
+  int last_saved_step_ = -1;
+  std::string resumed_from_;
+};
+
+}  // namespace gt

@@ -1,0 +1,84 @@
+#include "src/train/pipeline_runner.hpp"
+
+namespace gt {
+
+namespace {
+double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
+}  // namespace
+
+PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, GPT<float>& model, BatchLoader& loader,
+                               std::vector<PipeOp> ops)
+    : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)) {}
+
+float* PipelineRunner::send_buffer(size_t n) {
+  if (sends_used_ == send_bufs_.size()) send_bufs_.emplace_back("pp_send", n);
+  return send_bufs_[sends_used_++].data();
+}
+
+void PipelineRunner::wait_sends() {
+  for (auto& r : sends_) r->wait();
+  sends_.clear();
+  sends_used_ = 0;
+}
+
+void PipelineRunner::forward_op(int m, int64_t first_sample, Split split, bool with_grad, double* loss_sum) {
+  const double t0 = MPI_Wtime(), c0 = blocked(&grid_.tp()) + blocked(&grid_.pp());
+  const StageLayout& stage = model_.stage();
+  const int slot = m % model_.slots();
+  const size_t n = model_.activation_elems();
+  const int pp_rank = grid_.pp_rank();
+  if (!stage.first()) grid_.pp().recv(model_.stage_input(slot), n, DType::F32, pp_rank - 1, 2 * m);
+  // Tokens feed the embedding (first stage) and the loss (last stage); middle stages read nothing.
+  if (stage.first() || stage.last()) {
+    loader_.load(split, first_sample);
+    model_.set_tokens(slot, loader_.inputs(), loader_.targets());
+  }
+  const float scale = 1.0f / float(double(loader_.global_batch()) * cfg_.model.seq_len);
+  model_.forward(slot, with_grad, scale, loss_sum);
+  if (!stage.last()) {
+    float* buf = send_buffer(n);
+    Kokkos::deep_copy(DeviceView<float>(buf, n), DeviceView<float>(model_.stage_output(slot), n));
+    sends_.push_back(grid_.pp().isend(buf, n, DType::F32, pp_rank + 1, 2 * m));
+  }
+  t_fwd_ += MPI_Wtime() - t0;
+  comm_fwd_ += blocked(&grid_.tp()) + blocked(&grid_.pp()) - c0;
+}
+
+void PipelineRunner::backward_op(int m, const std::function<void(int)>& on_unit) {
+  const double t0 = MPI_Wtime(), c0 = blocked(&grid_.tp()) + blocked(&grid_.pp()) + blocked(&grid_.dp());
+  const StageLayout& stage = model_.stage();
+  const int slot = m % model_.slots();
+  const size_t n = model_.activation_elems();
+  const int pp_rank = grid_.pp_rank();
+  if (!stage.last()) grid_.pp().recv(model_.grad_buffer(), n, DType::F32, pp_rank + 1, 2 * m + 1);
+  model_.backward(slot, on_unit);
+  if (!stage.first()) {
+    float* buf = send_buffer(n);
+    Kokkos::deep_copy(DeviceView<float>(buf, n), DeviceView<float>(model_.grad_buffer(), n));
+    sends_.push_back(grid_.pp().isend(buf, n, DType::F32, pp_rank - 1, 2 * m + 1));
+  }
+  t_bwd_ += MPI_Wtime() - t0;
+  comm_bwd_ += blocked(&grid_.tp()) + blocked(&grid_.pp()) + blocked(&grid_.dp()) - c0;
+}
+
+void PipelineRunner::train_step(int64_t samples_done, double* loss_sum, const std::function<void(int)>& on_unit) {
+  t_fwd_ = t_bwd_ = comm_fwd_ = comm_bwd_ = 0;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const PipeOp& op = ops_[i];
+    if (op.kind == PipeOp::Forward)
+      forward_op(op.micro_batch, loader_.first_sample(samples_done, op.micro_batch), Split::Train, true, loss_sum);
+    else
+      backward_op(op.micro_batch, i + 1 == ops_.size() ? on_unit : std::function<void(int)>());
+  }
+  wait_sends();
+}
+
+void PipelineRunner::validate(int batches, double* loss_sum) {
+  // Validation micro-batch j is micro-batch j % M of validation batch j / M, laid out like a training batch.
+  const int M = cfg_.train.micro_batches;
+  for (int j = 0; j < batches * M; ++j)
+    forward_op(j, loader_.first_sample(int64_t(j / M) * loader_.global_batch(), j % M), Split::Val, false, loss_sum);
+  wait_sends();
+}
+
+}  // namespace gt

@@ -1,0 +1,51 @@
+#pragma once
+// Runs one stage's part of the pipeline schedule: the forward and backward ops of each micro-batch, the
+// activations and their gradients between stages (tags 2m forward, 2m+1 backward, sends from a pool of
+// buffers that stay alive until the step's sends complete), and the per-step compute and communication
+// timers. The DP gradient buckets are launched from the last backward op.
+#include <functional>
+#include <vector>
+
+#include "src/grid/grid.hpp"
+#include "src/model/gpt.hpp"
+#include "src/train/batch_loader.hpp"
+#include "src/train/schedule.hpp"
+
+namespace gt {
+
+class PipelineRunner {
+ public:
+  PipelineRunner(const Config& cfg, Grid& grid, GPT<float>& model, BatchLoader& loader, std::vector<PipeOp> ops);
+
+  // Every op of one training step (micro-batches of the step that starts at samples_done); token losses are
+  // summed into *loss_sum on the last stage. on_unit(u) is called as backward completes the gradients of unit
+  // u in the step's last backward op (the DP buckets' hook); may be empty.
+  void train_step(int64_t samples_done, double* loss_sum, const std::function<void(int)>& on_unit);
+  // Forward only over `batches` global validation batches (the same sequences for every layout).
+  void validate(int batches, double* loss_sum);
+
+  // Time of the last train_step, seconds: forward and backward ops (communication and data waits included),
+  // the communication they were blocked in, and the data wait.
+  double fwd_s() const { return t_fwd_; }
+  double bwd_s() const { return t_bwd_; }
+  double comm_fwd_s() const { return comm_fwd_; }
+  double comm_bwd_s() const { return comm_bwd_; }
+
+ private:
+  void forward_op(int m, int64_t first_sample, Split split, bool with_grad, double* loss_sum);
+  void backward_op(int m, const std::function<void(int)>& on_unit);
+  float* send_buffer(size_t n);
+  void wait_sends();
+
+  const Config& cfg_;
+  Grid& grid_;
+  GPT<float>& model_;
+  BatchLoader& loader_;
+  std::vector<PipeOp> ops_;
+  std::vector<DeviceView<float>> send_bufs_;
+  std::vector<RequestPtr> sends_;
+  size_t sends_used_ = 0;
+  double t_fwd_ = 0, t_bwd_ = 0, comm_fwd_ = 0, comm_bwd_ = 0;
+};
+
+}  // namespace gt

@@ -1,0 +1,98 @@
+#include "src/train/run_report.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include "src/model/gpt.hpp"
+#include "src/train/metrics.hpp"
+#include "src/train/schedule.hpp"
+
+namespace gt {
+
+namespace {
+// Forward FLOPs per token of the model, times 3 for forward + backward: 6 N (N = parameters that take part in
+// matrix products, the tied head included, positions excluded) + 12 L T C for attention scores and values.
+double model_flops_per_token(const ModelConfig& m, int64_t n_params) {
+  return 6.0 * double(n_params - int64_t(m.seq_len) * m.d_model) + 12.0 * m.n_layer * double(m.seq_len) * m.d_model;
+}
+}  // namespace
+
+RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
+    : cfg_(cfg), grid_(grid), tokens_per_step_(double(global_batch) * cfg.model.seq_len) {
+  StageLayout whole{0, 1, 0, cfg.model.n_layer};
+  for (const TensorSpec& s : model_tensor_specs(cfg.model, whole, 0, 1)) n_params_ += s.global_size();
+  flops_per_token_ = model_flops_per_token(cfg.model, n_params_);
+  peak_gflops_ = cfg.output.peak_gflops;
+  if (peak_gflops_ <= 0) {
+    peak_gflops_ = measure_sgemm_gflops(1536, 3);  // 512^3 ran below the BLAS's rate: MFU came out over 100%
+    grid_.world().allreduce(&peak_gflops_, 1, DType::F64, ReduceOp::Min);
+  }
+}
+
+void RunReport::log_step(int step, const StepStats& s) const {
+  if (grid_.world_rank() != 0) return;
+  const double tok_s = tokens_per_step_ / (s.ms_max * 1e-3);
+  const double mfu = flops_per_token_ * tok_s / (peak_gflops_ * 1e9 * grid_.world_size());
+  const double comm = s.comm_ms();
+  if (step % cfg_.output.log_every == 0 || step == cfg_.train.steps) {
+    std::printf("step %5d/%d | loss %.6f | lr %.3e | gnorm %.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%% | comm %4.1f%%",
+                step, cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, 100.0 * mfu, 100.0 * comm / s.ms);
+    if (s.val_loss >= 0) std::printf(" | val %.4f", s.val_loss);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  JsonObject j;
+  j.integer("step", step).num("loss", s.loss).num("lr", s.lr).num("grad_norm", s.grad_norm).num("ms", s.ms)
+      .num("ms_max", s.ms_max).num("tokens_per_s", tok_s).num("mfu", mfu).num("forward_ms", s.fwd_ms)
+      .num("backward_ms", s.bwd_ms).num("optimizer_ms", s.opt_ms).num("comm_tp_ms", s.comm_tp_ms)
+      .num("comm_pp_ms", s.comm_pp_ms).num("comm_dp_ms", s.comm_dp_ms).num("comm_other_ms", s.comm_other_ms)
+      .num("exposed_comm_share", comm / s.ms).num("compute_ms", s.compute_ms).num("compute_ms_max", s.compute_ms_max);
+  if (s.val_loss >= 0) j.num("val_loss", s.val_loss);
+  std::ofstream out(cfg_.output.dir + "/metrics.jsonl", std::ios::app);
+  out << j.dump() << "\n";
+}
+
+void RunReport::write_summary(const RunSummaryInputs& in) const {
+  // Means over this process's steps, the first one (warm-up) left out when there are more.
+  const std::vector<StepStats>& h = *in.history;
+  const size_t first = h.size() > 1 ? 1 : 0, n = h.size() - first;
+  const StepStats mean = mean_step_stats(h.data() + first, h.data() + h.size());
+  double val_loss = -1;
+  for (const StepStats& s : h)
+    if (s.val_loss >= 0) val_loss = s.val_loss;
+  double rss = peak_rss_bytes();
+  grid_.world().allreduce(&rss, 1, DType::F64, ReduceOp::Max);
+  if (grid_.world_rank() != 0) return;
+
+  const GridShape& g = grid_.shape();
+  const double tok_s = n > 0 ? tokens_per_step_ / (mean.ms_max * 1e-3) : 0.0;
+  const double comm = mean.comm_ms();
+  const double mfu = flops_per_token_ * tok_s / (peak_gflops_ * 1e9 * g.size());
+  JsonObject j;
+  j.str("status", in.status).integer("world_size", g.size()).integer("tp", g.tp).integer("pp", g.pp)
+      .integer("dp", g.dp).integer("steps", cfg_.train.steps).integer("step", in.step)
+      .integer("steps_this_run", (long long)h.size())
+      .num("final_loss", h.empty() ? in.last_loss : h.back().loss)
+      .num("val_loss", val_loss).num("tokens_per_s", tok_s).num("tokens_per_s_per_rank", tok_s / g.size())
+      .num("ms_per_step", mean.ms_max).num("ms_per_step_mean_rank", mean.ms).num("mfu", mfu)
+      .num("exposed_comm_share", n > 0 && mean.ms > 0 ? comm / mean.ms : 0.0).num("forward_ms", mean.fwd_ms)
+      .num("backward_ms", mean.bwd_ms).num("optimizer_ms", mean.opt_ms).num("data_ms", mean.data_ms)
+      .num("comm_exposed_ms", comm).num("comm_tp_ms", mean.comm_tp_ms).num("comm_pp_ms", mean.comm_pp_ms)
+      .num("comm_dp_ms", mean.comm_dp_ms).num("comm_other_ms", mean.comm_other_ms)
+      .num("compute_ms", mean.compute_ms).num("compute_ms_max", mean.compute_ms_max)
+      // the slowest-computing rank's exposed communication (the cost no load balancing removes) and the
+      // imbalance the other ranks wait for, as shares of the step
+      .num("exposed_comm_share_slowest", n > 0 && mean.ms_max > 0 ? std::max(0.0, mean.ms_max - mean.compute_ms_max) / mean.ms_max : 0.0)
+      .num("imbalance_share", n > 0 && mean.ms_max > 0 ? (mean.compute_ms_max - mean.compute_ms) / mean.ms_max : 0.0)
+      .num("pipeline_bubble", bubble_fraction(g.pp, cfg_.train.micro_batches))
+      .integer("micro_batch_size", cfg_.train.micro_batch_size).integer("micro_batches", cfg_.train.micro_batches)
+      .integer("global_batch_tokens", (long long)tokens_per_step_).integer("seq_len", cfg_.model.seq_len)
+      .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_)
+      .str("schedule", cfg_.parallel.schedule).str("allreduce", cfg_.parallel.allreduce)
+      .num("peak_rss_mb", rss / 1048576.0).num("analytic_state_mb", in.state_bytes / 1048576.0)
+      .num("analytic_activation_mb", in.activation_bytes / 1048576.0).str("resumed_from", in.resumed_from)
+      .str("data", in.data).str("checkpoint_dir", in.checkpoint_dir);
+  write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
+}
+
+}  // namespace gt

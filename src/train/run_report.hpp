@@ -1,0 +1,40 @@
+#pragma once
+// What a run reports: the human line per step, metrics.jsonl (one object per step) and summary.json (the
+// figures a sweep needs), with tokens/s and MFU against the per-rank peak. Only world rank 0 writes.
+#include <string>
+#include <vector>
+
+#include "src/core/config.hpp"
+#include "src/grid/grid.hpp"
+#include "src/train/step_stats.hpp"
+
+namespace gt {
+
+struct RunSummaryInputs {
+  std::string status;                      // "finished" | "preempted"
+  int step = 0;
+  const std::vector<StepStats>* history = nullptr;  // this invocation's steps
+  double last_loss = 0;                    // loss of the last step (of an earlier run if none here)
+  std::string resumed_from, data, checkpoint_dir;
+  size_t state_bytes = 0, activation_bytes = 0;  // the analytic memory ledger of one rank
+};
+
+class RunReport {
+ public:
+  // Collective over the world: measures the per-rank peak unless output.peak_gflops gives it.
+  RunReport(const Config& cfg, Grid& grid, int64_t global_batch);
+
+  void log_step(int step, const StepStats& s) const;
+  // Collective (peak RSS over ranks).
+  void write_summary(const RunSummaryInputs& in) const;
+
+ private:
+  const Config& cfg_;
+  Grid& grid_;
+  double tokens_per_step_ = 0;
+  double peak_gflops_ = 0;
+  double flops_per_token_ = 0;
+  int64_t n_params_ = 0;
+};
+
+}  // namespace gt

@@ -1,0 +1,42 @@
+#pragma once
+// Figures of one training step: what each rank measured locally (StepTimes), and what the run reports after
+// one reduction over the world (StepStats: means over ranks, the slowest rank, the loss).
+#include <cmath>
+
+#include "src/comm/comm.hpp"
+
+namespace gt {
+
+// One rank's measurements of one step, in milliseconds unless named otherwise.
+struct StepTimes {
+  double loss_sum = 0;      // summed token losses (nonzero only on the rank that owns the loss)
+  bool stop_requested = false;
+  double step_ms = 0, fwd_ms = 0, bwd_ms = 0, opt_ms = 0, data_ms = 0;
+  double comm_tp_ms = 0, comm_pp_ms = 0, comm_dp_ms = 0, comm_other_ms = 0;  // exposed (blocked) time
+  // A rank's compute time is its step time less the time it was blocked in communication.
+  double compute_ms() const { return step_ms - (comm_tp_ms + comm_pp_ms + comm_dp_ms + comm_other_ms); }
+};
+
+struct StepStats {
+  double loss = 0, lr = 0, grad_norm = 0;
+  double ms = 0, ms_max = 0;                          // this step: mean over ranks and slowest rank
+  double fwd_ms = 0, bwd_ms = 0, opt_ms = 0, data_ms = 0;  // means over ranks
+  double comm_tp_ms = 0, comm_pp_ms = 0, comm_dp_ms = 0, comm_other_ms = 0;  // exposed, means over ranks
+  // Stragglers: the slowest-computing rank waits least: what it still waits is the cost of communication
+  // itself (transfer, reduction), while the others' extra waiting is load imbalance (a slower core, a slower
+  // stage).
+  double compute_ms = 0, compute_ms_max = 0;  // mean over ranks and slowest rank
+  double val_loss = -1;
+  bool stop_requested = false;  // some rank was asked to stop (signal or stop file)
+
+  double comm_ms() const { return comm_tp_ms + comm_pp_ms + comm_dp_ms + comm_other_ms; }
+};
+
+// Collective over `world`: two small all-reduces (sums for the loss, the stop flag and the means; maxima
+// for the slowest rank). loss = summed losses / tokens_per_step.
+StepStats reduce_step_stats(const StepTimes& local, Comm& world, double tokens_per_step);
+
+// Means of the timing fields over history[first, end) (the loss fields are left 0).
+StepStats mean_step_stats(const StepStats* begin, const StepStats* end);
+
+}  // namespace gt

@@ -1,0 +1,72 @@
+#include "src/train/train_state.hpp"
+
+#include "src/core/error.hpp"
+
+namespace gt {
+
+bool owner(const TensorSpec& s, const Grid& grid) {
+  return (s.split_dim >= 0 || grid.tp_rank() == 0) && s.tied_to_stage < 0;
+}
+
+// Storage of one buffer: a Kokkos allocation in the buffer's memory space, or memory owned outside.
+struct TrainState::Storage {
+  Kokkos::View<unsigned char*, mem_space> device;
+  Kokkos::View<unsigned char*, host_space> host;
+};
+
+TrainState::TrainState(TensorLayout layout, DType working, uint64_t seed)
+    : layout_(std::move(layout)), working_(working) {
+  if (working != DType::F32) throw Error("train state: only fp32 working parameters are implemented");
+  add_buffer("params", working);
+  add_buffer("grads", DType::F32);
+  add_buffer("adam_m", DType::F32);
+  add_buffer("adam_v", DType::F32);
+  DeviceView<float> p(static_cast<float*>(params()), layout_.size());
+  auto host = Kokkos::create_mirror_view(p);
+  initial_params(layout_, seed, host.data());
+  Kokkos::deep_copy(p, host);
+}
+
+TrainState::~TrainState() = default;
+
+StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpace space) {
+  if (has_buffer(name)) throw Error("train state: duplicate buffer '" + name + "'");
+  auto st = std::make_unique<Storage>();
+  StateBuffer b;
+  b.name = name;
+  b.dtype = dtype;
+  b.space = space;
+  b.bytes = layout_.size() * dtype_size(dtype);
+  if (space == MemSpace::Device) {
+    st->device = Kokkos::View<unsigned char*, mem_space>("state_" + name, b.bytes);  // zero-initialised
+    b.data = st->device.data();
+  } else {
+    st->host = Kokkos::View<unsigned char*, host_space>("state_" + name, b.bytes);
+    b.data = st->host.data();
+  }
+  storage_[name] = std::move(st);
+  return buffers_[name] = b;
+}
+
+StateBuffer& TrainState::buffer(const std::string& name) {
+  auto it = buffers_.find(name);
+  if (it == buffers_.end()) throw Error("train state: no buffer '" + name + "'");
+  return it->second;
+}
+
+void TrainState::zero_grads() { Kokkos::deep_copy(DeviceView<float>(grads(), layout_.size()), 0.0f); }
+
+void TrainState::move_grads_to(float* memory) {
+  DeviceView<float> external(memory, layout_.size());  // unmanaged: the owner frees it
+  Kokkos::deep_copy(external, DeviceView<float>(grads(), layout_.size()));
+  storage_["grads"] = std::make_unique<Storage>();
+  buffer("grads").data = memory;
+}
+
+size_t TrainState::bytes() const {
+  size_t n = 0;
+  for (const auto& [name, b] : buffers_) n += b.bytes;
+  return n;
+}
+
+}  // namespace gt
