@@ -19,6 +19,7 @@ struct Field {
   std::string key;
   Kind kind;
   void* ptr;
+  std::vector<std::string> choices = {};  // a String key that takes one of these names (the one list of them)
 };
 
 std::vector<Field> schema(Config& c) {
@@ -47,12 +48,21 @@ std::vector<Field> schema(Config& c) {
       {"parallel.tp", Kind::Int, &c.parallel.tp},
       {"parallel.pp", Kind::Int, &c.parallel.pp},
       {"parallel.dp", Kind::Int, &c.parallel.dp},
-      {"parallel.schedule", Kind::String, &c.parallel.schedule},
-      {"parallel.allreduce", Kind::String, &c.parallel.allreduce},
-      {"parallel.comm", Kind::String, &c.parallel.comm},
+      {"train.precision", Kind::String, &c.train.precision, {"fp32", "bf16", "fp16"}},
+      {"train.loss_scale", Kind::String, &c.train.loss_scale, {"auto", "dynamic", "none"}},
+      {"train.loss_scale_initial", Kind::Double, &c.train.loss_scale_initial},
+      {"train.loss_scale_min", Kind::Double, &c.train.loss_scale_min},
+      {"train.loss_scale_growth", Kind::Double, &c.train.loss_scale_growth},
+      {"train.loss_scale_backoff", Kind::Double, &c.train.loss_scale_backoff},
+      {"train.loss_scale_window", Kind::Int, &c.train.loss_scale_window},
+      {"train.loss_scale_hysteresis", Kind::Int, &c.train.loss_scale_hysteresis},
+      {"parallel.schedule", Kind::String, &c.parallel.schedule, {"1f1b", "gpipe"}},
+      {"parallel.allreduce", Kind::String, &c.parallel.allreduce, {"auto", "mpi", "ring", "shm"}},
+      {"parallel.comm", Kind::String, &c.parallel.comm, {"auto", "mpi", "nccl"}},
+      {"parallel.grad_reduce_dtype", Kind::String, &c.parallel.grad_reduce_dtype, {"fp32", "bf16"}},
       {"parallel.bucket_mb", Kind::Double, &c.parallel.bucket_mb},
       {"parallel.blas_threads", Kind::Int, &c.parallel.blas_threads},
-      {"data.source", Kind::String, &c.data.source},
+      {"data.source", Kind::String, &c.data.source, {"synthetic", "hdf5"}},
       {"data.path", Kind::String, &c.data.path},
       {"data.synthetic_noise", Kind::Double, &c.data.synthetic_noise},
       {"data.val_every", Kind::Int, &c.data.val_every},
@@ -146,10 +156,24 @@ std::string format(const Field& f) {
   return os.str();
 }
 
+// A key with choices holds one of them: checked where the value comes in and again in validate() (for
+// values set on the struct directly).
+void check_choice(const Field& f, const std::string& where) {
+  if (f.choices.empty()) return;
+  const std::string& v = *static_cast<const std::string*>(f.ptr);
+  std::string names;
+  for (const std::string& c : f.choices) {
+    if (v == c) return;
+    names += (names.empty() ? "\"" : ", \"") + c + "\"";
+  }
+  throw Error(where + "config key '" + f.key + "' must be one of " + names + ", got \"" + v + "\"");
+}
+
 void set_key(Config& c, const std::string& key, const std::string& value, const std::string& where) {
   for (const Field& f : schema(c)) {
     if (f.key == key) {
       assign(f, value, where);
+      check_choice(f, where + ": ");
       return;
     }
   }
@@ -193,6 +217,7 @@ void Config::set(const std::string& assignment, const std::string& origin) {
   for (const Field& f : schema(*this))
     if (f.key == key && f.kind == Kind::String && (value.empty() || value.front() != '"')) {
       *static_cast<std::string*>(f.ptr) = value;
+      check_choice(f, origin + ": ");
       return;
     }
   set_key(*this, key, value, origin);
@@ -232,16 +257,24 @@ void Config::validate() const {
   nonneg("parallel.dp", parallel.dp);
   positive("parallel.bucket_mb", parallel.bucket_mb);
   positive("parallel.blas_threads", parallel.blas_threads);
-  if (parallel.schedule != "1f1b" && parallel.schedule != "gpipe")
-    throw Error("config key 'parallel.schedule' must be \"1f1b\" or \"gpipe\", got \"" + parallel.schedule + "\"");
-  if (parallel.comm != "auto" && parallel.comm != "mpi" && parallel.comm != "nccl")
-    throw Error("config key 'parallel.comm' must be \"auto\", \"mpi\" or \"nccl\", got \"" + parallel.comm + "\"");
-  if (parallel.allreduce != "auto" && parallel.allreduce != "mpi" && parallel.allreduce != "ring" &&
-      parallel.allreduce != "shm")
-    throw Error("config key 'parallel.allreduce' must be \"auto\", \"mpi\", \"ring\" or \"shm\", got \"" +
-                parallel.allreduce + "\"");
-  if (data.source != "synthetic" && data.source != "hdf5")
-    throw Error("config key 'data.source' must be \"synthetic\" or \"hdf5\", got \"" + data.source + "\"");
+  Config copy = *this;
+  for (const Field& f : schema(copy)) check_choice(f, "");
+  if (precision() != Precision::F32)
+    throw Error("config key 'train.precision' = \"" + train.precision +
+                "\": half-precision compute is not implemented yet (only \"fp32\"; see docs/precision.md)");
+  if (parallel.grad_reduce_dtype != "fp32")
+    throw Error("config key 'parallel.grad_reduce_dtype' = \"" + parallel.grad_reduce_dtype +
+                "\": a bf16 all-reduce is not implemented yet (only \"fp32\")");
+  positive("train.loss_scale_initial", train.loss_scale_initial);
+  positive("train.loss_scale_min", train.loss_scale_min);
+  if (train.loss_scale_min > train.loss_scale_initial)
+    throw Error("config: train.loss_scale_min (" + std::to_string(train.loss_scale_min) +
+                ") is above train.loss_scale_initial (" + std::to_string(train.loss_scale_initial) + ")");
+  if (!(train.loss_scale_growth > 1)) throw Error("config key 'train.loss_scale_growth' must be > 1");
+  if (!(train.loss_scale_backoff > 0 && train.loss_scale_backoff < 1))
+    throw Error("config key 'train.loss_scale_backoff' must be in (0, 1)");
+  positive("train.loss_scale_window", train.loss_scale_window);
+  positive("train.loss_scale_hysteresis", train.loss_scale_hysteresis);
   if (data.source == "hdf5" && data.path.empty()) throw Error("config: data.source = \"hdf5\" needs data.path");
   if (!(data.synthetic_noise >= 0 && data.synthetic_noise <= 1))
     throw Error("config key 'data.synthetic_noise' must be in [0, 1]");
@@ -253,6 +286,14 @@ void Config::validate() const {
   positive("output.log_every", output.log_every);
   nonneg("output.peak_gflops", output.peak_gflops);
   if (output.dir.empty()) throw Error("config key 'output.dir' must not be empty");
+}
+
+Precision Config::precision() const {
+  return train.precision == "bf16" ? Precision::BF16 : train.precision == "fp16" ? Precision::F16 : Precision::F32;
+}
+
+bool Config::dynamic_loss_scale() const {
+  return train.loss_scale == "dynamic" || (train.loss_scale == "auto" && precision() == Precision::F16);
 }
 
 std::map<std::string, std::string> Config::to_map() const {

@@ -34,6 +34,17 @@ struct TrainConfig {
   double grad_clip = 1.0;     // global gradient-norm clip; 0 disables
   int max_steps_per_run = 0;  // stop (checkpoint, exit 75) after this many steps in one invocation; 0: no limit
   std::string stop_file;      // if this file exists at a step boundary: stop as on SIGUSR1 (checkpoint, exit 75)
+  // Mixed precision (docs/precision.md): the working type of weights and stored activations.
+  std::string precision = "fp32";    // "fp32", "bf16" or "fp16"
+  // Dynamic loss scaling (Megatron/DeepSpeed semantics): "auto" (dynamic for fp16, none otherwise),
+  // "dynamic", "none".
+  std::string loss_scale = "auto";
+  double loss_scale_initial = 65536.0;  // 2^16 (DeepSpeed, PyTorch GradScaler)
+  double loss_scale_min = 1.0;          // a run whose scale would have to go below this stops with an error
+  double loss_scale_growth = 2.0;       // after loss_scale_window clean steps in a row
+  double loss_scale_backoff = 0.5;      // once loss_scale_hysteresis overflows used up the hysteresis
+  int loss_scale_window = 1000;
+  int loss_scale_hysteresis = 2;
 };
 
 struct ParallelConfig {
@@ -44,6 +55,7 @@ struct ParallelConfig {
   std::string allreduce = "auto";     // "auto" (shm on one node, else mpi), "mpi" (library collective), "ring"
                                       // (send/recv), "shm" (node shared memory)
   std::string comm = "auto";          // device groups on "mpi", "nccl", or "auto" (NCCL on CUDA builds that have it)
+  std::string grad_reduce_dtype = "fp32";  // wire type of the DP gradient all-reduce: "fp32" or "bf16"
   double bucket_mb = 25.0;            // DP gradient bucket size
   int blas_threads = 1;
 };
@@ -71,6 +83,8 @@ struct OutputConfig {
   double peak_gflops = 0.0;           // per-rank peak for MFU; 0: measure an sgemm at start-up
 };
 
+enum class Precision { F32, BF16, F16 };
+
 struct Config {
   ModelConfig model;
   TrainConfig train;
@@ -85,6 +99,9 @@ struct Config {
   void set(const std::string& assignment, const std::string& origin = "command line");
   // Checks that do not need the world size (positive sizes, divisibility of heads, ...).
   void validate() const;
+  // Typed views of the enum keys (the names are checked once, in the schema).
+  Precision precision() const;
+  bool dynamic_loss_scale() const;  // train.loss_scale resolved against train.precision
   // Flat `section.key -> value` text of every key, for the summary file and checkpoints.
   std::map<std::string, std::string> to_map() const;
   std::string to_toml() const;

@@ -59,8 +59,15 @@ CheckpointMeta Checkpointer::meta(const TrainProgress& p) const {
   meta.ints["grid.pp"] = grid_.shape().pp;
   meta.ints["grid.dp"] = grid_.shape().dp;
   // the rate of the last completed step
-  meta.reals["lr"] = learning_rate(std::max(0, p.step - 1), t.lr, t.min_lr, t.warmup_steps, t.decay_steps, t.steps);
+  meta.reals["lr"] = learning_rate(std::max(0, p.step - p.skipped - 1), t.lr, t.min_lr, t.warmup_steps, t.decay_steps, t.steps);
   meta.reals["loss"] = p.loss;
+  meta.ints["skipped_steps"] = p.skipped;
+  if (cfg_.dynamic_loss_scale()) {
+    meta.reals["loss_scale"] = p.scaler.scale;
+    meta.ints["loss_scale.clean_steps"] = p.scaler.clean_steps;
+    meta.ints["loss_scale.hysteresis_left"] = p.scaler.hysteresis_left;
+  }
+  meta.strings["precision"] = cfg_.train.precision;
   meta.strings["model"] = model_signature(cfg_.model);
   meta.strings["config"] = config_text_;
   meta.strings["data"] = data_description_;
@@ -102,6 +109,13 @@ bool Checkpointer::resume(TrainProgress* p) {
   p->step = static_cast<int>(meta.ints.at("step"));
   p->samples_done = meta.ints.at("samples_done");
   if (meta.reals.count("loss")) p->loss = meta.reals["loss"];
+  if (meta.ints.count("skipped_steps")) p->skipped = static_cast<int>(meta.ints["skipped_steps"]);
+  // A checkpoint of a run without the scaler (fp32, bf16) leaves this run's scaler at its initial state.
+  if (cfg_.dynamic_loss_scale() && meta.reals.count("loss_scale")) {
+    p->scaler.scale = meta.reals["loss_scale"];
+    p->scaler.clean_steps = static_cast<int>(meta.ints.at("loss_scale.clean_steps"));
+    p->scaler.hysteresis_left = static_cast<int>(meta.ints.at("loss_scale.hysteresis_left"));
+  }
   last_saved_step_ = p->step;
   resumed_from_ = path;
   const int64_t saved_batch = meta.ints.count("global_batch") ? meta.ints["global_batch"] : global_batch_;

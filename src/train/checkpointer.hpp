@@ -9,6 +9,7 @@
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/checkpoint.hpp"
+#include "src/train/loss_scaler.hpp"
 #include "src/train/train_state.hpp"
 
 namespace gt {
@@ -18,6 +19,8 @@ struct TrainProgress {
   int step = 0;               // completed optimizer steps
   int64_t samples_done = 0;   // global samples consumed (sampler position)
   double loss = NAN;          // loss of the last completed step
+  int skipped = 0;            // steps skipped on overflow (no update): optimizer updates = step - skipped
+  LossScalerState scaler;     // the dynamic loss scaler (stored only when it is on)
 };
 
 class Checkpointer {

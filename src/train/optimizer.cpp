@@ -18,8 +18,9 @@ double Optimizer::grad_norm() {
   return std::sqrt(sumsq);
 }
 
-void Optimizer::step(int step, double lr, double norm) {
-  const float g_scale = static_cast<float>(clip_scale(norm, cfg_.grad_clip));
+void Optimizer::step(int step, double lr, double norm, double loss_scale) {
+  // Unscaling folds into the clipping multiplier (exact for the power-of-two scales the scaler uses).
+  const float g_scale = static_cast<float>(clip_scale(norm / loss_scale, cfg_.grad_clip) / loss_scale);
   float* p = state_.master();
   const float* g = state_.grads();
   float* m = state_.adam_m();

@@ -11,11 +11,13 @@ class Optimizer {
  public:
   Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state);
 
-  // The global L2 norm of the gradients. Collective over the model-parallel group.
   double grad_norm();
-  // One AdamW step (1-based step number `step`) with learning rate lr on gradients clipped to
-  // train.grad_clip by the given global norm.
-  void step(int step, double lr, double norm);
+  // The global L2 norm of the gradients as stored (multiplied by the loss scale). Collective over the
+  // model-parallel group; inf/NaN when any gradient of any rank overflowed (the DP and embedding all-reduces
+  // before it spread a non-finite value to every rank, this one to the whole model-parallel group).
+  // One AdamW step (1-based update number `step`) with learning rate lr on the stored gradients divided by
+  // loss_scale and clipped to train.grad_clip by their global norm (norm / loss_scale).
+  void step(int step, double lr, double norm, double loss_scale);
 
  private:
   const TrainConfig& cfg_;

@@ -33,7 +33,8 @@ void PipelineRunner::forward_op(int m, int64_t first_sample, Split split, bool w
     loader_.load(split, first_sample);
     model_.set_tokens(slot, loader_.inputs(), loader_.targets());
   }
-  const float scale = 1.0f / float(double(loader_.global_batch()) * cfg_.model.seq_len);
+  // d(loss)/d(token loss) times the loss scale (a power of two: exact in float)
+  const float scale = float(loss_scale_) / float(double(loader_.global_batch()) * cfg_.model.seq_len);
   model_.forward(slot, with_grad, scale, loss_sum);
   if (!stage.last()) {
     float* buf = send_buffer(n);
@@ -61,8 +62,10 @@ void PipelineRunner::backward_op(int m, const std::function<void(int)>& on_unit)
   comm_bwd_ += blocked(&grid_.tp()) + blocked(&grid_.pp()) + blocked(&grid_.dp()) - c0;
 }
 
-void PipelineRunner::train_step(int64_t samples_done, double* loss_sum, const std::function<void(int)>& on_unit) {
+void PipelineRunner::train_step(int64_t samples_done, double loss_scale, double* loss_sum,
+                                const std::function<void(int)>& on_unit) {
   t_fwd_ = t_bwd_ = comm_fwd_ = comm_bwd_ = 0;
+  loss_scale_ = loss_scale;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const PipeOp& op = ops_[i];
     if (op.kind == PipeOp::Forward)

@@ -20,7 +20,8 @@ class PipelineRunner {
   // Every op of one training step (micro-batches of the step that starts at samples_done); token losses are
   // summed into *loss_sum on the last stage. on_unit(u) is called as backward completes the gradients of unit
   // u in the step's last backward op (the DP buckets' hook); may be empty.
-  void train_step(int64_t samples_done, double* loss_sum, const std::function<void(int)>& on_unit);
+  // loss_scale multiplies the loss before backward (1 without loss scaling).
+  void train_step(int64_t samples_done, double loss_scale, double* loss_sum, const std::function<void(int)>& on_unit);
   // Forward only over `batches` global validation batches (the same sequences for every layout).
   void validate(int batches, double* loss_sum);
 
@@ -33,6 +34,7 @@ class PipelineRunner {
 
  private:
   void forward_op(int m, int64_t first_sample, Split split, bool with_grad, double* loss_sum);
+  double loss_scale_ = 1;
   void backward_op(int m, const std::function<void(int)>& on_unit);
   float* send_buffer(size_t n);
   void wait_sends();

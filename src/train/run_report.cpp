@@ -38,6 +38,8 @@ void RunReport::log_step(int step, const StepStats& s) const {
     std::printf("step %5d/%d | loss %.6f | lr %.3e | gnorm %.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%% | comm %4.1f%%",
                 step, cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, 100.0 * mfu, 100.0 * comm / s.ms);
     if (s.val_loss >= 0) std::printf(" | val %.4f", s.val_loss);
+    if (cfg_.dynamic_loss_scale()) std::printf(" | scale %g", s.loss_scale);
+    if (s.skipped) std::printf(" | skipped (overflow: inf/NaN gradients)");
     std::printf("\n");
     std::fflush(stdout);
   }
@@ -48,6 +50,8 @@ void RunReport::log_step(int step, const StepStats& s) const {
       .num("comm_pp_ms", s.comm_pp_ms).num("comm_dp_ms", s.comm_dp_ms).num("comm_other_ms", s.comm_other_ms)
       .num("exposed_comm_share", comm / s.ms).num("compute_ms", s.compute_ms).num("compute_ms_max", s.compute_ms_max);
   if (s.val_loss >= 0) j.num("val_loss", s.val_loss);
+  j.num("loss_scale", s.loss_scale).integer("skipped", s.skipped ? 1 : 0);
+  if (s.skipped) j.str("skip_reason", "overflow: inf/NaN gradients");
   std::ofstream out(cfg_.output.dir + "/metrics.jsonl", std::ios::app);
   out << j.dump() << "\n";
 }
@@ -91,7 +95,10 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .str("schedule", cfg_.parallel.schedule).str("allreduce", cfg_.parallel.allreduce)
       .num("peak_rss_mb", rss / 1048576.0).num("analytic_state_mb", in.state_bytes / 1048576.0)
       .num("analytic_activation_mb", in.activation_bytes / 1048576.0).str("resumed_from", in.resumed_from)
-      .str("data", in.data).str("checkpoint_dir", in.checkpoint_dir);
+      .str("data", in.data).str("checkpoint_dir", in.checkpoint_dir).str("precision", cfg_.train.precision)
+      .str("grad_reduce_dtype", cfg_.parallel.grad_reduce_dtype)
+      .str("loss_scaling", cfg_.dynamic_loss_scale() ? "dynamic" : "none").num("loss_scale", in.loss_scale)
+      .integer("skipped_steps", in.skipped);
   write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
 }
 

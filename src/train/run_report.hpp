@@ -17,6 +17,8 @@ struct RunSummaryInputs {
   double last_loss = 0;                    // loss of the last step (of an earlier run if none here)
   std::string resumed_from, data, checkpoint_dir;
   size_t state_bytes = 0, activation_bytes = 0;  // the analytic memory ledger of one rank
+  int skipped = 0;                         // steps skipped on overflow, over the whole run
+  double loss_scale = 1;                   // the loss scale at the end
 };
 
 class RunReport {

@@ -27,6 +27,8 @@ struct StepStats {
   // stage).
   double compute_ms = 0, compute_ms_max = 0;  // mean over ranks and slowest rank
   double val_loss = -1;
+  double loss_scale = 1;        // the scale this step ran with
+  bool skipped = false;         // overflow: no update on any rank
   bool stop_requested = false;  // some rank was asked to stop (signal or stop file)
 
   double comm_ms() const { return comm_tp_ms + comm_pp_ms + comm_dp_ms + comm_other_ms; }

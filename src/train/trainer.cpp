@@ -1,5 +1,6 @@
 #include "src/train/trainer.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,6 +24,19 @@ void test_fail_hook(int world_rank, int step) {
   static const char* s = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");
   if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step)
     throw Error("test hook: rank " + std::string(r) + " failed alone in step " + std::string(s));
+}
+
+// Test hook (tests/train/test_loss_scale.cpp): GRIDTRAIN_TEST_INF_RANK=r with GRIDTRAIN_TEST_INF_STEP=s puts an
+// inf (GRIDTRAIN_TEST_INF_NAN=1: a NaN) into one gradient element of world rank r as step s begins; backward
+// accumulates onto it, the reductions carry it.
+void test_overflow_hook(int world_rank, int step, float* grads) {
+  static const char* r = std::getenv("GRIDTRAIN_TEST_INF_RANK");
+  static const char* s = std::getenv("GRIDTRAIN_TEST_INF_STEP");
+  static const char* nan = std::getenv("GRIDTRAIN_TEST_INF_NAN");
+  if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step) {
+    const float v = nan && std::atoi(nan) ? std::nanf("") : HUGE_VALF;
+    Kokkos::deep_copy(Kokkos::subview(DeviceView<float>(grads, 1), 0), v);
+  }
 }
 
 bool file_exists(const std::string& path) {
@@ -71,6 +85,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     buckets_ = std::make_unique<GradBuckets>(state_->layout().tensors(),
                                              static_cast<size_t>(cfg_.parallel.bucket_mb * 1048576.0), sizeof(float));
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_);
+  scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
+  progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
                                                  loader_->global_batch());
@@ -80,6 +96,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   grid_.world().barrier();
   checkpointer_->resume(&progress_);
+  scaler_->restore(progress_.scaler);
 }
 
 Trainer::~Trainer() = default;
@@ -91,6 +108,8 @@ StepStats Trainer::train_step() {
   const double other0 = blocked(&grid_.mp()) + blocked(embed);
   loader_->take_wait_seconds();  // what validation waited is not this step's
   state_->zero_grads();
+  test_overflow_hook(grid_.world_rank(), progress_.step + 1, state_->grads());
+  const double loss_scale = scaler_->scale();
 
   // Forward and backward of every micro-batch; the DP buckets go out as the last backward completes them.
   double loss_sum = 0;
@@ -99,7 +118,7 @@ StepStats Trainer::train_step() {
     buckets_->begin_step();
     on_unit = [this](int u) { buckets_->unit_done(u, grid_.dp(), state_->grads()); };
   }
-  pipeline_->train_step(progress_.samples_done, &loss_sum, on_unit);
+  pipeline_->train_step(progress_.samples_done, loss_scale, &loss_sum, on_unit);
   if (buckets_) buckets_->finish(grid_.dp(), state_->grads());
   if (embed) {  // the tied wte: the embedding's and the head's gradients summed
     const TensorSpec& wte = state_->layout().spec("wte");
@@ -108,9 +127,12 @@ StepStats Trainer::train_step() {
 
   const double t_opt0 = MPI_Wtime();
   const TrainConfig& tc = cfg_.train;
-  const double lr = learning_rate(progress_.step, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
-  const double norm = optimizer_->grad_norm();
-  optimizer_->step(progress_.step + 1, lr, norm);
+  // Skipped steps do not count as updates: the learning rate and AdamW's bias correction follow the updates.
+  const int updates = progress_.step - progress_.skipped;
+  const double lr = learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
+  const double norm = optimizer_->grad_norm();  // the same value on every rank: every rank decides alike
+  const bool skip = scaler_->update(!std::isfinite(norm), progress_.step + 1);
+  if (!skip) optimizer_->step(updates + 1, lr, norm, loss_scale);
   Kokkos::fence();
   const double t_end = MPI_Wtime();
 
@@ -132,11 +154,15 @@ StepStats Trainer::train_step() {
   t.comm_other_ms = (blocked(&grid_.mp()) + blocked(embed) - other0) * 1e3;
   StepStats s = reduce_step_stats(t, grid_.world(), double(loader_->global_batch()) * cfg_.model.seq_len);
   s.lr = lr;
-  s.grad_norm = norm;
+  s.grad_norm = norm / loss_scale;
+  s.loss_scale = loss_scale;
+  s.skipped = skip;
   if (s.stop_requested) request_stop_locally();  // some rank was asked to stop: every rank stops at this step
   progress_.step += 1;
   progress_.samples_done += loader_->global_batch();
   progress_.loss = s.loss;
+  progress_.skipped += skip ? 1 : 0;
+  progress_.scaler = scaler_->state();
   return s;
 }
 
@@ -165,6 +191,8 @@ void Trainer::finish(const std::string& status) {
   in.data = loader_->source().describe();
   in.checkpoint_dir = checkpointer_->dir();
   in.state_bytes = state_->bytes();
+  in.skipped = progress_.skipped;
+  in.loss_scale = scaler_->scale();
   in.activation_bytes = size_t(model_->slots()) * model_->activation_bytes_per_slot() + model_->work_bytes();
   report_->write_summary(in);
 }
@@ -202,11 +230,13 @@ int Trainer::run() {
   return kExitOk;
 }
 
-std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() {
+std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather("master"); }
+
+std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const std::string& buffer) {
   StageLayout whole{0, 1, 0, cfg_.model.n_layer};
   std::vector<std::pair<std::string, std::vector<float>>> out;
   const TensorLayout& layout = state_->layout();
-  const float* master = state_->master();
+  const float* master = buffer == "master" ? state_->master() : state_->data<float>(buffer);
   for (const TensorSpec& g : model_tensor_specs(cfg_.model, whole, 0, 1)) {
     std::vector<float> full(static_cast<size_t>(g.global_size()), 0.0f);
     if (layout.has(g.name)) {

@@ -6,6 +6,7 @@
 //   PipelineRunner  the schedule's forward/backward ops and the traffic between stages
 //   GradBuckets     the DP all-reduce, overlapped with the last backward
 //   Optimizer       global norm, clipping, AdamW
+//   LossScaler      the dynamic loss scale and the skip decision on overflow
 //   Checkpointer    save and resume
 //   RunReport       the per-step line, metrics.jsonl and summary.json
 #include <memory>
@@ -18,6 +19,7 @@
 #include "src/train/batch_loader.hpp"
 #include "src/train/checkpointer.hpp"
 #include "src/train/grad_buckets.hpp"
+#include "src/train/loss_scaler.hpp"
 #include "src/train/optimizer.hpp"
 #include "src/train/pipeline_runner.hpp"
 #include "src/train/run_report.hpp"
@@ -38,6 +40,9 @@ class Trainer {
   TrainState& state() { return *state_; }
   const std::vector<StepStats>& history() const { return history_; }
   int step() const { return progress_.step; }
+  const TrainProgress& progress() const { return progress_; }
+  // Like gather_params for any fp32 TrainState buffer ("master", "adam_m", "adam_v").
+  std::vector<std::pair<std::string, std::vector<float>>> gather(const std::string& buffer);
   // All parameters gathered in global shapes on every rank (name -> row-major values), for comparisons.
   std::vector<std::pair<std::string, std::vector<float>>> gather_params();
 
@@ -57,6 +62,7 @@ class Trainer {
   std::unique_ptr<PipelineRunner> pipeline_;
   std::unique_ptr<GradBuckets> buckets_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<RunReport> report_;
   TrainProgress progress_;

@@ -56,6 +56,11 @@ expect unknown_preset 1 nonzero "unknown preset 'huge'" -- train --config huge
 expect missing_dataset 1 nonzero "/nonexistent/tokens.h5" -- train --config tiny data.source=hdf5 data.path=/nonexistent/tokens.h5
 expect bad_schedule 1 nonzero "parallel.schedule" -- train --config tiny parallel.schedule=zigzag
 expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config tiny parallel.comm=gloo
+expect bad_precision 1 nonzero "config key 'train.precision' must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"" -- train --config tiny train.precision=fp8
+expect bad_grad_reduce 1 nonzero "'parallel.grad_reduce_dtype' must be one of" -- train --config tiny parallel.grad_reduce_dtype=int8
+expect scale_min_above_initial 1 nonzero "train.loss_scale_min \(1024.000000\) is above train.loss_scale_initial \(16.000000\)" -- train --config tiny train.loss_scale_min=1024 train.loss_scale_initial=16
+expect scale_backoff 1 nonzero "'train.loss_scale_backoff' must be in \(0, 1\)" -- train --config tiny train.loss_scale_backoff=2
+expect half_not_built 1 nonzero "train.precision' = \"bf16\": half-precision compute is not implemented yet" -- train --config tiny train.precision=bf16
 expect nccl_on_cpu_build 1 nonzero "parallel.comm=nccl: this build" -- train --config tiny parallel.comm=nccl
 # an error on one rank only: it waits for the others (10 s), then prints and aborts the job; nobody hangs
 GRIDTRAIN_TEST_FAIL_RANK=1 expect lone_rank_error 2 nonzero "test hook: rank 1 failed alone" -- train --config tiny

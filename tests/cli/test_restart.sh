@@ -2,6 +2,8 @@
 # Restarts through the real command (issue #4):
 #   bitwise   steps 1..20 in one run == 1..10, stop, resume 11..20 (losses and final parameters bit for bit),
 #             on one rank and on tp=2 pp=2 dp=2
+#   bitwise_scaler  the same with the dynamic loss scaler (growth window 3) and an inf injected into one
+#             gradient at step 7 (skipped): losses, scales and skips per step, and the final state bit for bit
 #   reshard   saved at tp=2 dp=2, resumed at tp=1 pp=2 dp=2 and at one rank: losses within fp32 tolerance
 #   sigkill   killed inside the step-20 checkpoint write: resume picks step 10 and finishes bit for bit
 #   corrupt   newest checkpoint with flipped bytes under resume=auto: reported, the previous one used
@@ -21,9 +23,9 @@ run() {  # ranks dir overrides... ; returns the exit code
   if [ "$n" -gt 1 ]; then timeout 300 "$mpiexec" -n "$n" "$bin" "${common[@]}" output.dir="$dir" "$@" >>"$dir.log" 2>&1
   else timeout 300 "$bin" "${common[@]}" output.dir="$dir" "$@" >>"$dir.log" 2>&1; fi
 }
-# losses DIR -> "step loss" lines from metrics.jsonl (exact decimal round-trip of the doubles)
+# losses DIR -> "step loss scale skipped" lines from metrics.jsonl (exact decimal round-trip of the doubles)
 losses() { python3 -c 'import json,sys
-for l in open(sys.argv[1]+"/metrics.jsonl"): r=json.loads(l); print(r["step"], repr(r["loss"]))' "$1"; }
+for l in open(sys.argv[1]+"/metrics.jsonl"): r=json.loads(l); print(r["step"], repr(r["loss"]), r.get("loss_scale"), r.get("skipped"))' "$1"; }
 close() { python3 -c 'import sys
 a=dict(l.split() for l in open(sys.argv[1])); b=dict(l.split() for l in open(sys.argv[2]))
 bad=[k for k in b if k not in a or abs(float(a[k])-float(b[k]))>float(sys.argv[3])*abs(float(a[k]))]
@@ -53,6 +55,12 @@ bitwise() {  # ranks layout...
 case $case in
   bitwise1) bitwise 1 ;;
   bitwise8) bitwise 8 parallel.tp=2 parallel.pp=2 parallel.dp=2 ;;
+  bitwise_scaler)
+    export GRIDTRAIN_TEST_INF_RANK=0 GRIDTRAIN_TEST_INF_STEP=7
+    bitwise 1 train.loss_scale=dynamic train.loss_scale_initial=1024 train.loss_scale_window=3 \
+      train.loss_scale_hysteresis=1
+    grep -q '"skipped_steps": 1' "$work/part/summary.json" || fail "the resumed run's summary does not count the skip"
+    [ "$(grep -c '"skipped": 1' "$work/part/metrics.jsonl")" -eq 1 ] || fail "not exactly one skipped step logged" ;;
   reshard)
     run 4 "$work/full" parallel.tp=2 parallel.dp=2 || fail "uninterrupted run failed"
     run 4 "$work/src" parallel.tp=2 parallel.dp=2 train.max_steps_per_run=10; [ $? -eq 75 ] || fail "first half"

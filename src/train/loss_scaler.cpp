@@ -1,0 +1,42 @@
+#include "src/train/loss_scaler.hpp"
+
+#include "src/core/error.hpp"
+
+namespace gt {
+
+LossScaler::LossScaler(const TrainConfig& t, bool dynamic)
+    : dynamic_(dynamic),
+      min_(t.loss_scale_min),
+      growth_(t.loss_scale_growth),
+      backoff_(t.loss_scale_backoff),
+      window_(t.loss_scale_window),
+      hysteresis_(t.loss_scale_hysteresis) {
+  s_.scale = dynamic ? t.loss_scale_initial : 1.0;
+  s_.hysteresis_left = hysteresis_;
+}
+
+bool LossScaler::update(bool overflow, int step) {
+  if (!overflow) {
+    if (dynamic_ && ++s_.clean_steps == window_) {
+      s_.clean_steps = 0;
+      s_.hysteresis_left = hysteresis_;
+      s_.scale *= growth_;
+    }
+    return false;
+  }
+  if (!dynamic_)
+    throw Error("non-finite gradients (inf/NaN) at step " + std::to_string(step) +
+                " with loss scaling off (train.loss_scale = none): the run diverged");
+  s_.clean_steps = 0;
+  if (--s_.hysteresis_left > 0) return true;
+  s_.hysteresis_left = 0;
+  if (s_.scale <= min_)
+    throw Error("loss scale stuck at the minimum (train.loss_scale_min = " + std::to_string(min_) +
+                "): gradients still overflow at step " + std::to_string(step) +
+                "; the run would train on garbage (fp16 range exceeded: try bf16, a lower learning rate, or check "
+                "the data)");
+  s_.scale = s_.scale * backoff_ < min_ ? min_ : s_.scale * backoff_;
+  return true;
+}
+
+}  // namespace gt
