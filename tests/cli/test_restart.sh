@@ -27,7 +27,7 @@ run() {  # ranks dir overrides... ; returns the exit code
 losses() { python3 -c 'import json,sys
 for l in open(sys.argv[1]+"/metrics.jsonl"): r=json.loads(l); print(r["step"], repr(r["loss"]), r.get("loss_scale"), r.get("skipped"))' "$1"; }
 close() { python3 -c 'import sys
-a=dict(l.split() for l in open(sys.argv[1])); b=dict(l.split() for l in open(sys.argv[2]))
+a=dict(l.split()[:2] for l in open(sys.argv[1])); b=dict(l.split()[:2] for l in open(sys.argv[2]))
 bad=[k for k in b if k not in a or abs(float(a[k])-float(b[k]))>float(sys.argv[3])*abs(float(a[k]))]
 print("steps compared:", len(b), "worst rel:", max(abs(float(a[k])-float(b[k]))/abs(float(a[k])) for k in b if k in a) if b else 0)
 sys.exit(1 if bad or not b else 0)' "$1" "$2" "$3"; }
