@@ -21,6 +21,8 @@
 #include "src/data/prepare.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/inspect.hpp"
+#include "src/io/run_dirs.hpp"
+#include "src/model/gpt.hpp"
 #include "src/data/dataset_inspect.hpp"
 #include "src/train/trainer.hpp"
 
@@ -93,6 +95,13 @@ MPI_Comm g_error_comm = MPI_COMM_NULL;
   std::exit(code);
 }
 
+// Bytes of one checkpoint: parameters and both AdamW moments in float32 (metadata is small against them).
+int64_t checkpoint_bytes(const gt::ModelConfig& m) {
+  int64_t n = 0;
+  for (const gt::TensorSpec& s : gt::model_tensor_specs(m, gt::StageLayout{0, 1, 0, m.n_layer}, 0, 1)) n += s.global_size();
+  return 3 * n * int64_t(sizeof(float));
+}
+
 int cmd_train(const std::vector<std::string>& args) {
   gt::Config cfg;
   std::string deck = "tiny";
@@ -145,6 +154,10 @@ int cmd_train(const std::vector<std::string>& args) {
   if (const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
       r && *r && std::atoi(r) == grid.world_rank() && !(fail_step && *fail_step))
     throw gt::Error("test hook: rank " + std::string(r) + " failed alone");
+  // Before any training time is spent: the directories are writable with room for a checkpoint, and no other
+  // run uses the checkpoint directory (held until the run ends).
+  gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(), checkpoint_bytes(cfg.model));
+  gt::io::RunDirLock lock(grid.world_mpi(), cfg.checkpoint_dir());
   gt::Trainer trainer(cfg, grid, cfg.to_toml());
   return trainer.run();
 }

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -182,20 +183,46 @@ void set_key(Config& c, const std::string& key, const std::string& value, const 
 
 }  // namespace
 
+namespace {
+// TOML allows no control characters but tab (a NUL or an escape byte in a deck is damage, not a value); a
+// trailing CR of a CRLF file is accepted.
+void check_characters(const std::string& line, const std::string& where) {
+  for (size_t i = 0; i < line.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    if ((c < 0x20 && c != '\t' && !(c == '\r' && i + 1 == line.size())) || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "0x%02x", c);
+      throw Error(where + ": control character " + buf + " at column " + std::to_string(i + 1) +
+                  " (not allowed in a deck)");
+    }
+  }
+}
+}  // namespace
+
 void Config::load_file(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error("input deck '" + path + "' is a directory, not a file");
   std::ifstream in(path);
   if (!in) throw Error("cannot open input deck '" + path + "'");
   std::string line, section;
+  // Where each key and section was first given: TOML makes a repeated key or table an error, and silently
+  // letting the last one win (or merging the tables) hid typos and stale copies in long decks.
+  std::map<std::string, int> key_line, section_line;
   int lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
     const std::string where = path + ":" + std::to_string(lineno);
+    check_characters(line, where);
     std::string s = trim(strip_comment(line));
     if (s.empty()) continue;
     if (s.front() == '[') {
       if (s.back() != ']') throw Error(where + ": malformed section header '" + s + "'");
       section = trim(s.substr(1, s.size() - 2));
       if (section.empty()) throw Error(where + ": empty section name");
+      if (const auto it = section_line.find(section); it != section_line.end())
+        throw Error(where + ": duplicate section [" + section + "] (first on line " + std::to_string(it->second) + ")");
+      section_line[section] = lineno;
       continue;
     }
     size_t eq = s.find('=');
@@ -203,11 +230,16 @@ void Config::load_file(const std::string& path) {
     std::string key = trim(s.substr(0, eq));
     if (key.empty()) throw Error(where + ": missing key before '='");
     if (!section.empty()) key = section + "." + key;
+    if (const auto it = key_line.find(key); it != key_line.end())
+      throw Error(where + ": duplicate key '" + key + "' (first set on line " + std::to_string(it->second) + ")");
+    key_line[key] = lineno;
     set_key(*this, key, s.substr(eq + 1), where);
   }
+  if (in.bad()) throw Error("cannot read input deck '" + path + "'");
 }
 
 void Config::set(const std::string& assignment, const std::string& origin) {
+  check_characters(assignment, origin);
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw Error(origin + ": expected section.key=value, got '" + assignment + "'");

@@ -105,6 +105,8 @@ struct Config {
   // Flat `section.key -> value` text of every key, for the summary file and checkpoints.
   std::map<std::string, std::string> to_map() const;
   std::string to_toml() const;
+  // checkpoint.dir, or <output.dir>/checkpoints when it is empty.
+  std::string checkpoint_dir() const { return checkpoint.dir.empty() ? output.dir + "/checkpoints" : checkpoint.dir; }
   // Names of all keys, for help output.
   static std::vector<std::string> keys();
 };

@@ -61,12 +61,44 @@ void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorS
 // Reads only the metadata (collective).
 CheckpointMeta read_checkpoint_meta(MPI_Comm comm, const std::string& path);
 
-// Newest checkpoint in dir that opens and verifies; invalid newer ones are reported on rank 0 (stderr) and
-// skipped. Empty when there is none. Collective.
-std::optional<std::string> find_latest_checkpoint(MPI_Comm comm, const std::string& dir);
+// What a run needs of a checkpoint before it resumes from it, beyond a file that verifies: the datasets of its
+// model in their global shapes, integer root attributes within a range, strings equal to its own. Empty: any
+// valid checkpoint.
+struct CheckpointRequirements {
+  struct Dataset {
+    std::string name;
+    std::vector<int64_t> global_shape;
+  };
+  struct IntRange {
+    std::string key;
+    int64_t lo, hi;
+  };
+  struct SameString {
+    std::string key, want, what;  // what: "model" -> "checkpoint of another model (...), this run is ..."
+  };
+  std::vector<Dataset> datasets;
+  std::vector<IntRange> ints;
+  std::vector<SameString> strings;
+};
 
-// Collective. Opens path, checks gridtrain_kind/format_version and the checksum of every dataset in it;
-// returns the meta. Throws gt::Error "<file>: <problem>" (on every rank) if anything is wrong.
-CheckpointMeta verify_checkpoint(MPI_Comm comm, const std::string& path);
+// Rank-local: throws gt::Error "<file>: root attribute 'step' ..." when meta misses a required attribute, holds
+// it with another type, or out of its range, or when a required string differs.
+void check_checkpoint_meta(const std::string& path, const CheckpointMeta& meta, const CheckpointRequirements& req);
+// The integer root attribute `key` of meta, checked as check_checkpoint_meta does.
+int64_t checkpoint_meta_int(const std::string& path, const CheckpointMeta& meta, const std::string& key, int64_t lo,
+                            int64_t hi);
+
+// The checkpoint a resume=auto run continues from (collective). Candidates: the file named by <dir>/latest
+// (the commit record) when it names a checkpoint file of dir, then every step_*.h5 most recently written
+// first. Each is verified in full (every checksum, no non-finite value) and against req; every rejected
+// candidate, and a `latest` that is missing, empty, garbage or names a missing file, gets one warning line on
+// rank 0 naming the problem and the fallback. Empty when dir holds no checkpoint at all. When it holds some
+// but none is valid, throws gt::Error naming them (a fresh start would overwrite and prune them).
+std::optional<std::string> find_latest_checkpoint(MPI_Comm comm, const std::string& dir,
+                                                  const CheckpointRequirements& req = {});
+
+// Collective. Opens path, checks gridtrain_kind/format_version, req, and the checksum of every dataset in it
+// (and that it holds no NaN/inf); returns the meta. Throws gt::Error "<file>: <problem>" (on every rank).
+CheckpointMeta verify_checkpoint(MPI_Comm comm, const std::string& path, const CheckpointRequirements& req = {});
 
 }  // namespace gt

@@ -91,11 +91,15 @@ std::string read_small_file(const std::string& path) {
 void prune_checkpoints(const std::string& dir, int keep, const std::string& protect) {
   std::error_code ec;
   const std::string protect_name = fs::path(protect).filename().string();
-  if (keep > 0) {
-    int kept = 0;
+  const std::optional<int64_t> protect_step = parse_checkpoint_name(protect_name);
+  if (keep > 0 && protect_step) {
+    // Only files older than the checkpoint just written (and verified) are candidates: a file with a larger
+    // step belongs to another history (a run restarted from an older checkpoint) and was never validated by
+    // this run, so it is left for the user to inspect rather than deleted.
+    int kept = 1;  // protect itself
     for (const CheckpointFile& c : list_checkpoints(dir)) {
-      const bool is_protected = fs::path(c.path).filename().string() == protect_name;
-      if (is_protected || kept < keep) {
+      if (c.step >= *protect_step) continue;
+      if (kept < keep) {
         ++kept;
         continue;
       }

@@ -29,7 +29,8 @@ void write_file_atomic(const std::string& dir, const std::string& name, const st
 // Contents of a small text file without trailing whitespace; empty if it does not exist.
 std::string read_small_file(const std::string& path);
 
-// Removes the oldest checkpoints beyond `keep` (keep <= 0: keep all), never `protect`, plus stale
+// Keeps `protect` (the checkpoint just written) and the newest keep-1 checkpoints of smaller step and removes
+// the older ones (keep <= 0: keep all); files of a larger step are never touched. Removes stale
 // step_*.h5.tmp files other than protect + ".tmp". Only names that match the checkpoint pattern are touched.
 void prune_checkpoints(const std::string& dir, int keep, const std::string& protect);
 

@@ -1,17 +1,11 @@
-// Reading checkpoints: load (any layout reads its own hyperslabs), meta only, whole-file verification, and
-// the search for the newest valid checkpoint.
-#include <filesystem>
-#include <iostream>
+// Reading checkpoints: load (any layout reads its own hyperslabs), meta only, whole-file verification.
 
 #include "src/io/agree.hpp"
 #include "src/io/checkpoint.hpp"
-#include "src/io/checkpoint_files.hpp"
 #include "src/io/checkpoint_verify.hpp"
 #include "src/io/checksum.hpp"
 #include "src/io/h5_util.hpp"
 #include "src/io/shard_table.hpp"
-
-namespace fs = std::filesystem;
 
 namespace gt {
 
@@ -78,11 +72,16 @@ void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorS
       partial[i] = io::hyperslab_checksum(t.data, t.global_shape, t.start, t.count);
     }
   }
-  const std::vector<uint64_t> reread = io::partial_checksums_by_rows(comm, file.get(), reread_names);
+  const std::vector<uint64_t> reread = io::partial_checksums_by_rows(comm, file.get(), path, reread_names);
   for (size_t k = 0; k < reread.size(); ++k) partial[reread_index[k]] = reread[k];
   std::vector<std::string> names;
   for (const io::TableEntry& e : table) names.push_back(e.name);
   io::compare_checksums(comm, path, names, partial, expected);
+  // A NaN or inf with a valid checksum (saved by a diverged run, or written by a tool) would resume into a run
+  // that trains on NaN: an error naming the tensor.
+  io::run_agreed(comm, [&] {
+    for (const TensorShard& t : tensors) io::check_finite(path, t.name, t.data, io::num_elements(t.count), -1);
+  });
   meta = file_meta;
 }
 
@@ -94,7 +93,7 @@ CheckpointMeta read_checkpoint_meta(MPI_Comm comm, const std::string& path) {
   return meta;
 }
 
-CheckpointMeta verify_checkpoint(MPI_Comm comm, const std::string& path) {
+CheckpointMeta verify_checkpoint(MPI_Comm comm, const std::string& path, const CheckpointRequirements& req) {
   io::H5Quiet quiet;
   H5Handle file = io::open_checkpoint_file(comm, path);
   CheckpointMeta meta;
@@ -102,53 +101,14 @@ CheckpointMeta verify_checkpoint(MPI_Comm comm, const std::string& path) {
   std::vector<uint64_t> expected;
   io::run_agreed(comm, [&] {
     meta = io::read_checkpoint_root(file.get(), path);
+    check_checkpoint_meta(path, meta, req);
+    // The model's datasets first, each with its shape: a missing or reshaped tensor is named as such.
+    for (const CheckpointRequirements::Dataset& d : req.datasets) io::check_dataset(file.get(), path, d.name, d.global_shape);
     names = io::list_datasets(file.get());
     for (const std::string& name : names) expected.push_back(io::check_dataset(file.get(), path, name, {}));
   });
-  io::compare_checksums(comm, path, names, io::partial_checksums_by_rows(comm, file.get(), names), expected);
+  io::compare_checksums(comm, path, names, io::partial_checksums_by_rows(comm, file.get(), path, names), expected);
   return meta;
-}
-
-std::optional<std::string> find_latest_checkpoint(MPI_Comm comm, const std::string& dir) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  // Rank 0 decides the candidates so that every rank tries the same files in the same order: the file
-  // named by `latest` (the commit record), then all step_*.h5 newest first.
-  std::string list;
-  if (rank == 0) {
-    std::vector<std::string> candidates;
-    const std::string latest = io::read_small_file((fs::path(dir) / "latest").string());
-    if (io::parse_checkpoint_name(latest)) {
-      const std::string p = (fs::path(dir) / latest).string();
-      std::error_code ec;
-      if (fs::is_regular_file(p, ec)) candidates.push_back(p);
-    }
-    for (const io::CheckpointFile& c : io::list_checkpoints(dir))
-      if (candidates.empty() || c.path != candidates.front()) candidates.push_back(c.path);
-    for (const std::string& c : candidates) list += c + '\n';
-  }
-  int len = static_cast<int>(list.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
-  list.resize(len);
-  MPI_Bcast(list.data(), len, MPI_CHAR, 0, comm);
-
-  size_t p = 0;
-  while (p < list.size()) {
-    const size_t nl = list.find('\n', p);
-    const std::string path = list.substr(p, nl - p);
-    p = nl + 1;
-    try {
-      verify_checkpoint(comm, path);
-      return path;
-    } catch (const Error& e) {
-      if (rank == 0) {
-        std::string reason = e.what();
-        if (reason.rfind(path + ": ", 0) == 0) reason = reason.substr(path.size() + 2);
-        std::cerr << "gridtrain: warning: skipping invalid checkpoint " << path << ": " << reason << std::endl;
-      }
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace gt

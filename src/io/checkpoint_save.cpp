@@ -5,11 +5,15 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include "src/io/agree.hpp"
 #include "src/io/checkpoint.hpp"
 #include "src/io/checkpoint_files.hpp"
 #include "src/io/checkpoint_verify.hpp"
 #include "src/io/checksum.hpp"
+#include "src/io/h5_error.hpp"
 #include "src/io/h5_util.hpp"
 #include "src/io/shard_table.hpp"
 
@@ -60,12 +64,35 @@ bool crash_requested(int64_t step) {
   return s && *s && std::strtoll(s, nullptr, 10) == step;
 }
 
-void write_datasets(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, const std::string& tmp,
+// Closes a .tmp file that is given up (an agreed error, so every rank is here). A close that fails (a full
+// disk: HDF5 writes its metadata at close) leaves the file registered in HDF5, which closes it again inside
+// MPI_Finalize and crashed there (segfault in H5F__close_cb). Truncating the file first frees the space
+// already taken, so the close finds room for its few kilobytes of metadata; the file is removed afterwards.
+void discard_file(MPI_Comm comm, const std::string& tmp, hid_t file) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0 && ::truncate(tmp.c_str(), 0) != 0) { /* nothing more to free */ }
+  MPI_Barrier(comm);
+  if (H5Iis_valid(file) > 0) H5Fclose(file);
+}
+
+// Rank 0: the file system must have room for the whole file before it is created. A write that runs out of
+// space half-way leaves HDF5 unable to close the file (its metadata write at close fails too), and such a
+// file crashed the process later inside MPI_Finalize; checked up front, a full disk is a clean agreed error.
+void check_free_space(const std::string& dir, int64_t bytes) {
+  struct statvfs vfs;
+  if (::statvfs(dir.c_str(), &vfs) != 0) return;  // cannot tell: the write will say
+  const double free_b = double(vfs.f_bavail) * double(vfs.f_frsize);
+  if (free_b >= double(bytes)) return;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ": no room for the checkpoint (%.1f MiB free, it needs %.1f MiB)", free_b / 1048576.0,
+                bytes / 1048576.0);
+  throw Error(dir + buf + "; not saved, the previous checkpoints are kept");
+}
+
+void write_contents(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, const std::string& tmp, H5Handle& file,
                     const std::vector<io::TableEntry>& table, const std::vector<TensorShard>& tensors,
                     const std::vector<uint64_t>& checksums, const CheckpointMeta& meta) {
-  H5Handle fapl = io::make_mpio_fapl(comm, opt);
-  H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
-  io::agree(comm, file.valid() ? "" : tmp + ": cannot create file");
   io::run_agreed(comm, [&] {
     io::write_attr_str(file.get(), "gridtrain_kind", "checkpoint");
     io::write_attr_i64(file.get(), "format_version", kCheckpointFormatVersion);
@@ -118,8 +145,28 @@ void write_datasets(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, c
     });
   }
   errors.agree();
+}
+
+void write_datasets(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, const std::string& tmp,
+                    const std::vector<io::TableEntry>& table, const std::vector<TensorShard>& tensors,
+                    const std::vector<uint64_t>& checksums, const CheckpointMeta& meta) {
+  H5Handle fapl = io::make_mpio_fapl(comm, opt);
+  H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+  io::agree(comm, file.valid() ? "" : tmp + ": cannot create file" + io::h5_error_suffix());
+  try {
+    write_contents(comm, opt, step, tmp, file, table, tensors, checksums, meta);
+  } catch (const Error&) {
+    discard_file(comm, tmp, file.release());
+    throw;
+  }
   // Closing writes the metadata; a failure here (disk full) must not look like success.
-  io::agree(comm, H5Fclose(file.release()) >= 0 ? "" : tmp + ": cannot close file (disk full?)");
+  const hid_t id = file.release();
+  const herr_t closed = H5Fclose(id);
+  std::string why = closed >= 0 ? "" : tmp + ": cannot close file (disk full?)" + io::h5_error_suffix();
+  int failed = closed < 0, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
+  if (any) discard_file(comm, tmp, id);
+  io::agree(comm, why);
 }
 
 std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
@@ -139,11 +186,30 @@ std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
   const std::vector<io::TableEntry> table = io::gather_shard_table(comm, tensors);
   for (const io::TableEntry& e : table)  // identical on every rank, so every rank throws the same
     if (!e.tiled) throw Error("checkpoint: tensor '" + e.name + "': " + e.tiling_problem);
+  io::run_agreed(comm, [&] {
+    if (rank != 0) return;
+    int64_t bytes = 1 << 20;  // HDF5 metadata, attributes and alignment padding: well below 1 MiB here
+    for (const io::TableEntry& e : table) bytes += io::num_elements(e.global_shape) * int64_t(sizeof(float));
+    check_free_space(opt.dir, bytes);
+  });
 
   CheckpointMeta meta = broadcast_meta(comm, meta_in);
   meta.ints["step"] = step;
   meta.ints.erase("format_version");
   meta.strings.erase("gridtrain_kind");
+
+  // A state holding NaN or inf cannot be resumed from; writing it would only push a good checkpoint out by
+  // pruning. Each rank checks the shards it writes.
+  io::run_agreed(comm, [&] {
+    for (const TensorShard& t : tensors) {
+      if (!t.writer) continue;
+      try {
+        io::check_finite(final_path, t.name, t.data, io::num_elements(t.count), -1);
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + "; not saved, the previous checkpoints are kept");
+      }
+    }
+  });
 
   // Checksums from memory, before the write: the file is later checked against what the model held.
   std::vector<uint64_t> partial(table.size(), 0), checksums(table.size(), 0);
@@ -160,7 +226,7 @@ std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
     H5Handle file = io::open_checkpoint_file(comm, tmp);
     std::vector<std::string> names;
     for (const io::TableEntry& e : table) names.push_back(e.name);
-    io::compare_checksums(comm, tmp, names, io::partial_checksums_by_rows(comm, file.get(), names), checksums);
+    io::compare_checksums(comm, tmp, names, io::partial_checksums_by_rows(comm, file.get(), tmp, names), checksums);
   }
   io::run_agreed(comm, [&] { io::fsync_path(tmp); });  // each rank: its node's cached pages reach the disk
   io::run_agreed(comm, [&] {

@@ -1,10 +1,13 @@
 #include "src/io/checkpoint_verify.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "src/io/agree.hpp"
 #include "src/io/checksum.hpp"
+#include "src/io/finite.hpp"
+#include "src/io/h5_error.hpp"
 #include "src/io/shard_table.hpp"
 
 namespace gt::io {
@@ -40,13 +43,23 @@ H5Handle open_checkpoint_file(MPI_Comm comm, const std::string& path) {
   H5Handle fapl = make_mpio_fapl(comm, CheckpointOptions{});
   // Every rank sees the same bytes, so H5Fopen fails on all ranks or none; agree anyway.
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
-  agree(comm, file.valid() ? "" : path + ": not a readable HDF5 file");
+  agree(comm, file.valid() ? "" : path + ": not a readable HDF5 file" + h5_error_suffix());
   return file;
 }
 
+namespace {
+// Whether the root attribute exists; a damaged object header (a flipped byte) is an HDF5 error, not absence.
+bool root_attr_exists(hid_t file, const std::string& path, const char* name) {
+  const htri_t rc = H5Aexists(file, name);
+  if (rc < 0) throw Error(path + ": cannot read root attribute '" + name + "'" + h5_error_suffix());
+  return rc > 0;
+}
+}  // namespace
+
 CheckpointMeta read_checkpoint_root(hid_t file, const std::string& path) {
   const auto fail = [&](const std::string& what) { return Error(path + ": " + what); };
-  if (!has_attr(file, "gridtrain_kind")) throw fail("missing root attribute 'gridtrain_kind' (not a gridtrain file)");
+  if (!root_attr_exists(file, path, "gridtrain_kind"))
+    throw fail("missing root attribute 'gridtrain_kind' (not a gridtrain file)");
   std::string kind;
   try {
     kind = read_attr_str(file, "gridtrain_kind");
@@ -54,7 +67,7 @@ CheckpointMeta read_checkpoint_root(hid_t file, const std::string& path) {
     throw fail(e.what());
   }
   if (kind != "checkpoint") throw fail("not a checkpoint (gridtrain_kind is '" + kind + "')");
-  if (!has_attr(file, "format_version")) throw fail("missing root attribute 'format_version'");
+  if (!root_attr_exists(file, path, "format_version")) throw fail("missing root attribute 'format_version'");
   int64_t version = 0;
   try {
     version = read_attr_i64(file, "format_version");
@@ -67,7 +80,7 @@ CheckpointMeta read_checkpoint_root(hid_t file, const std::string& path) {
   try {
     return read_all_attrs(file);
   } catch (const Error& e) {
-    throw fail(e.what());
+    throw fail(e.what() + h5_error_suffix());
   }
 }
 
@@ -110,7 +123,8 @@ uint64_t rows_checksum(hid_t dset, const std::vector<int64_t>& shape, int64_t r0
   return any ? range_checksum(buf.data(), static_cast<uint64_t>(r0 * row_elems), n) : 0;
 }
 
-std::vector<uint64_t> partial_checksums_by_rows(MPI_Comm comm, hid_t file, const std::vector<std::string>& names) {
+std::vector<uint64_t> partial_checksums_by_rows(MPI_Comm comm, hid_t file, const std::string& path,
+                                               const std::vector<std::string>& names) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -121,7 +135,8 @@ std::vector<uint64_t> partial_checksums_by_rows(MPI_Comm comm, hid_t file, const
   DeferredErrors errors(comm);
   for (size_t i = 0; i < names.size(); ++i) {
     errors.attempt([&] {
-      H5Handle dset(h5check(H5Dopen2(file, names[i].c_str(), H5P_DEFAULT), "cannot open dataset '" + names[i] + "'"));
+      H5Handle dset(h5check(H5Dopen2(file, names[i].c_str(), H5P_DEFAULT),
+                            path + ": cannot open dataset '" + names[i] + "'"));
       const std::vector<int64_t> shape = dataset_shape(dset.get());
       const int64_t rows = shape.empty() ? 1 : shape[0];
       const int64_t bytes = num_elements(shape) * 4;
@@ -130,12 +145,24 @@ std::vector<uint64_t> partial_checksums_by_rows(MPI_Comm comm, hid_t file, const
       for (int64_t round = 0; round < rounds; ++round) {
         const int64_t k = round * size + rank;
         const int64_t r0 = k * rows / pieces, r1 = (k + 1) * rows / pieces;
-        if (r1 > r0) partial[i] += rows_checksum(dset.get(), shape, r0, r1, dxpl.get(), buf);
+        if (r1 <= r0) continue;
+        partial[i] += rows_checksum(dset.get(), shape, r0, r1, dxpl.get(), buf);
+        const int64_t row_elems = num_elements(shape) / rows;
+        check_finite(path, names[i], buf.data(), (r1 - r0) * row_elems, r0 * row_elems);
       }
     });
   }
   errors.agree();
   return partial;
+}
+
+void check_finite(const std::string& path, const std::string& name, const float* data, int64_t n, int64_t first) {
+  const int64_t bad = first_nonfinite(data, n);
+  if (bad < 0) return;
+  char v[32];
+  std::snprintf(v, sizeof v, "%g", static_cast<double>(data[bad]));
+  throw Error(path + ": dataset '" + name + "' holds a non-finite value (" + v +
+              (first >= 0 ? " at element " + std::to_string(first + bad) : std::string()) + ")");
 }
 
 void compare_checksums(MPI_Comm comm, const std::string& path, const std::vector<std::string>& names,

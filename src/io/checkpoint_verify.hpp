@@ -41,7 +41,13 @@ uint64_t rows_checksum(hid_t dset, const std::vector<int64_t>& shape, int64_t r0
 // This rank's partial checksums of whole datasets: dim 0 of each is split evenly over the ranks (in rounds
 // of at most kVerifyBlockBytes per rank), read with independent I/O (each piece is one contiguous range).
 // Collective (one agreement at the end); sum the results over comm to get full checksums.
-std::vector<uint64_t> partial_checksums_by_rows(MPI_Comm comm, hid_t file, const std::vector<std::string>& names);
+// Also throws (agreed) "<file>: dataset '<name>' holds a non-finite value ..." for NaN/inf.
+std::vector<uint64_t> partial_checksums_by_rows(MPI_Comm comm, hid_t file, const std::string& path,
+                                               const std::vector<std::string>& names);
+
+// Rank-local: throws "<file>: dataset '<name>' holds a non-finite value (nan at element i)" when data[0, n)
+// (global flat elements first, first + 1, ...; first < 0: not said) holds NaN or inf.
+void check_finite(const std::string& path, const std::string& name, const float* data, int64_t n, int64_t first);
 
 // Sums partials over comm and throws "<file>: checksum mismatch in dataset '<name>'" (same on every rank)
 // for the first dataset whose sum differs from expected.

@@ -7,6 +7,7 @@
 
 #include "src/core/error.hpp"
 #include "src/io/checkpoint_verify.hpp"
+#include "src/io/h5_error.hpp"
 #include "src/io/h5_util.hpp"
 #include "src/io/shard_table.hpp"
 
@@ -20,7 +21,7 @@ H5Handle open_serial(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": no such file");
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (!file.valid()) throw Error(path + ": not a readable HDF5 file");
+  if (!file.valid()) throw Error(path + ": not a readable HDF5 file" + io::h5_error_suffix());
   return file;
 }
 

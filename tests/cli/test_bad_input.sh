@@ -44,6 +44,18 @@ printf '[model]\nn_layer = 2\nbogus_key = 3\n' >"$deck"
 typo="$work/typo.toml"
 printf '[model]\nn_layer = "two"\n' >"$typo"
 
+# strict decks (issue 14, case 11): TOML makes these errors; before, the last key won, sections merged, a NUL was
+# read as part of a value and a directory trained with the defaults
+printf '[model]\nn_layer = 2\nd_model = 64\nn_layer = 3\n' >"$work/dupkey.toml"
+printf '[model]\nn_layer = 2\n[train]\nsteps = 2\n[model]\nd_model = 64\n' >"$work/dupsec.toml"
+printf '[train]\nsteps = 2\000\n' >"$work/nul.toml"
+printf '[train]\nsteps = 2\033[0m\n' >"$work/esc.toml"
+mkdir -p "$work/deckdir"
+expect dup_key 1 nonzero "dupkey.toml:4: duplicate key 'model.n_layer' \(first set on line 2\)" -- train --config "$work/dupkey.toml"
+expect dup_section 1 nonzero "dupsec.toml:5: duplicate section \[model\] \(first on line 1\)" -- train --config "$work/dupsec.toml"
+expect nul_byte 1 nonzero "nul.toml:2: control character 0x00" -- train --config "$work/nul.toml"
+expect control_char 1 nonzero "esc.toml:2: control character 0x1b" -- train --config "$work/esc.toml"
+expect deck_is_dir 1 nonzero "input deck '.*deckdir' is a directory" -- train --config "$work/deckdir"
 expect unknown_key_cli 1 nonzero "unknown config key 'model.n_layers'" -- train --config tiny model.n_layers=3
 expect unknown_key_deck 1 nonzero "bad.toml:3: unknown config key 'model.bogus_key'" -- train --config "$deck"
 expect wrong_type_cli 1 nonzero "'train.steps' expects an integer" -- train --config tiny train.steps=ten

@@ -1,0 +1,44 @@
+// What a run requires of a checkpoint's root attributes before resuming from it: present, of the right type,
+// within range. A missing `step` used to end as "internal error: map::at" and a negative one resumed "at step -5".
+#include <cstdio>
+
+#include "src/core/error.hpp"
+#include "src/io/checkpoint.hpp"
+
+namespace gt {
+
+namespace {
+std::string attr_name(const std::string& path, const std::string& key) {
+  return path + ": root attribute '" + key + "'";
+}
+}  // namespace
+
+int64_t checkpoint_meta_int(const std::string& path, const CheckpointMeta& meta, const std::string& key, int64_t lo,
+                            int64_t hi) {
+  const auto i = meta.ints.find(key);
+  if (i == meta.ints.end()) {
+    if (const auto r = meta.reals.find(key); r != meta.reals.end()) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", r->second);
+      throw Error(attr_name(path, key) + " is a floating-point number (" + v + "), expected an integer");
+    }
+    if (meta.strings.count(key)) throw Error(attr_name(path, key) + " is a string, expected an integer");
+    throw Error(attr_name(path, key) + " is missing");
+  }
+  if (i->second < lo || i->second > hi)
+    throw Error(attr_name(path, key) + " is " + std::to_string(i->second) + ", outside [" + std::to_string(lo) +
+                ", " + std::to_string(hi) + "]");
+  return i->second;
+}
+
+void check_checkpoint_meta(const std::string& path, const CheckpointMeta& meta, const CheckpointRequirements& req) {
+  for (const CheckpointRequirements::IntRange& r : req.ints) checkpoint_meta_int(path, meta, r.key, r.lo, r.hi);
+  for (const CheckpointRequirements::SameString& s : req.strings) {
+    const auto i = meta.strings.find(s.key);
+    if (i == meta.strings.end()) throw Error(attr_name(path, s.key) + " is missing or not a string");
+    if (i->second != s.want)
+      throw Error(path + ": checkpoint of another " + s.what + " (" + i->second + "), this run is " + s.want);
+  }
+}
+
+}  // namespace gt

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Faults of issue 14 through the real command; each case failed on the code before the fix.
+#   latest    a damaged `latest` (missing, empty, garbage, binary, naming a missing file) after a restart from an
+#             older checkpoint: resume=auto continues the run that wrote `latest` last (step 3), not the abandoned
+#             run's larger step 6, and says so in a warning (before: silently step 6)
+#   refuse    every checkpoint invalid: resume=auto stops with one error line naming them and keeps every file
+#             (before: exit 0, a fresh start that pruned them)
+#   lock      a second run on the same checkpoint directory is refused naming the first one's PID; a stale lock
+#             of a dead process is taken over with a warning (before: both ran and raced on `latest`)
+#   dirs      an unwritable checkpoint or output directory is an error before any step (before: after training)
+#   diskfull  the disk fills between two saves, on 1 and 2 ranks: one error line, exit 1 on every rank, the
+#             previous checkpoint and `latest` untouched, no .tmp (before: segfault in MPI_Finalize on 1 rank, a
+#             hang on 2); and a directory too small for one checkpoint is an error at start. Needs a private
+#             mount namespace for a small tmpfs (root or user namespaces); skipped (77) without one.
+#   test_reliability.sh GRIDTRAIN MPIEXEC CASE
+set -u
+bin=$1 mpiexec=$2 case=$3
+work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_rel_XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+common=(train --config tiny model.n_layer=2 model.d_model=32 model.n_head=4 model.seq_len=16 model.vocab_size=64
+        train.micro_batch_size=2 output.log_every=1000 output.peak_gflops=1)
+# run RANKS LOG args... : generous limit (a loaded 2-core machine), -k because one SIGTERM only asks to stop
+run() {
+  local n=$1 log=$2; shift 2
+  if [ "$n" -gt 1 ]; then timeout -k 10 240 "$mpiexec" -n "$n" "$bin" "${common[@]}" "$@" >"$log" 2>&1
+  else timeout -k 10 240 "$bin" "${common[@]}" "$@" >"$log" 2>&1; fi
+}
+flip() { python3 -c 'import sys
+f=open(sys.argv[1],"r+b"); f.seek(0,2); n=f.tell(); f.seek(n//2); b=f.read(64); f.seek(n//2); f.write(bytes(x^0xFF for x in b))' "$1"; }
+
+case $case in
+  latest)
+    d=$work/r
+    run 1 "$work/a.log" output.dir="$d" train.steps=6 checkpoint.every=2 checkpoint.keep=5 || fail "run A: $(tail -3 "$work/a.log")"
+    run 1 "$work/b.log" output.dir="$d" train.steps=3 checkpoint.resume="$d/checkpoints/step_00000002.h5" \
+      || fail "run B (restart from step 2): $(tail -3 "$work/b.log")"
+    [ "$(cat "$d/checkpoints/latest")" = step_00000003.h5 ] || fail "run B did not commit step 3"
+    cp -a "$d/checkpoints" "$work/pristine"
+    i=0
+    for damage in missing empty garbage binary nofile; do
+      rm -rf "$d/checkpoints"; cp -a "$work/pristine" "$d/checkpoints"
+      l=$d/checkpoints/latest
+      case $damage in
+        missing) rm "$l" ;;
+        empty) : >"$l" ;;
+        garbage) echo "hello world" >"$l" ;;
+        binary) printf '\000\377\001\002' >"$l" ;;
+        nofile) echo step_00000009.h5 >"$l" ;;
+      esac
+      run 1 "$work/$damage.log" output.dir="$d" train.steps=4 checkpoint.resume=auto \
+        || fail "$damage: resume failed: $(tail -3 "$work/$damage.log")"
+      grep -q "resumed from .*step_00000003.h5" "$work/$damage.log" \
+        || fail "$damage latest: did not resume from step 3 (the last written): $(grep -m1 resumed "$work/$damage.log")"
+      grep -q "^gridtrain: warning: .*latest .*falling back to .*step_00000003.h5" "$work/$damage.log" \
+        || fail "$damage latest: no warning naming the problem and the fallback"
+      i=$((i + 1))
+    done
+    echo "ok: $i damaged 'latest' variants each resumed from step 3 with a warning" ;;
+  refuse)
+    d=$work/r
+    run 1 "$work/a.log" output.dir="$d" train.steps=4 checkpoint.every=2 || fail "run: $(tail -3 "$work/a.log")"
+    for f in "$d"/checkpoints/step_*.h5; do flip "$f"; done
+    before=$(cd "$d/checkpoints" && md5sum step_* latest)
+    run 1 "$work/b.log" output.dir="$d" train.steps=6 checkpoint.every=2 checkpoint.resume=auto; code=$?
+    [ $code -eq 1 ] || fail "resume with only invalid checkpoints exited $code, expected 1: $(tail -3 "$work/b.log")"
+    [ "$(grep -c '^gridtrain: error: ' "$work/b.log")" -eq 1 ] || fail "expected one error line: $(cat "$work/b.log")"
+    grep -q "^gridtrain: error: .*no valid checkpoint .*step_00000004.h5.*step_00000002.h5.*checkpoint.resume=none" \
+      "$work/b.log" || fail "the error does not name the files and the override: $(grep error "$work/b.log")"
+    after=$(cd "$d/checkpoints" && md5sum step_* latest)
+    [ "$before" = "$after" ] || fail "the invalid checkpoints were changed or removed"
+    echo "ok: all checkpoints invalid: refused with one line, every file kept" ;;
+  lock)
+    d=$work/r
+    run 1 "$work/a.log" output.dir="$d" train.steps=1000000 &
+    a=$!
+    t=0
+    until [ -s "$d/metrics.jsonl" ]; do
+      sleep 0.2; t=$((t + 1)); [ $t -lt 600 ] || { kill -9 $a; fail "run A did not start: $(tail -3 "$work/a.log")"; }
+    done
+    pid_a=$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$d/checkpoints/lock")
+    run 1 "$work/b.log" output.dir="$d" train.steps=2; code=$?
+    kill -TERM "$pid_a"; wait $a; code_a=$?
+    [ $code -eq 1 ] || fail "a second run on the same directory exited $code: $(tail -3 "$work/b.log")"
+    grep -q "^gridtrain: error: .*in use by another run (process $pid_a on host" "$work/b.log" \
+      || fail "the refusal does not name the first run: $(cat "$work/b.log")"
+    [ $code_a -eq 75 ] || fail "run A exited $code_a after SIGTERM, expected 75"
+    [ ! -e "$d/checkpoints/lock" ] || fail "run A left its lock behind"
+    # a lock of a process that no longer exists on this host: taken over
+    sh -c 'exit 0' & dead=$!; wait $dead
+    echo "host=$(hostname) pid=$dead" >"$d/checkpoints/lock"
+    run 1 "$work/c.log" output.dir="$d" train.steps=2 || fail "stale lock: run failed: $(tail -3 "$work/c.log")"
+    grep -q "^gridtrain: warning: took over .*lock: a lock of process $dead on this host, which no longer exists" \
+      "$work/c.log" || fail "no warning for the stale lock: $(cat "$work/c.log")"
+    [ ! -e "$d/checkpoints/lock" ] || fail "the lock was not removed at the end"
+    echo "ok: a live lock refuses a second run; a dead process's lock is taken over with a warning" ;;
+  dirs)
+    : >"$work/file"
+    for bad in "checkpoint.dir=$work/file/ckpt" "checkpoint.dir=/proc/gridtrain_ckpt" "output.dir=$work/file/out"; do
+      out=$work/o; rm -rf "$out"
+      case $bad in output.dir=*) args=("$bad") ;; *) args=(output.dir="$out" "$bad") ;; esac
+      run 2 "$work/d.log" "${args[@]}" train.steps=3; code=$?
+      [ $code -eq 1 ] || fail "$bad: exit $code: $(tail -3 "$work/d.log")"
+      grep -q "^gridtrain: error: .*\(cannot create directory\|not writable\)" "$work/d.log" \
+        || fail "$bad: unclear error: $(grep -m2 gridtrain "$work/d.log")"
+      [ ! -s "$out/metrics.jsonl" ] || fail "$bad: trained before noticing"
+    done
+    echo "ok: unwritable checkpoint/output directories are errors before the first step" ;;
+  diskfull)
+    unshare -m true 2>/dev/null || { echo "SKIP: no private mount namespace here"; exit 77; }
+    cat >"$work/inner.sh" <<'INNER'
+set -u
+bin=$1 mpiexec=$2 n=$3 size=$4 out=$5; shift 5
+mkdir -p "$out/checkpoints"
+mount -t tmpfs -o size="$size" tmpfs "$out/checkpoints" || exit 77
+if [ "$n" -gt 1 ]; then timeout -k 10 240 "$mpiexec" -n "$n" "$bin" "$@" output.dir="$out"
+else timeout -k 10 240 "$bin" "$@" output.dir="$out"; fi
+code=$?
+ls -A "$out/checkpoints" >"$out.files"
+cat "$out/checkpoints/latest" >"$out.latest" 2>/dev/null
+exit $code
+INNER
+    # tiny at d_model=128: one checkpoint is 5.3 MB; 8 MiB hold the first save but not the second
+    big=(train --config tiny train.steps=6 checkpoint.every=2 output.peak_gflops=1 output.log_every=1000)
+    for n in 1 2; do
+      unshare -m bash "$work/inner.sh" "$bin" "$mpiexec" $n 8m "$work/full$n" "${big[@]}" >"$work/full$n.log" 2>&1
+      code=$?
+      [ $code -eq 77 ] && { echo "SKIP: cannot mount a tmpfs"; exit 77; }
+      [ $code -eq 1 ] || fail "$n ranks, disk full: exit $code, expected 1 (124/137: hang, 139: segfault): $(tail -5 "$work/full$n.log")"
+      ! grep -qi "segmentation\|backtrace" "$work/full$n.log" || fail "$n ranks: crashed: $(tail -5 "$work/full$n.log")"
+      [ "$(grep -c '^gridtrain: error: ' "$work/full$n.log")" -eq 1 ] || fail "$n ranks: expected one error line"
+      grep -q "^gridtrain: error: .*no room for the checkpoint" "$work/full$n.log" || fail "$n ranks: unclear error"
+      [ "$(cat "$work/full$n.latest")" = step_00000002.h5 ] || fail "$n ranks: latest changed"
+      [ "$(tr '\n' ' ' <"$work/full$n.files")" = "latest step_00000002.h5 " ] \
+        || fail "$n ranks: left $(cat "$work/full$n.files")"
+    done
+    unshare -m bash "$work/inner.sh" "$bin" "$mpiexec" 1 2m "$work/small" "${big[@]}" >"$work/small.log" 2>&1; code=$?
+    [ $code -eq 1 ] || fail "too small at start: exit $code: $(tail -3 "$work/small.log")"
+    grep -q "^gridtrain: error: .*MiB free but one checkpoint of this model needs" "$work/small.log" \
+      || fail "too small at start: unclear error: $(tail -3 "$work/small.log")"
+    [ ! -s "$work/small/metrics.jsonl" ] || fail "too small at start: trained before noticing"
+    echo "ok: disk full between saves (1 and 2 ranks): one line, exit 1, step 2 and latest kept; too small at start: error before training" ;;
+  *) fail "unknown case $case" ;;
+esac
