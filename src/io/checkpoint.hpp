@@ -84,6 +84,9 @@ struct CheckpointRequirements {
 // Rank-local: throws gt::Error "<file>: root attribute 'step' ..." when meta misses a required attribute, holds
 // it with another type, or out of its range, or when a required string differs.
 void check_checkpoint_meta(const std::string& path, const CheckpointMeta& meta, const CheckpointRequirements& req);
+// A training run's requirements: every shard's tensor in its global shape, `step` in [0, 2^31), `samples_done`
+// in [0, 2^62], and the string attribute "model" equal to model_signature.
+CheckpointRequirements training_requirements(const std::vector<TensorShard>& shards, const std::string& model_signature);
 // The integer root attribute `key` of meta, checked as check_checkpoint_meta does.
 int64_t checkpoint_meta_int(const std::string& path, const CheckpointMeta& meta, const std::string& key, int64_t lo,
                             int64_t hi);

@@ -31,6 +31,15 @@ int64_t checkpoint_meta_int(const std::string& path, const CheckpointMeta& meta,
   return i->second;
 }
 
+CheckpointRequirements training_requirements(const std::vector<TensorShard>& shards, const std::string& model_signature) {
+  CheckpointRequirements req;
+  for (const TensorShard& t : shards) req.datasets.push_back({t.name, t.global_shape});
+  req.ints.push_back({"step", 0, 2147483647});
+  req.ints.push_back({"samples_done", 0, int64_t(1) << 62});
+  req.strings.push_back({"model", model_signature, "model"});
+  return req;
+}
+
 void check_checkpoint_meta(const std::string& path, const CheckpointMeta& meta, const CheckpointRequirements& req) {
   for (const CheckpointRequirements::IntRange& r : req.ints) checkpoint_meta_int(path, meta, r.key, r.lo, r.hi);
   for (const CheckpointRequirements::SameString& s : req.strings) {

@@ -26,7 +26,7 @@ Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& con
       state_(state),
       data_description_(std::move(data_description)),
       global_batch_(global_batch),
-      dir_(cfg.checkpoint.dir.empty() ? cfg.output.dir + "/checkpoints" : cfg.checkpoint.dir) {}
+      dir_(cfg.checkpoint_dir()) {}
 
 std::vector<TensorShard> Checkpointer::shards() {
   std::vector<TensorShard> out;
@@ -92,8 +92,11 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
 bool Checkpointer::resume(TrainProgress* p) {
   std::string path = cfg_.checkpoint.resume;
   if (path == "none") return false;
+  std::vector<TensorShard> s = shards();
+  // Any damage (a missing or reshaped tensor, bad counters, NaN) makes resume=auto fall back to an older one.
+  const CheckpointRequirements req = training_requirements(s, model_signature(cfg_.model));
   if (path == "auto") {
-    auto found = find_latest_checkpoint(grid_.world_mpi(), dir_);
+    auto found = find_latest_checkpoint(grid_.world_mpi(), dir_, req);
     if (!found) {
       if (grid_.world_rank() == 0) std::printf("gridtrain: no checkpoint in %s, starting fresh\n", dir_.c_str());
       return false;
@@ -101,12 +104,9 @@ bool Checkpointer::resume(TrainProgress* p) {
     path = *found;
   }
   CheckpointMeta meta = read_checkpoint_meta(grid_.world_mpi(), path);
-  const std::string want = model_signature(cfg_.model);
-  if (meta.strings["model"] != want)
-    throw Error(path + ": checkpoint of another model (" + meta.strings["model"] + "), this run is " + want);
-  std::vector<TensorShard> s = shards();
+  check_checkpoint_meta(path, meta, req);  // the same text on every rank: they read the same file
   load_checkpoint(grid_.world_mpi(), path, s, meta);
-  p->step = static_cast<int>(meta.ints.at("step"));
+  p->step = static_cast<int>(meta.ints.at("step"));  // present and in range: checked above
   p->samples_done = meta.ints.at("samples_done");
   if (meta.reals.count("loss")) p->loss = meta.reals["loss"];
   if (meta.ints.count("skipped_steps")) p->skipped = static_cast<int>(meta.ints["skipped_steps"]);

@@ -7,6 +7,8 @@
 #             (before: exit 0, a fresh start that pruned them)
 #   lock      a second run on the same checkpoint directory is refused naming the first one's PID; a stale lock
 #             of a dead process is taken over with a warning (before: both ran and raced on `latest`)
+#   fallback  the newest checkpoint (named by `latest`) holds tensors of other shapes (another model's): resume=auto
+#             skips it with a warning and resumes from the previous one (before: exit 1, a Slurm chain died)
 #   dirs      an unwritable checkpoint or output directory is an error before any step (before: after training)
 #   diskfull  the disk fills between two saves, on 1 and 2 ranks: one error line, exit 1 on every rank, the
 #             previous checkpoint and `latest` untouched, no .tmp (before: segfault in MPI_Finalize on 1 rank, a
@@ -57,6 +59,18 @@ case $case in
       i=$((i + 1))
     done
     echo "ok: $i damaged 'latest' variants each resumed from step 3 with a warning" ;;
+  fallback)
+    d=$work/r
+    run 1 "$work/a.log" output.dir="$d" train.steps=4 checkpoint.every=2 || fail "run: $(tail -3 "$work/a.log")"
+    run 1 "$work/o.log" output.dir="$work/other" train.steps=1 model.d_model=64 || fail "other: $(tail -3 "$work/o.log")"
+    cp "$work/other/checkpoints/step_00000001.h5" "$d/checkpoints/step_00000006.h5"
+    echo step_00000006.h5 >"$d/checkpoints/latest"
+    run 1 "$work/b.log" output.dir="$d" train.steps=6 checkpoint.resume=auto \
+      || fail "resume with a foreign newest checkpoint failed: $(tail -3 "$work/b.log")"
+    grep -q "^gridtrain: warning: skipping invalid checkpoint .*step_00000006.h5: " "$work/b.log" \
+      || fail "the foreign checkpoint was not reported: $(head -5 "$work/b.log")"
+    grep -q "resumed from .*step_00000004.h5" "$work/b.log" || fail "did not fall back to step 4"
+    echo "ok: a newest checkpoint of other shapes is skipped with a warning; resumed from step 4" ;;
   refuse)
     d=$work/r
     run 1 "$work/a.log" output.dir="$d" train.steps=4 checkpoint.every=2 || fail "run: $(tail -3 "$work/a.log")"
