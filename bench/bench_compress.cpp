@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
     const double te = median_time(iters, [&] { gc::select_exact(grad.data(), n, k, idx); }, self);
     const double ts = median_time(iters, [&] { gc::select_sampled(grad.data(), n, k, 11, idx); }, self);
     const size_t ks = idx.size();
-    gc::ErrorFeedback ef(n);
-    std::vector<float> val(k);
+    std::vector<float> resid(n, 0.0f), val(k);
+    gc::ErrorFeedback ef(resid.data(), n);
     gc::select_exact(grad.data(), n, k, idx);
     const double tt = median_time(iters, [&] {
       ef.accumulate(grad.data());
@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
         gc::TopkOptions o;
         o.density = d;
         o.allow_shared = shared;
-        gc::ErrorFeedback ef(n);
+        std::vector<float> resid(n, 0.0f);
+        gc::ErrorFeedback ef(resid.data(), n);
         gc::TopkResult r;
         const double t = median_time(iters, [&] {
           std::memcpy(scratch.data(), grad.data(), n * 4);

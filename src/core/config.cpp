@@ -77,6 +77,11 @@ std::vector<Field> schema(Config& c) {
       {"output.dir", Kind::String, &c.output.dir},
       {"output.log_every", Kind::Int, &c.output.log_every},
       {"output.peak_gflops", Kind::Double, &c.output.peak_gflops},
+      {"compress.method", Kind::String, &c.compress.method, {"none", "topk"}},  // fp16/bf16: with kernels/half.hpp
+      {"compress.density", Kind::Double, &c.compress.density},
+      {"compress.error_feedback", Kind::Bool, &c.compress.error_feedback},
+      {"compress.warmup_steps", Kind::Int, &c.compress.warmup_steps},
+      {"compress.select", Kind::String, &c.compress.select, {"sampled", "exact"}},
   };
 }
 
@@ -318,6 +323,9 @@ void Config::validate() const {
   positive("output.log_every", output.log_every);
   nonneg("output.peak_gflops", output.peak_gflops);
   if (output.dir.empty()) throw Error("config key 'output.dir' must not be empty");
+  if (!(compress.density > 0 && compress.density <= 1))
+    throw Error("config key 'compress.density' must be in (0, 1], got " + std::to_string(compress.density));
+  nonneg("compress.warmup_steps", compress.warmup_steps);
 }
 
 Precision Config::precision() const {

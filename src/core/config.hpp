@@ -85,6 +85,15 @@ struct OutputConfig {
 
 enum class Precision { F32, BF16, F16 };
 
+// Gradient compression of the DP all-reduce (issue 11, docs/compression.md).
+struct CompressConfig {
+  std::string method = "none";        // "none" (dense fp32 all-reduce) or "topk" (error feedback + top-k)
+  double density = 0.04;              // top-k: fraction of each bucket's entries sent per step, (0, 1]
+  bool error_feedback = true;         // top-k: keep what was not sent for the next step (false: forget it)
+  int warmup_steps = 0;               // top-k: DGC's density warm-up from 25% to `density` over these steps
+  std::string select = "sampled";     // top-k: "exact" (nth_element) or "sampled" (DGC's threshold)
+};
+
 struct Config {
   ModelConfig model;
   TrainConfig train;
@@ -92,6 +101,7 @@ struct Config {
   DataConfig data;
   CheckpointConfig checkpoint;
   OutputConfig output;
+  CompressConfig compress;
 
   // Apply a deck file (`[section]` / `key = value`); throws gt::Error with file:line on any problem.
   void load_file(const std::string& path);

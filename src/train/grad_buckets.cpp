@@ -24,12 +24,14 @@ GradBuckets::GradBuckets(const std::vector<TensorSpec>& tensors, size_t bucket_b
   if (open) buckets_.push_back(cur);
 }
 
-void GradBuckets::begin_step() {
+void GradBuckets::begin_step(long step) {
   reqs_.clear();
   next_ = 0;
+  step_ = step;
 }
 
 void GradBuckets::unit_done(int unit, Comm& dp, float* grads) {
+  if (compress_) return;  // the compressed all-reduce blocks: all of it in finish()
   while (next_ < buckets_.size() && buckets_[next_].min_unit >= unit) {
     const Bucket& b = buckets_[next_++];
     reqs_.push_back(dp.iallreduce_sum(grads + b.begin, b.end - b.begin));
@@ -39,10 +41,29 @@ void GradBuckets::unit_done(int unit, Comm& dp, float* grads) {
 }
 
 void GradBuckets::finish(Comm& dp, float* grads) {
+  if (compress_) return finish_compressed(dp, grads);
   unit_done(-1, dp, grads);
   for (auto& r : reqs_)
     if (r) r->wait();
   reqs_.clear();
+}
+
+void GradBuckets::finish_compressed(Comm& dp, float* grads) {
+  stats_ = CompressStats{};
+  compress::TopkOptions o = compression_.topk;
+  o.density = compress::warmup_density(step_, compression_.warmup_steps, compression_.density);
+  o.leader = int(step_ % dp.size());  // the shared-index transport's leader rotates, as in ScaleCom
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& k = buckets_[b];
+    const size_t n = k.end - k.begin;
+    o.seed = uint64_t(step_) * 1000003u + b;  // the sampled selection's draw: per step and bucket
+    compress::ErrorFeedback ef(compression_.residual + k.begin, n);
+    const compress::TopkResult r = compress::topk_allreduce<float>(dp, ef, grads + k.begin, n, o);
+    stats_.wire_bytes += r.wire_bytes;
+    stats_.sent += r.k;
+    stats_.total += n;
+    stats_.residual_norm2 += ef.norm2();
+  }
 }
 
 }  // namespace gt

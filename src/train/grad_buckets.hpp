@@ -1,11 +1,13 @@
 #pragma once
 // Data-parallel gradient buckets: contiguous ranges of the flat gradient buffer, formed in reverse storage
 // order (the order backward completes them), each all-reduced over the DP group as soon as every tensor in
-// it is final, while the rest of backward goes on.
+// it is final, while the rest of backward goes on. With compress.method = topk each bucket is instead
+// compressed (error feedback + top-k, src/train/compress) and sent in finish(), blocking: not yet overlapped.
 #include <vector>
 
 #include "src/comm/comm.hpp"
 #include "src/model/tensor_layout.hpp"
+#include "src/train/compress/topk_allreduce.hpp"
 
 namespace gt {
 
@@ -13,8 +15,25 @@ class GradBuckets {
  public:
   GradBuckets(const std::vector<TensorSpec>& tensors, size_t bucket_bytes, size_t elem_bytes);
 
-  // Start of the last micro-batch's backward.
-  void begin_step();
+  // compress.method = topk: every bucket by compress::topk_allreduce, its residual at the same offsets of
+  // `residual` (a TrainState buffer of the gradient's size). density: the target after DGC's warm-up.
+  struct Compression {
+    compress::TopkOptions topk;
+    double density = 0.04;
+    int warmup_steps = 0;
+    float* residual = nullptr;
+  };
+  void set_compression(const Compression& c) { compression_ = c; compress_ = true; }
+  // What the last step's compressed buckets did: bytes this rank sent (transport formulas), entries sent,
+  // entries in all buckets, and the residual's squared norm after the step.
+  struct CompressStats {
+    double wire_bytes = 0, residual_norm2 = 0;
+    size_t sent = 0, total = 0;
+  };
+  const CompressStats& compress_stats() const { return stats_; }
+
+  // Start of the last micro-batch's backward of step `step` (counted from 0).
+  void begin_step(long step = 0);
   // Backward finished unit u (units complete from the highest down): launch every bucket now complete and
   // give the ones in flight a chance to progress.
   void unit_done(int unit, Comm& dp, float* grads);
@@ -28,7 +47,13 @@ class GradBuckets {
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
  private:
+  void finish_compressed(Comm& dp, float* grads);
+
   std::vector<Bucket> buckets_;  // in launch order (end of the buffer first)
+  bool compress_ = false;
+  Compression compression_;
+  CompressStats stats_;
+  long step_ = 0;
   std::vector<RequestPtr> reqs_;
   size_t next_ = 0;              // first bucket not yet launched
 };

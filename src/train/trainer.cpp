@@ -84,6 +84,18 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   if (g.dp > 1)
     buckets_ = std::make_unique<GradBuckets>(state_->layout().tensors(),
                                              static_cast<size_t>(cfg_.parallel.bucket_mb * 1048576.0), sizeof(float));
+  if (buckets_ && cfg_.compress.method == "topk") {
+    // the compressor reads and writes gradients on the host
+    if (!exec_on_host) throw Error("compress.method = \"topk\" needs host memory: not available on GPU builds yet");
+    GradBuckets::Compression c;
+    c.density = cfg_.compress.density;
+    c.warmup_steps = cfg_.compress.warmup_steps;
+    c.topk.error_feedback = cfg_.compress.error_feedback;
+    c.topk.select = cfg_.compress.select == "exact" ? compress::Select::Exact : compress::Select::Sampled;
+    // per DP rank, not in checkpoints yet: a resumed run starts its residuals at zero
+    c.residual = state_->data<float>(state_->add_buffer("ef_residual", DType::F32).name);
+    buckets_->set_compression(c);
+  }
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   progress_.scaler = scaler_->state();
@@ -115,7 +127,7 @@ StepStats Trainer::train_step() {
   double loss_sum = 0;
   std::function<void(int)> on_unit;
   if (buckets_) {
-    buckets_->begin_step();
+    buckets_->begin_step(progress_.step);
     on_unit = [this](int u) { buckets_->unit_done(u, grid_.dp(), state_->grads()); };
   }
   pipeline_->train_step(progress_.samples_done, loss_scale, &loss_sum, on_unit);

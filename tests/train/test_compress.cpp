@@ -120,8 +120,8 @@ TEST(Compress, SampledSelectionIsTopMWithinDgcBounds) {
 TEST(Compress, ErrorFeedbackLosesNothing) {
   for (size_t n : kSizes) {
     const auto grad = data_of(rank_of(), n, 3), old = data_of(rank_of(), n, 4, 0.25f);
-    gc::ErrorFeedback ef(n);
-    ef.residual() = old;
+    auto res = old;
+    gc::ErrorFeedback ef(res.data(), n);
     const float* acc = ef.accumulate(grad.data());
     std::vector<float> want(n);
     for (size_t i = 0; i < n; ++i) want[i] = grad[i] + old[i];
@@ -176,8 +176,8 @@ TEST(Compress, TransportsMatchDoubleReference) {
           o.allow_shared = shared;
           o.leader = 1 % p;
           o.seed = 17 + n;
-          gc::ErrorFeedback ef(n);
-          ef.residual() = data_of(me, n, 11, 0.25f);
+          auto residual = data_of(me, n, 11, 0.25f);
+          gc::ErrorFeedback ef(residual.data(), n);
           auto grad = data_of(me, n, 10);
           const auto res = gc::topk_allreduce<float>(*comm, ef, grad.data(), n, o);
           // The entries each rank sent: its own top-m (all-gather), the leader's top-m (shared), all (dense).
@@ -267,8 +267,8 @@ TEST(Compress, DenseRingMatchesDoubleReference) {
 
 TEST(Compress, BadDensityIsAnError) {
   auto comm = gt::make_mpi_comm(MPI_COMM_WORLD, gt::AllreduceAlgo::Library);
-  gc::ErrorFeedback ef(8);
-  std::vector<float> g(8, 1.0f);
+  std::vector<float> g(8, 1.0f), r(8, 0.0f);
+  gc::ErrorFeedback ef(r.data(), 8);
   for (double d : {0.0, -0.1, 1.5}) {
     gc::TopkOptions o;
     o.density = d;

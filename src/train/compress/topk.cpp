@@ -97,8 +97,8 @@ void select(Select how, const float* acc, size_t n, size_t k, uint64_t seed, std
 }
 
 const float* ErrorFeedback::accumulate(const float* grad) {
-  for (size_t i = 0; i < r_.size(); ++i) r_[i] += grad[i];
-  return r_.data();
+  for (size_t i = 0; i < n_; ++i) r_[i] += grad[i];
+  return r_;
 }
 
 template <class V>
@@ -115,11 +115,11 @@ void ErrorFeedback::take(const int32_t* idx, size_t k, V* val) {
 }
 template void ErrorFeedback::take<float>(const int32_t*, size_t, float*);
 
-void ErrorFeedback::drop() { std::fill(r_.begin(), r_.end(), 0.0f); }
+void ErrorFeedback::drop() { std::fill(r_, r_ + n_, 0.0f); }
 
 double ErrorFeedback::norm2() const {
   double s = 0;
-  for (float v : r_) s += double(v) * v;
+  for (size_t i = 0; i < n_; ++i) s += double(r_[i]) * r_[i];
   return s;
 }
 

@@ -30,25 +30,27 @@ void select_exact(const float* acc, size_t n, size_t k, std::vector<int32_t>& id
 void select_sampled(const float* acc, size_t n, size_t k, uint64_t seed, std::vector<int32_t>& idx);
 void select(Select how, const float* acc, size_t n, size_t k, uint64_t seed, std::vector<int32_t>& idx);
 
-// The residual of one bucket on one rank. accumulate() turns it into acc = grad + residual; take() moves the
+// The residual of one bucket on one rank, over memory the caller owns (the trainer keeps every bucket's
+// residual in one TrainState buffer). accumulate() turns it into acc = grad + residual; take() moves the
 // selected entries out (converted to the wire's value type V) and leaves the remainder; drop() forgets the
 // remainder (top-k without error feedback, for comparison).
 class ErrorFeedback {
  public:
-  explicit ErrorFeedback(size_t n) : r_(n, 0.0f) {}
-  size_t size() const { return r_.size(); }
+  ErrorFeedback(float* residual, size_t n) : r_(residual), n_(n) {}
+  size_t size() const { return n_; }
   // acc[i] = grad[i] + residual[i]; returns acc (the residual's storage).
   const float* accumulate(const float* grad);
   // val[j] = V(acc[idx[j]]), acc[idx[j]] -= float(val[j]) (exact: zero for V = float, the rounding error of
   // a 16-bit V otherwise). Indices < 0 are padding: val 0, nothing taken.
   template <class V> void take(const int32_t* idx, size_t k, V* val);
   void drop();
-  std::vector<float>& residual() { return r_; }
-  const std::vector<float>& residual() const { return r_; }
+  float* residual() { return r_; }
+  const float* residual() const { return r_; }
   double norm2() const;  // sum of squares, for the metrics
 
  private:
-  std::vector<float> r_;
+  float* r_;
+  size_t n_;
 };
 
 }  // namespace gt::compress

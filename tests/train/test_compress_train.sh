@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Top-k compression in training (issue 11), dp=2 on the learnable synthetic task (tiny preset, 60 steps):
+#   - compress.method=topk at density 1 sends every entry (the chooser takes the dense all-reduce): the same
+#     losses as method=none, bit for bit;
+#   - top-k 4% with error feedback ends within MARGIN of the dense run's final loss;
+#   - at 0.1% density, top-k without error feedback ends measurably worse than with it (by more than GAP):
+#     error feedback is what keeps the dropped 99.9% from being lost. At 4% it is not worse with AdamW in this
+#     run (measured: 0.994 without, 1.023 with; docs/compression.md), so the test does not claim it there.
+#   - a bad compress key is a one-line error naming the key.
+#   test_compress_train.sh GRIDTRAIN MPIEXEC
+set -u
+bin=$1 mpiexec=$2
+work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_compress_XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+common=(train --config tiny parallel.dp=2 train.steps=60 output.log_every=20 output.peak_gflops=1
+        checkpoint.save_final=false)
+run() {  # NAME overrides...
+  local name=$1; shift
+  "$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/$name" "$@" >"$work/$name.log" 2>&1 \
+    || fail "$name run failed: $(tail -3 "$work/$name.log")"
+}
+final() { python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]+"/summary.json"))["final_loss"]))' "$work/$1"; }
+losses() { python3 -c 'import json,sys
+for l in open(sys.argv[1]+"/metrics.jsonl"): print(repr(json.loads(l)["loss"]))' "$work/$1"; }
+
+run dense compress.method=none
+run full compress.method=topk compress.density=1
+run ef compress.method=topk compress.density=0.04 compress.error_feedback=true
+run ef_low compress.method=topk compress.density=0.001 compress.error_feedback=true
+run noef_low compress.method=topk compress.density=0.001 compress.error_feedback=false
+
+[[ "$(losses dense)" == "$(losses full)" ]] || fail "top-k at density 1 differs from dense: $(paste <(losses dense) <(losses full) | head -3)"
+d=$(final dense) e=$(final ef) el=$(final ef_low) nl=$(final noef_low)
+echo "final loss after 60 steps: dense $d, top-k 4% with error feedback $e; 0.1%: with $el, without $nl"
+# Margins: measured on 2026-12-03 dense 0.897, 4% with EF 1.023 (+0.126), 0.1% with EF 4.42 and without 5.00
+# (+0.58). The runs are deterministic (seeded data and selection, 2-rank sums are order-free), so the margins
+# only absorb BLAS differences between machines: MARGIN 0.25 is about twice the measured gap, GAP 0.25 less
+# than half of the measured one; the untrained model starts at ln 256 = 5.5.
+python3 - "$d" "$e" "$el" "$nl" <<'PY' || exit 1
+import sys
+d, e, el, nl = map(float, sys.argv[1:])
+MARGIN, GAP = 0.25, 0.25
+ok = True
+if not e <= d + MARGIN:
+    print(f"FAIL: top-k 4% with error feedback ends at {e:.4f}, more than {MARGIN} above dense {d:.4f}"); ok = False
+if not nl >= el + GAP:
+    print(f"FAIL: at 0.1% without error feedback {nl:.4f} is not {GAP} worse than with it {el:.4f}"); ok = False
+sys.exit(0 if ok else 1)
+PY
+
+"$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/bad" compress.density=0 >"$work/bad.log" 2>&1 \
+  && fail "compress.density=0 was accepted"
+grep -q "compress.density" "$work/bad.log" || fail "the error does not name compress.density: $(tail -2 "$work/bad.log")"
+echo "ok"
