@@ -20,6 +20,7 @@
 #include "src/core/stop_signal.hpp"
 #include "src/data/prepare.hpp"
 #include "src/grid/grid.hpp"
+#include "src/io/config_agree.hpp"
 #include "src/io/inspect.hpp"
 #include "src/io/run_dirs.hpp"
 #include "src/model/gpt.hpp"
@@ -125,6 +126,8 @@ int cmd_train(const std::vector<std::string>& args) {
   cfg.load_file(deck_path);
   for (const auto& o : overrides) cfg.set(o);
   cfg.validate();
+  // Before the grid's first collectives: every rank must run the same build with the same configuration.
+  gt::io::check_config_agreement(MPI_COMM_WORLD, cfg.to_map(), gt::io::build_identity());
   gt::gemm_set_threads(cfg.parallel.blas_threads);
 
 #if defined(KOKKOS_ENABLE_CUDA)

@@ -9,6 +9,9 @@
 #             of a dead process is taken over with a warning (before: both ran and raced on `latest`)
 #   fallback  the newest checkpoint (named by `latest`) holds tensors of other shapes (another model's): resume=auto
 #             skips it with a warning and resumes from the previous one (before: exit 1, a Slurm chain died)
+#   agree     ranks launched with different configurations (MPMD: one deck per rank, as a stale copy on one node):
+#             one error line naming the first differing key, exit 1, within the time limit (before: a hang for
+#             model.n_layer, silent training for train.seed / train.lr)
 #   dirs      an unwritable checkpoint or output directory is an error before any step (before: after training)
 #   diskfull  the disk fills between two saves, on 1 and 2 ranks: one error line, exit 1 on every rank, the
 #             previous checkpoint and `latest` untouched, no .tmp (before: segfault in MPI_Finalize on 1 rank, a
@@ -71,6 +74,19 @@ case $case in
       || fail "the foreign checkpoint was not reported: $(head -5 "$work/b.log")"
     grep -q "resumed from .*step_00000004.h5" "$work/b.log" || fail "did not fall back to step 4"
     echo "ok: a newest checkpoint of other shapes is skipped with a warning; resumed from step 4" ;;
+  agree)
+    for diff in "model.n_layer=3" "train.seed=7" "train.lr=0.002" "train.micro_batch_size=4"; do
+      key=${diff%%=*}
+      timeout -k 10 180 "$mpiexec" -n 1 "$bin" "${common[@]}" output.dir="$work/m" train.steps=3 : \
+        -n 1 "$bin" "${common[@]}" output.dir="$work/m" train.steps=3 "$diff" >"$work/agree.log" 2>&1
+      code=$?
+      [ $code -eq 1 ] || fail "$diff on rank 1 only: exit $code, expected 1 (124/137: hang): $(tail -3 "$work/agree.log")"
+      [ "$(grep -c '^gridtrain: error: ' "$work/agree.log")" -eq 1 ] || fail "$diff: expected one error line"
+      grep -q "^gridtrain: error: configuration differs between ranks: '$key' is .* on rank 1 but .* on rank 0" \
+        "$work/agree.log" || fail "$diff: the error does not name the key: $(grep error "$work/agree.log")"
+      [ ! -s "$work/m/metrics.jsonl" ] || fail "$diff: trained before noticing"
+    done
+    echo "ok: 4 kinds of disagreeing ranks (MPMD) end with one line naming the key" ;;
   refuse)
     d=$work/r
     run 1 "$work/a.log" output.dir="$d" train.steps=4 checkpoint.every=2 || fail "run: $(tail -3 "$work/a.log")"
