@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gt {
 
@@ -72,8 +73,18 @@ class Comm {
   virtual RequestPtr iallreduce(void* buf, size_t count, DType t, ReduceOp op) = 0;
   // recv gets block `rank()` (recv_count elements) of the reduction of send (size() * recv_count elements).
   virtual void reduce_scatter(const void* send, void* recv, size_t recv_count, DType t, ReduceOp op) = 0;
-  // recv (size() * send_count elements) gets every rank's send block in rank order.
+  // recv (size() * send_count elements) gets every rank's send block in rank order. In place when send is
+  // recv's own block (recv + rank() * send_count elements).
   virtual void allgather(const void* send, void* recv, size_t send_count, DType t) = 0;
+  // Non-blocking forms of the two (ZeRO: gradients into their owner's shard, updated shards back to all).
+  // send and recv must stay untouched until the request completes.
+  virtual RequestPtr ireduce_scatter(const void* send, void* recv, size_t recv_count, DType t, ReduceOp op) = 0;
+  virtual RequestPtr iallgather(const void* send, void* recv, size_t send_count, DType t) = 0;
+  // Uneven blocks: send holds sum(counts) elements, block r (counts[r] elements) in rank order; recv gets the
+  // reduction of block rank(). A gradient bucket is a contiguous range of the flat buffer that meets each DP
+  // shard in a piece of its own length (ZeRO-2).
+  virtual RequestPtr ireduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& counts, DType t,
+                                       ReduceOp op) = 0;
   virtual void broadcast(void* buf, size_t count, DType t, int root) = 0;
   virtual void send(const void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual void recv(void* buf, size_t count, DType t, int peer, int tag) = 0;

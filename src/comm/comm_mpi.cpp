@@ -126,7 +126,9 @@ class Timer {
 
 class MpiRequest : public Request {
  public:
-  MpiRequest(MPI_Request r, CommStats& s) : req_(r), stats_(s) {}
+  // keep: what MPI reads until completion (the counts of a v-collective)
+  MpiRequest(MPI_Request r, CommStats& s, std::unique_ptr<std::vector<int>> keep = nullptr)
+      : req_(r), stats_(s), keep_(std::move(keep)) {}
   ~MpiRequest() override {
     if (req_ != MPI_REQUEST_NULL && !unwinding()) MPI_Wait(&req_, MPI_STATUS_IGNORE);
   }
@@ -144,6 +146,7 @@ class MpiRequest : public Request {
  private:
   MPI_Request req_;
   CommStats& stats_;
+  std::unique_ptr<std::vector<int>> keep_;
 };
 
 template <class T>
@@ -251,7 +254,41 @@ class MpiComm : public Comm {
   void allgather(const void* send, void* recv, size_t sc, DType t) override {
     Timer tm(stats_, double(sc) * size_ * dtype_size(t));
     const int c = mpi_count(sc, "allgather");
-    MPI_Allgather(send, c, mpi_type(t), recv, c, mpi_type(t), comm_);
+    MPI_Allgather(in_place(send, recv, sc, t), c, mpi_type(t), recv, c, mpi_type(t), comm_);
+  }
+  // The reduce-scatter and all-gather families are the MPI library's for every AllreduceAlgo: the ring and shm
+  // algorithms here are all-reduces only (a ring reduce-scatter is the first half of one: later work).
+  RequestPtr ireduce_scatter(const void* send, void* recv, size_t rc, DType t, ReduceOp op) override {
+    stats_.bytes += double(rc) * size_ * dtype_size(t);
+    stats_.calls += 1;
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Ireduce_scatter_block(send, recv, mpi_count(rc, "ireduce_scatter"), mpi_type(t), mpi_op(op), comm_, &r);
+    return std::make_unique<MpiRequest>(r, stats_);
+  }
+  RequestPtr iallgather(const void* send, void* recv, size_t sc, DType t) override {
+    stats_.bytes += double(sc) * size_ * dtype_size(t);
+    stats_.calls += 1;
+    const int c = mpi_count(sc, "iallgather");
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Iallgather(in_place(send, recv, sc, t), c, mpi_type(t), recv, c, mpi_type(t), comm_, &r);
+    return std::make_unique<MpiRequest>(r, stats_);
+  }
+  RequestPtr ireduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& counts, DType t,
+                               ReduceOp op) override {
+    if (int(counts.size()) != size_)
+      throw Error("comm: reduce_scatter_v got " + std::to_string(counts.size()) + " counts for " +
+                  std::to_string(size_) + " ranks");
+    auto c = std::make_unique<std::vector<int>>(size_);  // MPI reads the counts until completion
+    size_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      (*c)[r] = mpi_count(counts[r], "ireduce_scatter_v");
+      total += counts[r];
+    }
+    stats_.bytes += double(total) * dtype_size(t);
+    stats_.calls += 1;
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Ireduce_scatter(send, recv, c->data(), mpi_type(t), mpi_op(op), comm_, &r);
+    return std::make_unique<MpiRequest>(r, stats_, std::move(c));
   }
   void broadcast(void* buf, size_t n, DType t, int root) override {
     Timer tm(stats_, double(n) * dtype_size(t));
@@ -318,6 +355,11 @@ class MpiComm : public Comm {
     else shm_->sum(static_cast<double*>(buf), n);
   }
   int next_tag() { return 2 + 2 * int(ring_ops_++ % 8192); }  // a ring uses tag, tag+1; MPI_TAG_UB >= 32767
+  // MPI forbids aliased send/recv buffers: a send that is the rank's own block of recv means MPI_IN_PLACE.
+  const void* in_place(const void* send, const void* recv, size_t sc, DType t) const {
+    const char* own = static_cast<const char*>(recv) + size_t(rank_) * sc * dtype_size(t);
+    return send == own ? MPI_IN_PLACE : send;
+  }
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= size_)
       throw Error(std::string("comm: ") + what + " " + std::to_string(peer) + " is outside the group of " +

@@ -102,6 +102,33 @@ class NcclComm : public Comm {
     nccl_check(ncclAllGather(send, recv, sc, nccl_type(t), comm_, stream_), "ncclAllGather");
     sync();
   }
+  // NCCL's all-gather is in place when send is recv's own block, the same convention as Comm's.
+  RequestPtr ireduce_scatter(const void* send, void* recv, size_t rc, DType t, ReduceOp op) override {
+    count(rc * size_ * dtype_size(t));
+    nccl_check(ncclReduceScatter(send, recv, rc, nccl_type(t), nccl_op(op), comm_, stream_), "ncclReduceScatter");
+    return std::make_unique<NcclRequest>(stream_, stats_);
+  }
+  RequestPtr iallgather(const void* send, void* recv, size_t sc, DType t) override {
+    count(sc * size_ * dtype_size(t));
+    nccl_check(ncclAllGather(send, recv, sc, nccl_type(t), comm_, stream_), "ncclAllGather");
+    return std::make_unique<NcclRequest>(stream_, stats_);
+  }
+  // NCCL has no uneven reduce-scatter: one reduce per block to its owner, fused into one group.
+  RequestPtr ireduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& counts, DType t,
+                               ReduceOp op) override {
+    if (int(counts.size()) != size_) throw Error("comm: reduce_scatter_v got a count per rank of another group");
+    size_t off = 0;
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < size_; ++r) {
+      count(counts[r] * dtype_size(t));
+      const char* block = static_cast<const char*>(send) + off * dtype_size(t);
+      if (counts[r] > 0)
+        nccl_check(ncclReduce(block, recv, counts[r], nccl_type(t), nccl_op(op), r, comm_, stream_), "ncclReduce");
+      off += counts[r];
+    }
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    return std::make_unique<NcclRequest>(stream_, stats_);
+  }
   void broadcast(void* buf, size_t n, DType t, int root) override {
     count(n * dtype_size(t));
     nccl_check(ncclBroadcast(buf, buf, n, nccl_type(t), root, comm_, stream_), "ncclBroadcast");
