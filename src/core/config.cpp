@@ -62,6 +62,7 @@ std::vector<Field> schema(Config& c) {
       {"parallel.comm", Kind::String, &c.parallel.comm, {"auto", "mpi", "nccl"}},
       {"parallel.grad_reduce_dtype", Kind::String, &c.parallel.grad_reduce_dtype, {"fp32", "bf16"}},
       {"parallel.bucket_mb", Kind::Double, &c.parallel.bucket_mb},
+      {"parallel.zero", Kind::Int, &c.parallel.zero},
       {"parallel.blas_threads", Kind::Int, &c.parallel.blas_threads},
       {"data.source", Kind::String, &c.data.source, {"synthetic", "hdf5"}},
       {"data.path", Kind::String, &c.data.path},
@@ -312,6 +313,10 @@ void Config::validate() const {
     throw Error("config key 'train.loss_scale_backoff' must be in (0, 1)");
   positive("train.loss_scale_window", train.loss_scale_window);
   positive("train.loss_scale_hysteresis", train.loss_scale_hysteresis);
+  if (parallel.zero == 3)
+    throw Error("config key 'parallel.zero' = 3 (ZeRO-3, sharded parameters) is not implemented yet; use 0, 1 or 2");
+  if (parallel.zero < 0 || parallel.zero > 3)
+    throw Error("config key 'parallel.zero' must be 0, 1, 2 or 3, got " + std::to_string(parallel.zero));
   if (data.source == "hdf5" && data.path.empty()) throw Error("config: data.source = \"hdf5\" needs data.path");
   if (!(data.synthetic_noise >= 0 && data.synthetic_noise <= 1))
     throw Error("config key 'data.synthetic_noise' must be in [0, 1]");

@@ -57,6 +57,7 @@ struct ParallelConfig {
   std::string comm = "auto";          // device groups on "mpi", "nccl", or "auto" (NCCL on CUDA builds that have it)
   std::string grad_reduce_dtype = "fp32";  // wire type of the DP gradient all-reduce: "fp32" or "bf16"
   double bucket_mb = 25.0;            // DP gradient bucket size
+  int zero = 0;                       // ZeRO stage over the DP group: 0 none, 1 optimizer state, 2 + gradients
   int blas_threads = 1;
 };
 

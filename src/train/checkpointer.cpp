@@ -19,11 +19,12 @@ std::string model_signature(const ModelConfig& m) {
 }  // namespace
 
 Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
-                           std::string data_description, int64_t global_batch)
+                           std::string data_description, int64_t global_batch, ZeroStaging* zero)
     : cfg_(cfg),
       grid_(grid),
       config_text_(config_text),
       state_(state),
+      zero_(zero),
       data_description_(std::move(data_description)),
       global_batch_(global_batch),
       dir_(cfg.checkpoint_dir()) {}
@@ -31,7 +32,9 @@ Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& con
 std::vector<TensorShard> Checkpointer::shards() {
   std::vector<TensorShard> out;
   const std::pair<const char*, float*> groups[] = {
-      {"params/", state_.master()}, {"adam_m/", state_.adam_m()}, {"adam_v/", state_.adam_v()}};
+      {"params/", state_.master()},
+      {"adam_m/", zero_ ? zero_->full("adam_m") : state_.adam_m()},
+      {"adam_v/", zero_ ? zero_->full("adam_v") : state_.adam_v()}};
   for (const auto& [prefix, base] : groups) {
     for (const TensorSpec& s : state_.layout().tensors()) {
       TensorShard t;
@@ -83,7 +86,9 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
   opt.dir = dir_;
   opt.keep = cfg_.checkpoint.keep;
   const double t0 = MPI_Wtime();
+  if (zero_) zero_->gather();
   std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, shards(), meta(p));
+  if (zero_) zero_->release();
   last_saved_step_ = p.step;
   if (grid_.world_rank() == 0)
     std::printf("gridtrain: checkpoint %s (%s, %.2f s)\n", path.c_str(), reason.c_str(), MPI_Wtime() - t0);
@@ -106,6 +111,10 @@ bool Checkpointer::resume(TrainProgress* p) {
   CheckpointMeta meta = read_checkpoint_meta(grid_.world_mpi(), path);
   check_checkpoint_meta(path, meta, req);  // the same text on every rank: they read the same file
   load_checkpoint(grid_.world_mpi(), path, s, meta);
+  if (zero_) {
+    zero_->scatter();
+    zero_->release();
+  }
   p->step = static_cast<int>(meta.ints.at("step"));  // present and in range: checked above
   p->samples_done = meta.ints.at("samples_done");
   if (meta.reals.count("loss")) p->loss = meta.reals["loss"];

@@ -11,6 +11,7 @@
 #include "src/io/checkpoint.hpp"
 #include "src/train/loss_scaler.hpp"
 #include "src/train/train_state.hpp"
+#include "src/train/zero.hpp"
 
 namespace gt {
 
@@ -26,7 +27,7 @@ struct TrainProgress {
 class Checkpointer {
  public:
   Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
-               std::string data_description, int64_t global_batch);
+               std::string data_description, int64_t global_batch, ZeroStaging* zero = nullptr);
 
   const std::string& dir() const { return dir_; }
   int last_saved_step() const { return last_saved_step_; }
@@ -46,6 +47,7 @@ class Checkpointer {
   Grid& grid_;
   const std::string& config_text_;
   TrainState& state_;
+  ZeroStaging* zero_;  // sharded moments (ZeRO): saved and resumed through full-size copies
   std::string data_description_;
   int64_t global_batch_;
   std::string dir_;

@@ -1,5 +1,7 @@
 #include "src/train/grad_buckets.hpp"
 
+#include "src/train/zero.hpp"
+
 #include <algorithm>
 
 namespace gt {
@@ -24,6 +26,20 @@ GradBuckets::GradBuckets(const std::vector<TensorSpec>& tensors, size_t bucket_b
   if (open) buckets_.push_back(cur);
 }
 
+void GradBuckets::reduce_scatter_into(const TensorLayout& layout, Range shard, float* shard_grads) {
+  scatter_layout_ = &layout;
+  shard_ = shard;
+  shard_grads_ = shard_grads;
+}
+
+RequestPtr GradBuckets::launch(const Bucket& b, Comm& dp, float* grads) {
+  if (!scatter_layout_) return dp.iallreduce_sum(grads + b.begin, b.end - b.begin);
+  // This rank's piece of the bucket starts where the bucket meets its shard (or nowhere: a count of 0).
+  const size_t first = std::min(std::max(b.begin, shard_.begin), shard_.end);
+  return dp.ireduce_scatter_v(grads + b.begin, shard_grads_ + (first - shard_.begin),
+                              shard_counts(*scatter_layout_, Range{b.begin, b.end}), DType::F32, ReduceOp::Sum);
+}
+
 void GradBuckets::begin_step(long step) {
   reqs_.clear();
   next_ = 0;
@@ -34,13 +50,14 @@ void GradBuckets::unit_done(int unit, Comm& dp, float* grads) {
   if (compress_) return;  // the compressed all-reduce blocks: all of it in finish()
   while (next_ < buckets_.size() && buckets_[next_].min_unit >= unit) {
     const Bucket& b = buckets_[next_++];
-    reqs_.push_back(dp.iallreduce_sum(grads + b.begin, b.end - b.begin));
+    reqs_.push_back(launch(b, dp, grads));
   }
   for (auto& r : reqs_)
     if (r) r->test();
 }
 
-void GradBuckets::finish(Comm& dp, float* grads) {
+void GradBuckets::finish(Comm& dp, float* grads, const std::function<void()>& before_rest) {
+  if (before_rest) before_rest();
   if (compress_) return finish_compressed(dp, grads);
   unit_done(-1, dp, grads);
   for (auto& r : reqs_)

@@ -3,6 +3,9 @@
 // order (the order backward completes them), each all-reduced over the DP group as soon as every tensor in
 // it is final, while the rest of backward goes on. With compress.method = topk each bucket is instead
 // compressed (error feedback + top-k, src/train/compress) and sent in finish(), blocking: not yet overlapped.
+// Under ZeRO-2 each bucket is reduce-scattered: every DP rank receives the sum of the bucket's piece that lies
+// in its shard, into its shard-sized buffer.
+#include <functional>
 #include <vector>
 
 #include "src/comm/comm.hpp"
@@ -14,6 +17,9 @@ namespace gt {
 class GradBuckets {
  public:
   GradBuckets(const std::vector<TensorSpec>& tensors, size_t bucket_bytes, size_t elem_bytes);
+  // ZeRO-2: reduce-scatter each bucket over the shards of `layout` into shard_grads, which holds this rank's
+  // shard (element i of the flat buffer at shard_grads[i - shard.begin]).
+  void reduce_scatter_into(const TensorLayout& layout, Range shard, float* shard_grads);
 
   // compress.method = topk: every bucket by compress::topk_allreduce, its residual at the same offsets of
   // `residual` (a TrainState buffer of the gradient's size). density: the target after DGC's warm-up.
@@ -37,8 +43,9 @@ class GradBuckets {
   // Backward finished unit u (units complete from the highest down): launch every bucket now complete and
   // give the ones in flight a chance to progress.
   void unit_done(int unit, Comm& dp, float* grads);
-  // Launch what is left and wait for all; called before the optimizer.
-  void finish(Comm& dp, float* grads);
+  // Launch what is left and wait for all; called before the optimizer. before_rest runs first (ZeRO-2 with a
+  // tied embedding: its gradient summed over the embedding group before the DP reduction of its bucket).
+  void finish(Comm& dp, float* grads, const std::function<void()>& before_rest = {});
 
   struct Bucket {
     size_t begin = 0, end = 0;  // element range in the flat store
@@ -48,12 +55,16 @@ class GradBuckets {
 
  private:
   void finish_compressed(Comm& dp, float* grads);
+  RequestPtr launch(const Bucket& b, Comm& dp, float* grads);
 
   std::vector<Bucket> buckets_;  // in launch order (end of the buffer first)
   bool compress_ = false;
   Compression compression_;
   CompressStats stats_;
   long step_ = 0;
+  const TensorLayout* scatter_layout_ = nullptr;  // ZeRO-2 when set
+  Range shard_;
+  float* shard_grads_ = nullptr;
   std::vector<RequestPtr> reqs_;
   size_t next_ = 0;              // first bucket not yet launched
 };

@@ -6,28 +6,46 @@
 
 namespace gt {
 
-Optimizer::Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state)
-    : cfg_(cfg), grid_(grid), state_(state) {}
+Optimizer::Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state, ZeroPlan plan)
+    : cfg_(cfg), grid_(grid), state_(state), plan_(plan) {
+  if (!plan_.sharded()) plan_.shard = Range{0, state_.layout().size()};
+}
 
 double Optimizer::grad_norm() {
+  // Each element of the global model once: the owner rule picks one copy within the model-parallel group, and
+  // under ZeRO the shards split the rest over the DP group, so the shard sums add up over the world. A norm of
+  // a shard alone would clip every rank by a different, too small norm (the FSDP paper's warning).
   double sumsq = 0;
-  const float* g = state_.grads();
-  for (const TensorSpec& s : state_.layout().tensors())
-    if (owner(s, grid_)) sumsq += sum_squares(g + s.offset, long(s.size));
-  if (grid_.mp().size() > 1) grid_.mp().allreduce(&sumsq, 1, DType::F64, ReduceOp::Sum);
+  const StateBuffer& g = reduced_grads(state_);
+  for (const TensorSpec& s : state_.layout().tensors()) {
+    if (!owner(s, grid_)) continue;
+    const Range r = intersect(s, plan_.shard);
+    if (r.size() > 0)
+      sumsq += sum_squares(static_cast<const float*>(g.data) + (r.begin - g.extent.begin), long(r.size()));
+  }
+  Comm& group = plan_.sharded() ? grid_.world() : grid_.mp();
+  if (group.size() > 1) group.allreduce(&sumsq, 1, DType::F64, ReduceOp::Sum);
   return std::sqrt(sumsq);
 }
 
 void Optimizer::step(int step, double lr, double norm, double loss_scale) {
   // Unscaling folds into the clipping multiplier (exact for the power-of-two scales the scaler uses).
   const float g_scale = static_cast<float>(clip_scale(norm / loss_scale, cfg_.grad_clip) / loss_scale);
-  float* p = state_.master();
-  const float* g = state_.grads();
+  // Each buffer holds its extent of the flat elements (all, or the shard): element i is at i - extent.begin.
+  float* p = state_.master();  // fp32 masters (sharded under ZeRO when they are a buffer of their own)
+  const size_t po = state_.has_buffer("master") ? state_.buffer("master").extent.begin : 0;
+  const StateBuffer& gb = reduced_grads(state_);
+  const float* g = static_cast<const float*>(gb.data);
+  const size_t go = gb.extent.begin, mo = state_.buffer("adam_m").extent.begin;
   float* m = state_.adam_m();
   float* v = state_.adam_v();
-  for (const TensorSpec& s : state_.layout().tensors())
-    adamw_update(p + s.offset, g + s.offset, m + s.offset, v + s.offset, long(s.size), float(lr), float(cfg_.beta1),
+  for (const TensorSpec& s : state_.layout().tensors()) {
+    const Range r = intersect(s, plan_.shard);
+    if (r.size() == 0) continue;
+    adamw_update(p + (r.begin - po), g + (r.begin - go), m + (r.begin - mo), v + (r.begin - mo), long(r.size()),
+                 float(lr), float(cfg_.beta1),
                  float(cfg_.beta2), float(cfg_.eps), float(s.decay ? cfg_.weight_decay : 0.0), step, g_scale);
+  }
 }
 
 }  // namespace gt

@@ -1,19 +1,23 @@
 #pragma once
 // The optimizer of one rank: the global gradient norm (every element of the global model counted once, over
-// the model-parallel group), clipping, and AdamW on the fp32 master parameters with the TrainState's moments.
+// the model-parallel group, and under ZeRO over the DP shards too), clipping, and AdamW on the fp32 master
+// parameters with the TrainState's moments, over the elements this rank updates (all of them, or its ZeRO
+// shard: src/train/zero.hpp).
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/train/train_state.hpp"
+#include "src/train/zero.hpp"
 
 namespace gt {
 
 class Optimizer {
  public:
-  Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state);
+  Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state, ZeroPlan plan = {});
 
   double grad_norm();
   // The global L2 norm of the gradients as stored (multiplied by the loss scale). Collective over the
-  // model-parallel group; inf/NaN when any gradient of any rank overflowed (the DP and embedding all-reduces
+  // model-parallel group, and over the world when the state is sharded (each shard's owned squares, summed over
+  // the DP group too); inf/NaN when any gradient of any rank overflowed (the DP and embedding all-reduces
   // before it spread a non-finite value to every rank, this one to the whole model-parallel group).
   // One AdamW step (1-based update number `step`) with learning rate lr on the stored gradients divided by
   // loss_scale and clipped to train.grad_clip by their global norm (norm / loss_scale).
@@ -23,6 +27,7 @@ class Optimizer {
   const TrainConfig& cfg_;
   Grid& grid_;
   TrainState& state_;
+  ZeroPlan plan_;
 };
 
 }  // namespace gt

@@ -66,6 +66,9 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
     if (s.val_loss >= 0) val_loss = s.val_loss;
   double rss = peak_rss_bytes();
   grid_.world().allreduce(&rss, 1, DType::F64, ReduceOp::Max);
+  double ledger[6];
+  for (int k = 0; k < 3; ++k) ledger[k] = in.ledger_predicted[k], ledger[3 + k] = in.ledger_allocated[k];
+  grid_.world().allreduce(ledger, 6, DType::F64, ReduceOp::Max);
   if (grid_.world_rank() != 0) return;
 
   const GridShape& g = grid_.shape();
@@ -94,7 +97,11 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_)
       .str("schedule", cfg_.parallel.schedule).str("allreduce", cfg_.parallel.allreduce)
       .num("peak_rss_mb", rss / 1048576.0).num("analytic_state_mb", in.state_bytes / 1048576.0)
-      .num("analytic_activation_mb", in.activation_bytes / 1048576.0).str("resumed_from", in.resumed_from)
+      .num("analytic_activation_mb", in.activation_bytes / 1048576.0).integer("zero", in.zero_stage)
+      .num("state_params_mb_predicted", ledger[0] / 1048576.0).num("state_grads_mb_predicted", ledger[1] / 1048576.0)
+      .num("state_optimizer_mb_predicted", ledger[2] / 1048576.0).num("state_params_mb", ledger[3] / 1048576.0)
+      .num("state_grads_mb", ledger[4] / 1048576.0).num("state_optimizer_mb", ledger[5] / 1048576.0)
+      .str("resumed_from", in.resumed_from)
       .str("data", in.data).str("checkpoint_dir", in.checkpoint_dir).str("precision", cfg_.train.precision)
       .str("grad_reduce_dtype", cfg_.parallel.grad_reduce_dtype)
       .str("loss_scaling", cfg_.dynamic_loss_scale() ? "dynamic" : "none").num("loss_scale", in.loss_scale)

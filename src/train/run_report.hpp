@@ -19,6 +19,10 @@ struct RunSummaryInputs {
   size_t state_bytes = 0, activation_bytes = 0;  // the analytic memory ledger of one rank
   int skipped = 0;                         // steps skipped on overflow, over the whole run
   double loss_scale = 1;                   // the loss scale at the end
+  // Model-state bytes of this rank by kind (params, grads, optimizer): the ZeRO formula and what the TrainState
+  // allocated (src/train/zero.hpp); summary.json gives the largest over ranks.
+  double ledger_predicted[3] = {0, 0, 0}, ledger_allocated[3] = {0, 0, 0};
+  int zero_stage = 0;
 };
 
 class RunReport {

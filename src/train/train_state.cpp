@@ -30,13 +30,27 @@ TrainState::TrainState(TensorLayout layout, DType working, uint64_t seed)
 TrainState::~TrainState() = default;
 
 StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpace space) {
+  return add_buffer(name, dtype, space, Range{0, layout_.size()});
+}
+
+void TrainState::shard_buffer(const std::string& name, Range extent) {
+  const StateBuffer old = buffer(name);
+  buffers_.erase(name);
+  storage_.erase(name);
+  add_buffer(name, old.dtype, old.space, extent);
+}
+
+StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpace space, Range extent) {
   if (has_buffer(name)) throw Error("train state: duplicate buffer '" + name + "'");
+  if (extent.begin > extent.end || extent.end > layout_.size())
+    throw Error("train state: buffer '" + name + "' extent lies outside the layout");
   auto st = std::make_unique<Storage>();
   StateBuffer b;
   b.name = name;
   b.dtype = dtype;
   b.space = space;
-  b.bytes = layout_.size() * dtype_size(dtype);
+  b.extent = extent;
+  b.bytes = extent.size() * dtype_size(dtype);
   if (space == MemSpace::Device) {
     st->device = Kokkos::View<unsigned char*, mem_space>("state_" + name, b.bytes);  // zero-initialised
     b.data = st->device.data();

@@ -25,8 +25,11 @@ struct StateBuffer {
   std::string name;
   DType dtype = DType::F32;
   MemSpace space = MemSpace::Device;
-  void* data = nullptr;  // layout().size() elements of dtype
+  void* data = nullptr;  // extent.size() elements of dtype
   size_t bytes = 0;
+  // The flat elements this buffer holds: element i (extent.begin <= i < extent.end) is data[i - extent.begin].
+  // All of the layout, or one DP shard (ZeRO: moments, reduced gradients).
+  Range extent;
 };
 
 // Whether this rank's copy of a tensor is the one that counts for the global model within its model-parallel
@@ -48,6 +51,10 @@ class TrainState {
 
   // A new zeroed buffer of layout().size() elements; names are unique.
   StateBuffer& add_buffer(const std::string& name, DType dtype, MemSpace space = MemSpace::Device);
+  // A new zeroed buffer of only the elements `extent` (a DP shard: ZeRO).
+  StateBuffer& add_buffer(const std::string& name, DType dtype, MemSpace space, Range extent);
+  // Replaces a buffer by a zeroed one holding only `extent` (ZeRO-1: the AdamW moments of this rank's shard).
+  void shard_buffer(const std::string& name, Range extent);
   bool has_buffer(const std::string& name) const { return buffers_.count(name) > 0; }
   StateBuffer& buffer(const std::string& name);
   // The buffer's elements as T*; throws if the buffer does not hold T.

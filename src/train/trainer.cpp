@@ -1,5 +1,6 @@
 #include "src/train/trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "src/core/stop_signal.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
+#include "src/train/zero.hpp"
 
 namespace gt {
 
@@ -81,12 +83,25 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
       model_->store().bind(state_->data<float>("params"), state_->grads());
     }
   }
-  if (g.dp > 1)
-    buckets_ = std::make_unique<GradBuckets>(state_->layout().tensors(),
-                                             static_cast<size_t>(cfg_.parallel.bucket_mb * 1048576.0), sizeof(float));
+  zero_ = ZeroPlan(cfg_.parallel.zero, state_->layout(), grid_.dp_rank(), g.dp);
+  apply_zero_plan(*state_, zero_);
+  if (g.dp > 1) {
+    std::vector<TensorSpec> tensors = state_->layout().tensors();
+    // ZeRO-2 reduces the tied wte over DP before the embedding group could sum the two copies, so its bucket
+    // waits for the end of backward, where that sum comes first (finish's before_rest).
+    if (zero_.stage >= 2 && grid_.embed())
+      for (TensorSpec& t : tensors)
+        if (t.name == "wte") t.unit = -1;
+    buckets_ = std::make_unique<GradBuckets>(tensors, static_cast<size_t>(cfg_.parallel.bucket_mb * 1048576.0),
+                                             sizeof(float));
+    if (zero_.stage >= 2)
+      buckets_->reduce_scatter_into(state_->layout(), zero_.shard, state_->data<float>("grads_shard"));
+  }
   if (buckets_ && cfg_.compress.method == "topk") {
     // the compressor reads and writes gradients on the host
     if (!exec_on_host) throw Error("compress.method = \"topk\" needs host memory: not available on GPU builds yet");
+    if (zero_.stage >= 2)
+      throw Error("compress.method = \"topk\" with parallel.zero = 2: a compressed reduce-scatter is not implemented");
     GradBuckets::Compression c;
     c.density = cfg_.compress.density;
     c.warmup_steps = cfg_.compress.warmup_steps;
@@ -96,12 +111,22 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     c.residual = state_->data<float>(state_->add_buffer("ef_residual", DType::F32).name);
     buckets_->set_compression(c);
   }
-  optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_);
+  optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero_);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
+  if (zero_.sharded()) zero_staging_ = std::make_unique<ZeroStaging>(*state_, zero_, grid_.dp());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
-                                                 loader_->global_batch());
+                                                 loader_->global_batch(), zero_staging_.get());
+  if (grid_.world_rank() == 0) {  // the memory ledger of rank 0 (stage 0 of the pipeline, TP rank 0)
+    const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage);
+    const StateLedger have = allocated_state_bytes(*state_);
+    const double mib = 1048576.0;
+    std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
+                "optimizer %.2f/%.2f\n",
+                zero_.describe().c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
+                pred.optimizer / mib, have.optimizer / mib);
+  }
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);
     write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
@@ -131,11 +156,15 @@ StepStats Trainer::train_step() {
     on_unit = [this](int u) { buckets_->unit_done(u, grid_.dp(), state_->grads()); };
   }
   pipeline_->train_step(progress_.samples_done, loss_scale, &loss_sum, on_unit);
-  if (buckets_) buckets_->finish(grid_.dp(), state_->grads());
-  if (embed) {  // the tied wte: the embedding's and the head's gradients summed
+  auto sum_tied_wte = [&] {  // the tied wte: the embedding's and the head's gradients summed
     const TensorSpec& wte = state_->layout().spec("wte");
     embed->allreduce(state_->grads() + wte.offset, wte.size, DType::F32, ReduceOp::Sum);
-  }
+  };
+  const bool wte_first = embed && zero_.stage >= 2;  // before the reduce-scatter: the shards cut wte differently
+  if (buckets_)
+    buckets_->finish(grid_.dp(), state_->grads(), wte_first ? std::function<void()>(sum_tied_wte) : nullptr);
+  else if (wte_first) sum_tied_wte();
+  if (embed && !wte_first) sum_tied_wte();
 
   const double t_opt0 = MPI_Wtime();
   const TrainConfig& tc = cfg_.train;
@@ -144,7 +173,10 @@ StepStats Trainer::train_step() {
   const double lr = learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
   const double norm = optimizer_->grad_norm();  // the same value on every rank: every rank decides alike
   const bool skip = scaler_->update(!std::isfinite(norm), progress_.step + 1);
-  if (!skip) optimizer_->step(updates + 1, lr, norm, loss_scale);
+  if (!skip) {
+    optimizer_->step(updates + 1, lr, norm, loss_scale);
+    allgather_params(*state_, zero_, grid_.dp());  // ZeRO: every rank's updated shard to every rank
+  }
   Kokkos::fence();
   const double t_end = MPI_Wtime();
 
@@ -205,6 +237,13 @@ void Trainer::finish(const std::string& status) {
   in.state_bytes = state_->bytes();
   in.skipped = progress_.skipped;
   in.loss_scale = scaler_->scale();
+  const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage);
+  const StateLedger have = allocated_state_bytes(*state_);
+  const double p3[3] = {double(pred.params), double(pred.grads), double(pred.optimizer)};
+  const double a3[3] = {double(have.params), double(have.grads), double(have.optimizer)};
+  std::copy(p3, p3 + 3, in.ledger_predicted);
+  std::copy(a3, a3 + 3, in.ledger_allocated);
+  in.zero_stage = zero_.stage;
   in.activation_bytes = size_t(model_->slots()) * model_->activation_bytes_per_slot() + model_->work_bytes();
   report_->write_summary(in);
 }

@@ -5,7 +5,7 @@
 //   BatchLoader     the tokens of each micro-batch (sampler position, prefetch)
 //   PipelineRunner  the schedule's forward/backward ops and the traffic between stages
 //   GradBuckets     the DP all-reduce, overlapped with the last backward
-//   Optimizer       global norm, clipping, AdamW
+//   Optimizer       global norm, clipping, AdamW (over this rank's ZeRO shard: zero.hpp)
 //   LossScaler      the dynamic loss scale and the skip decision on overflow
 //   Checkpointer    save and resume
 //   RunReport       the per-step line, metrics.jsonl and summary.json
@@ -25,6 +25,7 @@
 #include "src/train/run_report.hpp"
 #include "src/train/step_stats.hpp"
 #include "src/train/train_state.hpp"
+#include "src/train/zero.hpp"
 
 namespace gt {
 
@@ -63,6 +64,8 @@ class Trainer {
   std::unique_ptr<GradBuckets> buckets_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
+  ZeroPlan zero_;
+  std::unique_ptr<ZeroStaging> zero_staging_;  // ZeRO: full-size moments while a checkpoint is written or read
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<RunReport> report_;
   TrainProgress progress_;

@@ -1,0 +1,105 @@
+#include "src/train/zero.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "src/core/error.hpp"
+
+namespace gt {
+
+ZeroPlan::ZeroPlan(int requested_stage, const TensorLayout& layout, int dp_rank, int dp)
+    : requested(requested_stage), stage(dp > 1 ? requested_stage : 0), dp_size(dp) {
+  if (requested_stage < 0 || requested_stage > 2)
+    throw Error("parallel.zero = " + std::to_string(requested_stage) + ": only stages 0, 1 and 2 are implemented");
+  if (layout.dp_size() != dp) throw Error("zero: the layout is padded for another DP size");
+  shard = stage > 0 ? layout.shard_range(dp_rank) : Range{0, layout.size()};
+}
+
+std::string ZeroPlan::describe() const {
+  if (requested == 0) return "zero 0";
+  if (stage == 0) return "zero " + std::to_string(requested) + " (dp=1: nothing to shard, runs as zero 0)";
+  return "zero " + std::to_string(stage) + " (" + std::to_string(shard.size()) + " elements per DP shard of " +
+         std::to_string(dp_size) + ")";
+}
+
+Range intersect(const TensorSpec& s, Range r) {
+  const size_t b = std::max(s.offset, r.begin), e = std::min(s.offset + s.size, r.end);
+  return b < e ? Range{b, e} : Range{b, b};
+}
+
+std::vector<size_t> shard_counts(const TensorLayout& layout, Range bucket) {
+  std::vector<size_t> counts(layout.dp_size(), 0);
+  for (int r = 0; r < layout.dp_size(); ++r) {
+    const Range s = layout.shard_range(r);
+    const size_t b = std::max(s.begin, bucket.begin), e = std::min(s.end, bucket.end);
+    counts[r] = b < e ? e - b : 0;
+  }
+  return counts;
+}
+
+void apply_zero_plan(TrainState& state, const ZeroPlan& plan) {
+  if (!plan.sharded()) return;
+  state.shard_buffer("adam_m", plan.shard);
+  state.shard_buffer("adam_v", plan.shard);
+  if (state.has_buffer("master")) state.shard_buffer("master", plan.shard);
+  if (plan.stage >= 2) state.add_buffer("grads_shard", DType::F32, MemSpace::Device, plan.shard);
+}
+
+StateBuffer& reduced_grads(TrainState& state) {
+  return state.buffer(state.has_buffer("grads_shard") ? "grads_shard" : "grads");
+}
+
+void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp) {
+  if (!plan.sharded()) return;
+  float* p = state.data<float>("params");
+  const size_t n = plan.shard.size();  // equal shards: the padded layout divides by dp
+  dp.allgather(p + plan.shard.begin, p, n, DType::F32);
+}
+
+StateLedger predicted_state_bytes(size_t psi, int dp, int stage) {
+  const int nd = stage > 0 ? dp : 1;
+  StateLedger l;
+  l.params = 4 * psi;
+  l.grads = 4 * psi + (stage >= 2 && dp > 1 ? 4 * (psi / dp) : 0);
+  l.optimizer = 8 * (psi / nd);
+  return l;
+}
+
+StateLedger allocated_state_bytes(const TrainState& state) {
+  StateLedger l;
+  for (const char* name : {"params", "master", "grads", "grads_shard", "adam_m", "adam_v"}) {
+    if (!state.has_buffer(name)) continue;
+    const size_t b = const_cast<TrainState&>(state).buffer(name).bytes;
+    const std::string n(name);
+    if (n == "params" || n == "master") l.params += b;
+    else if (n.rfind("grads", 0) == 0) l.grads += b;
+    else l.optimizer += b;
+  }
+  return l;
+}
+
+float* ZeroStaging::full(const std::string& moment) {
+  std::vector<float>& f = moment == "adam_m" ? m_ : v_;
+  if (f.empty()) f.assign(state_.layout().size(), 0.0f);
+  return f.data();
+}
+
+void ZeroStaging::gather() {
+  for (const char* name : {"adam_m", "adam_v"}) {
+    float* f = full(name);
+    std::memcpy(f + plan_.shard.begin, state_.data<float>(name), plan_.shard.size() * sizeof(float));
+    dp_.allgather(f + plan_.shard.begin, f, plan_.shard.size(), DType::F32);
+  }
+}
+
+void ZeroStaging::scatter() {
+  for (const char* name : {"adam_m", "adam_v"})
+    std::memcpy(state_.data<float>(name), full(name) + plan_.shard.begin, plan_.shard.size() * sizeof(float));
+}
+
+void ZeroStaging::release() {
+  std::vector<float>().swap(m_);
+  std::vector<float>().swap(v_);
+}
+
+}  // namespace gt

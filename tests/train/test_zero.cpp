@@ -1,0 +1,154 @@
+// ZeRO stages against zero=0 on the same layout (tp pp dp micro_batches zero allreduce, from the command line):
+//  - five steps with clipping active (train.grad_clip = 0.05, below every step's norm): losses and the reported
+//    global gradient norms within 1e-5 relative of zero=0, parameters within test_layouts' tolerance. A norm
+//    computed on a shard alone is about 1/sqrt(dp) of the global one and fails the norm check at once.
+//  - bitwise equality where the reduction order is the same by construction (clipping off, so the norm's own
+//    summation order does not enter): zero=1 always (the same all-reduce, an elementwise update, a gather that
+//    moves bits); zero=2 with dp=2 and pp=1 (a reduce-scatter and an all-reduce of two operands both compute the
+//    one sum a + b; with dp > 2 the library may associate differently, and with pp > 1 the tied wte is summed
+//    over the embedding group before the DP group instead of after).
+//  - checkpoints: a run stopped at step 3 and resumed on the same layout continues bitwise; resumed at zero=0 on
+//    one rank (world rank 0 alone, the same global batch) it continues within 1e-5 relative.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "src/train/trainer.hpp"
+#include "tests/common/run_helpers.hpp"
+
+namespace {
+constexpr int kGlobalBatch = 16;
+
+struct Result {
+  std::vector<double> losses, norms;
+  std::vector<std::pair<std::string, std::vector<float>>> params;
+};
+
+Result run(MPI_Comm comm, const gt::Config& c) {
+  gt::Grid grid(comm, c.parallel.tp, c.parallel.pp, c.parallel.dp, gt::parse_allreduce_algo(c.parallel.allreduce));
+  gt::Trainer t(c, grid, c.to_toml());
+  EXPECT_EQ(t.run(), 0);
+  Result r;
+  for (const auto& s : t.history()) {
+    r.losses.push_back(s.loss);
+    r.norms.push_back(s.grad_norm);
+  }
+  r.params = t.gather_params();
+  return r;
+}
+
+void expect_close(const std::vector<double>& a, const std::vector<double>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * std::fabs(b[i])) << what << " of step " << i + 1;
+}
+
+// test_layouts' tolerance and its reasoning: Adam amplifies round-off in elements whose gradient is at the
+// level of fp32 round-off (the key bias above all), so per tensor a norm-wise relative 1e-3 and no element off
+// by more than steps * lr.
+void expect_params_close(const Result& a, const Result& b, const gt::Config& c) {
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t k = 0; k < a.params.size(); ++k) {
+    const auto& x = a.params[k].second;
+    const auto& y = b.params[k].second;
+    double num = 0, den = 0, worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      num += double(x[i] - y[i]) * (x[i] - y[i]);
+      den += double(y[i]) * y[i];
+      worst = std::max(worst, double(std::fabs(x[i] - y[i])));
+    }
+    EXPECT_LT(std::sqrt(num / std::max(den, 1e-30)), 1e-3) << a.params[k].first;
+    EXPECT_LT(worst, c.train.steps * c.train.lr) << a.params[k].first;
+  }
+}
+
+void expect_params_equal(const Result& a, const Result& b) {
+  ASSERT_EQ(a.params.size(), b.params.size());
+  for (size_t k = 0; k < a.params.size(); ++k) EXPECT_EQ(a.params[k].second, b.params[k].second) << a.params[k].first;
+}
+
+bool all_ok() {
+  int ok = !::testing::Test::HasFailure(), all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  return all != 0;
+}
+}  // namespace
+
+TEST(Zero, MatchesZeroStageZero) {
+  ASSERT_EQ(gt_test::argc, 7) << "usage: test_zero tp pp dp micro_batches zero allreduce";
+  const int tp = std::atoi(gt_test::argv[1]), pp = std::atoi(gt_test::argv[2]), dp = std::atoi(gt_test::argv[3]);
+  const int mb = std::atoi(gt_test::argv[4]), zero = std::atoi(gt_test::argv[5]);
+  int world = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ASSERT_EQ(world, tp * pp * dp);
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_WORLD, "zero");
+  gt::Config c = gt_test::tiny_config(dir);
+  c.parallel.tp = tp;
+  c.parallel.pp = pp;
+  c.parallel.dp = dp;
+  c.parallel.allreduce = gt_test::argv[6];
+  c.parallel.bucket_mb = 0.01;  // several buckets, each cutting shards at other places than the tensors do
+  c.train.micro_batches = mb;
+  c.train.micro_batch_size = kGlobalBatch / (mb * dp);
+  c.train.grad_clip = 0.05;
+
+  // Clipping active: close to zero=0, the global norm above all.
+  gt::Config c0 = c, cz = c;
+  c0.output.dir = dir + "/z0";
+  cz.output.dir = dir + "/zz";
+  cz.parallel.zero = zero;
+  const Result r0 = run(MPI_COMM_WORLD, c0), rz = run(MPI_COMM_WORLD, cz);
+  for (double n : r0.norms) ASSERT_GT(n, c.train.grad_clip) << "the test needs clipping active on every step";
+  expect_close(rz.losses, r0.losses, "loss");
+  expect_close(rz.norms, r0.norms, "global gradient norm");
+  expect_params_close(rz, r0, c);
+  ASSERT_TRUE(all_ok());
+
+  // Clipping off: bitwise where the reduction order is the same by construction.
+  const bool bitwise = zero == 1 || (zero == 2 && dp == 2 && pp == 1);
+  if (bitwise) {
+    gt::Config b0 = c0, bz = cz;
+    b0.train.grad_clip = bz.train.grad_clip = 0.0;
+    b0.output.dir = dir + "/b0";
+    bz.output.dir = dir + "/bz";
+    const Result s0 = run(MPI_COMM_WORLD, b0), sz = run(MPI_COMM_WORLD, bz);
+    EXPECT_EQ(sz.losses, s0.losses);
+    expect_params_equal(sz, s0);
+    ASSERT_TRUE(all_ok());
+  }
+
+  // Resume: stopped after step 3 on this layout, continued here (bitwise) and on one rank at zero=0.
+  gt::Config first = cz;
+  first.output.dir = dir + "/ck";
+  first.checkpoint.dir = dir + "/ck/checkpoints";
+  first.train.max_steps_per_run = 3;
+  {
+    gt::Grid grid(MPI_COMM_WORLD, tp, pp, dp, gt::parse_allreduce_algo(first.parallel.allreduce));
+    gt::Trainer t(first, grid, first.to_toml());
+    EXPECT_EQ(t.run(), gt::kExitPreempted);
+  }
+  gt::Config again = first;
+  again.train.max_steps_per_run = 0;
+  again.checkpoint.resume = "auto";
+  again.output.dir = dir + "/ck_same";
+  const Result same = run(MPI_COMM_WORLD, again);
+  const std::vector<double> tail(rz.losses.begin() + 3, rz.losses.end());
+  EXPECT_EQ(same.losses, tail) << "resume on the same layout";
+  expect_params_equal(same, rz);
+  ASSERT_TRUE(all_ok());
+
+  if (rank == 0) {
+    gt::Config one = again;
+    one.parallel.tp = one.parallel.pp = one.parallel.dp = 1;
+    one.parallel.zero = 0;
+    one.parallel.allreduce = "mpi";
+    one.train.micro_batches = 1;
+    one.train.micro_batch_size = kGlobalBatch;
+    one.output.dir = dir + "/ck_one";
+    const Result r1 = run(MPI_COMM_SELF, one);
+    expect_close(r1.losses, tail, "loss after resuming at zero=0 on one rank");
+    expect_params_close(r1, rz, c);
+  }
+  EXPECT_TRUE(all_ok());
+}

@@ -1,0 +1,76 @@
+// The ZeRO memory ledger: the TrainState's actual allocations per buffer after apply_zero_plan, against the
+// ZeRO paper's per-device formulas written out independently here (bytes per element: fp32 parameters 4,
+// fp32 gradients 4, AdamW moments 2 x 4; K = 8 in the paper's notation for this project's fp32 training), for
+// dp = 1, 2, 4 and stages 0, 1, 2 of one pipeline stage of a small model. No timing: byte counts only.
+#include <gtest/gtest.h>
+
+#include "src/model/gpt.hpp"
+#include "src/train/zero.hpp"
+
+namespace {
+gt::ModelConfig small_model() {
+  gt::ModelConfig m;
+  m.n_layer = 3;
+  m.d_model = 48;  // rows of 48 and 144 elements: the shards cut tensors mid-row
+  m.n_head = 4;
+  m.seq_len = 16;
+  m.vocab_size = 101;
+  return m;
+}
+}  // namespace
+
+TEST(ZeroLedger, AllocationsFollowThePaper) {
+  const gt::ModelConfig m = small_model();
+  const gt::StageLayout whole{0, 1, 0, m.n_layer};
+  for (int dp : {1, 2, 4}) {
+    for (int stage : {0, 1, 2}) {
+      gt::TrainState st(gt::TensorLayout(gt::model_tensor_specs(m, whole, 0, 1), dp), gt::DType::F32, 7);
+      const size_t psi = st.layout().size();
+      ASSERT_EQ(psi % (size_t(dp) * gt::TensorLayout::kAlign), 0u);
+      const gt::ZeroPlan plan(stage, st.layout(), dp - 1, dp);
+      gt::apply_zero_plan(st, plan);
+      const size_t nd = stage > 0 ? size_t(dp) : 1;  // dp = 1: every stage is stage 0
+      // The paper: stage 1 = 4 psi + 4 psi + 8 psi / Nd, stage 2 = 4 psi + (4 + 8) psi / Nd; this project
+      // keeps the full fp32 accumulation buffer at stage 2 as well (micro-batches accumulate into it).
+      EXPECT_EQ(st.buffer("adam_m").bytes, 4 * psi / nd) << "dp " << dp << " stage " << stage;
+      EXPECT_EQ(st.buffer("adam_v").bytes, 4 * psi / nd);
+      EXPECT_EQ(st.buffer("params").bytes, 4 * psi);
+      EXPECT_EQ(st.buffer("grads").bytes, 4 * psi);
+      EXPECT_EQ(st.has_buffer("grads_shard"), stage == 2 && dp > 1);
+      if (st.has_buffer("grads_shard")) {
+        EXPECT_EQ(st.buffer("grads_shard").bytes, 4 * psi / dp);
+      }
+      // The ledger's arithmetic equals what was allocated, and its total equals the buffers' sum.
+      const gt::StateLedger pred = gt::predicted_state_bytes(psi, dp, plan.stage);
+      const gt::StateLedger have = gt::allocated_state_bytes(st);
+      EXPECT_EQ(pred.params, have.params);
+      EXPECT_EQ(pred.grads, have.grads);
+      EXPECT_EQ(pred.optimizer, have.optimizer);
+      EXPECT_EQ(have.total(), st.bytes());
+      // The sharded part falls as 1/dp: the last rank's shard is the padded layout's last 1/dp.
+      EXPECT_EQ(st.buffer("adam_m").extent.end, psi);
+      EXPECT_EQ(st.buffer("adam_m").extent.begin, plan.sharded() ? psi - psi / dp : 0);
+    }
+  }
+}
+
+TEST(ZeroLedger, ShardCountsCoverABucketOnce) {
+  const gt::ModelConfig m = small_model();
+  const gt::StageLayout whole{0, 1, 0, m.n_layer};
+  const gt::TensorLayout layout(gt::model_tensor_specs(m, whole, 0, 1), 4);
+  const size_t n = layout.size();
+  // buckets inside one shard, across two, across all, and empty
+  for (gt::Range b : {gt::Range{3, 17}, gt::Range{n / 4 - 5, n / 4 + 9}, gt::Range{1, n - 1}, gt::Range{9, 9}}) {
+    const auto counts = gt::shard_counts(layout, b);
+    size_t sum = 0;
+    for (int r = 0; r < 4; ++r) {
+      const gt::Range s = layout.shard_range(r);
+      size_t naive = 0;  // element by element
+      for (size_t i = b.begin; i < b.end; ++i) naive += i >= s.begin && i < s.end;
+      EXPECT_EQ(counts[r], naive);
+      sum += counts[r];
+    }
+    EXPECT_EQ(sum, b.size());
+  }
+  EXPECT_THROW(gt::ZeroPlan(3, layout, 0, 4), std::exception);
+}
