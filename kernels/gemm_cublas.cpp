@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/device_stream.hpp"
 #include "kernels/gemm.hpp"
 
 namespace gt {
@@ -17,6 +18,11 @@ cublasHandle_t handle() {
     cublasStatus_t st = cublasCreate(&hh);
     if (st != CUBLAS_STATUS_SUCCESS)
       throw std::runtime_error("cublasCreate failed with status " + std::to_string(static_cast<int>(st)));
+    // GEMMs run on the stream of Kokkos' kernels (kernels/device_stream.hpp): a GEMM starts after the kernel
+    // that wrote its operands and the next kernel after it, with no fence in between.
+    st = cublasSetStream(hh, static_cast<cudaStream_t>(device_stream()));
+    if (st != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error("cublasSetStream failed with status " + std::to_string(static_cast<int>(st)));
     return hh;
   }();
   return h;

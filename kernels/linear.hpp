@@ -1,6 +1,7 @@
 #pragma once
 // Fully connected layer, PyTorch layout: weight (OUT,IN), out = inp @ weight^T + bias. The products go
-// through gt::gemm (BLAS on host, cuBLAS on device); only the bias handling is a Kokkos kernel.
+// through gt::gemm (BLAS on host, cuBLAS on device); only the bias handling is a Kokkos kernel. No fences:
+// cuBLAS runs on the Kokkos stream (kernels/device_stream.hpp), host BLAS and Serial kernels run in call order.
 #include "kernels/gemm.hpp"
 #include "kernels/lanes.hpp"
 
@@ -16,7 +17,6 @@ void linear_forward(T* out, const T* inp, const T* weight, const no_deduce_t<T>*
       T* o = out + i * OUT;
       for (int j = 0; j < OUT; ++j) o[j] = bias[j];
     });
-    Kokkos::fence();  // the GEMM may run on another stream (cuBLAS)
     beta = T(1);
   }
   gemm(Op::N, Op::T, N, OUT, IN, T(1), inp, IN, weight, IN, beta, out, OUT);
@@ -30,7 +30,6 @@ void linear_backward(no_deduce_t<T>* dinp, T* dweight, no_deduce_t<T>* dbias, co
   if (dinp != nullptr) gemm(Op::N, Op::N, N, IN, OUT, T(1), dout, OUT, weight, IN, T(0), dinp, IN);
   gemm(Op::T, Op::N, OUT, IN, N, T(1), dout, OUT, inp, IN, T(1), dweight, IN);
   if (dbias == nullptr) return;
-  Kokkos::fence();
   const int nblk = col_block_count(OUT);
   Kokkos::parallel_for("linear_backward_dbias", range(0, nblk), KOKKOS_LAMBDA(long blk) {
     const int c0 = static_cast<int>(blk) * kColBlock;

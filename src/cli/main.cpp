@@ -135,9 +135,15 @@ int cmd_train(const std::vector<std::string>& args) {
 #else
   constexpr bool device_is_cuda = false;
 #endif
+  // GRIDTRAIN_TEST_DEVICE_MEMORY=cuda: the CPU build checks the communicator choice as a CUDA build would (the
+  // refusal of MPI on device memory is tested without a GPU); nothing else changes.
+  const char* as_device = std::getenv("GRIDTRAIN_TEST_DEVICE_MEMORY");
+  const bool check_as_cuda = device_is_cuda || (as_device && std::string(as_device) == "cuda");
+  const gt::CommBackend backend =
+      gt::resolve_comm_backend(cfg.parallel.comm, check_as_cuda, gt::mpi_reports_cuda_support());
   gt::Grid grid(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp,
-                gt::parse_allreduce_algo(cfg.parallel.allreduce),
-                gt::resolve_comm_backend(cfg.parallel.comm, device_is_cuda));
+                gt::device_allreduce_algo(gt::parse_allreduce_algo(cfg.parallel.allreduce), backend, device_is_cuda),
+                backend);
   cfg.parallel.dp = grid.shape().dp;
   if (grid.world_rank() == 0) {
     const char* fallback = std::getenv("GRIDTRAIN_BLAS_FALLBACK");

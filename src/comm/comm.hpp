@@ -36,8 +36,18 @@ AllreduceAlgo parse_allreduce_algo(const std::string& name);  // "mpi" | "ring" 
 // CUDA-aware MPI) or NCCL (GPU builds). Host-side groups (world, model-parallel norm) always use MPI.
 enum class CommBackend { Mpi, Nccl };
 // parallel.comm: "mpi", "nccl", or "auto" (NCCL when this build has it and device memory is CUDA, else MPI).
-// Throws gt::Error naming the key when "nccl" cannot work in this build.
-CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda);
+// Throws gt::Error naming the key when the choice cannot work in this build: "nccl" without NCCL or CUDA memory,
+// and MPI on CUDA memory when the MPI library does not report CUDA support (mpi_cuda_aware, from
+// mpi_reports_cuda_support()): such an MPI would read device pointers as host memory. We refuse rather than stage
+// through host copies: NCCL is the GPU path, and a silent host round trip would distort every figure.
+CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda, bool mpi_cuda_aware);
+// Whether the MPI library says it accepts CUDA device pointers: MPIX_Query_cuda_support() (Open MPI's mpi-ext.h
+// and MPICH >= 4), false where the library has no such query. Call after MPI_Init.
+bool mpi_reports_cuda_support();
+// The all-reduce algorithm of the device groups: on CUDA memory over MPI only the library's own MPI_Allreduce
+// works (the ring and shm algorithms add on the host), so "auto" becomes it and "ring"/"shm" are an error
+// naming parallel.allreduce. Everything else is returned unchanged.
+AllreduceAlgo device_allreduce_algo(AllreduceAlgo requested, CommBackend backend, bool device_is_cuda);
 
 // True while an exception unwinds the stack. Destructors of communicators, windows and requests then skip what
 // would block on other ranks (waits, MPI_Win_free, draining queued collectives) and leak instead: after an error
@@ -118,7 +128,9 @@ std::unique_ptr<Comm> make_mpi_comm(MPI_Comm comm, AllreduceAlgo algo);
 
 #if defined(GRIDTRAIN_HAVE_NCCL)
 // NCCL backend: the unique id is created on rank 0 of `comm` and broadcast over MPI.
-std::unique_ptr<Comm> make_nccl_comm(MPI_Comm comm);
+// compute_stream: the cudaStream_t the device work runs on (kernels/device_stream.hpp), nullptr for the legacy
+// default stream. Every collective waits on it through an event, so it sees what the kernels enqueued before it.
+std::unique_ptr<Comm> make_nccl_comm(MPI_Comm comm, void* compute_stream);
 int nccl_version();  // ncclGetVersion(); needs no device (the link check calls it)
 #endif
 bool nccl_compiled();

@@ -8,6 +8,9 @@
 // queued and executed, together with every one queued before it, by the first test() or wait() on it or by
 // the next blocking Shm all-reduce (test() therefore blocks for Shm).
 #include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>  // MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
+#endif
 
 #include <climits>
 #include <deque>
@@ -38,17 +41,39 @@ AllreduceAlgo parse_allreduce_algo(const std::string& name) {
   throw Error("unknown all-reduce algorithm '" + name + "' (expected \"auto\", \"mpi\", \"ring\" or \"shm\")");
 }
 
-CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda) {
-  if (name == "mpi") return CommBackend::Mpi;
-  if (name == "auto") return nccl_compiled() && device_is_cuda ? CommBackend::Nccl : CommBackend::Mpi;
-  if (name != "nccl")
+CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda, bool mpi_cuda_aware) {
+  if (name != "mpi" && name != "auto" && name != "nccl")
     throw Error("config key 'parallel.comm' must be \"auto\", \"mpi\" or \"nccl\", got \"" + name + "\"");
+  if (name == "auto" && nccl_compiled() && device_is_cuda) return CommBackend::Nccl;
+  if (name == "mpi" || name == "auto") {
+    if (device_is_cuda && !mpi_cuda_aware)
+      throw Error("parallel.comm=" + name + ": tensors live in GPU memory and this MPI library does not report CUDA "
+                  "support (MPIX_Query_cuda_support)" + (nccl_compiled() ? "; use parallel.comm=nccl" : "; build with "
+                  "-DGRIDTRAIN_ENABLE_NCCL=ON or use a CUDA-aware MPI"));
+    return CommBackend::Mpi;
+  }
   if (!nccl_compiled())
     throw Error("parallel.comm=nccl: this build has no NCCL backend (configure with -DGRIDTRAIN_ENABLE_NCCL=ON)");
   if (!device_is_cuda)
     throw Error("parallel.comm=nccl: this build keeps tensors in host memory (Kokkos without CUDA); NCCL needs "
                 "device buffers");
   return CommBackend::Nccl;
+}
+
+bool mpi_reports_cuda_support() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) || defined(MPIX_GPU_SUPPORT_CUDA)
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+AllreduceAlgo device_allreduce_algo(AllreduceAlgo requested, CommBackend backend, bool device_is_cuda) {
+  if (!device_is_cuda || backend != CommBackend::Mpi) return requested;
+  if (requested == AllreduceAlgo::Ring || requested == AllreduceAlgo::Shm)
+    throw Error("parallel.allreduce=" + std::string(requested == AllreduceAlgo::Ring ? "ring" : "shm") +
+                " adds on the host; with GPU memory over MPI use parallel.allreduce=mpi or auto");
+  return AllreduceAlgo::Library;
 }
 
 bool nccl_compiled() {

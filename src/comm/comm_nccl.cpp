@@ -1,5 +1,9 @@
-// NCCL backend of gt::Comm (GPU builds): buffers are device pointers, every op runs on one CUDA stream of
-// this communicator and blocking calls synchronise it. The unique id comes from rank 0 over MPI.
+// NCCL backend of gt::Comm (GPU builds): buffers are device pointers. Every op runs on this communicator's own
+// stream after waiting (an event, no host sync) for the compute stream the kernels and cuBLAS run on, so it reads
+// what they wrote before the call; blocking calls then synchronise the host with the op, so what the host enqueues
+// afterwards sees the result. A second stream (not the compute stream itself) lets a non-blocking all-reduce of
+// one gradient bucket overlap the backward kernels of the next unit, as llm.c does. The unique id comes from
+// rank 0 over MPI.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -60,13 +64,14 @@ class NcclRequest : public Request {
 
 class NcclComm : public Comm {
  public:
-  explicit NcclComm(MPI_Comm c) {
+  NcclComm(MPI_Comm c, cudaStream_t compute) : compute_(compute) {
     MPI_Comm_rank(c, &rank_);
     MPI_Comm_size(c, &size_);
     ncclUniqueId id;
     if (rank_ == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c);
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda_check(cudaEventCreateWithFlags(&computed_, cudaEventDisableTiming), "cudaEventCreate");
     nccl_check(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
   }
   ~NcclComm() override {
@@ -76,6 +81,7 @@ class NcclComm : public Comm {
     }
     cudaStreamSynchronize(stream_);
     ncclCommDestroy(comm_);
+    cudaEventDestroy(computed_);
     cudaStreamDestroy(stream_);
   }
   int rank() const override { return rank_; }
@@ -165,9 +171,14 @@ class NcclComm : public Comm {
   AllreduceAlgo allreduce_algo() const override { return algo_; }
 
  private:
+  // Called first by every op: counts it and makes this communicator's stream wait for the work enqueued so far on
+  // the compute stream (the kernel or GEMM that wrote the buffer). With the legacy default stream (nullptr) the
+  // event is recorded there, which orders after every blocking stream as well.
   void count(size_t bytes) {
     stats_.bytes += double(bytes);
     stats_.calls += 1;
+    cuda_check(cudaEventRecord(computed_, compute_), "cudaEventRecord(compute stream)");
+    cuda_check(cudaStreamWaitEvent(stream_, computed_, 0), "cudaStreamWaitEvent");
   }
   void sync() {
     const double t0 = MPI_Wtime();
@@ -177,13 +188,17 @@ class NcclComm : public Comm {
 
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t compute_ = nullptr;    // not owned: Kokkos' stream
+  cudaEvent_t computed_ = nullptr;    // recorded on compute_ before each op
   AllreduceAlgo algo_ = AllreduceAlgo::Library;
   int rank_ = 0, size_ = 1;
 };
 
 }  // namespace
 
-std::unique_ptr<Comm> make_nccl_comm(MPI_Comm comm) { return std::make_unique<NcclComm>(comm); }
+std::unique_ptr<Comm> make_nccl_comm(MPI_Comm comm, void* compute_stream) {
+  return std::make_unique<NcclComm>(comm, static_cast<cudaStream_t>(compute_stream));
+}
 
 int nccl_version() {
   int v = 0;

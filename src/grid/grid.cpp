@@ -3,6 +3,9 @@
 #include <string>
 
 #include "src/core/error.hpp"
+#if defined(GRIDTRAIN_HAVE_NCCL)
+#include "kernels/device_stream.hpp"
+#endif
 
 namespace gt {
 
@@ -39,7 +42,7 @@ Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo, CommBacke
   // initialisation is collective over each group).
   auto device_group = [&](MPI_Comm c) -> std::unique_ptr<Comm> {
 #if defined(GRIDTRAIN_HAVE_NCCL)
-    if (backend_ == CommBackend::Nccl) return make_nccl_comm(c);
+    if (backend_ == CommBackend::Nccl) return make_nccl_comm(c, device_stream());
 #endif
     if (backend_ == CommBackend::Nccl) throw Error("grid: NCCL requested but this build has no NCCL backend");
     return make_mpi_comm(c, algo);

@@ -76,6 +76,13 @@ expect scale_min_above_initial 1 nonzero "train.loss_scale_min \(1024.000000\) i
 expect scale_backoff 1 nonzero "'train.loss_scale_backoff' must be in \(0, 1\)" -- train --config tiny train.loss_scale_backoff=2
 expect half_not_built 1 nonzero "train.precision' = \"bf16\": half-precision compute is not implemented yet" -- train --config tiny train.precision=bf16
 expect nccl_on_cpu_build 1 nonzero "parallel.comm=nccl: this build" -- train --config tiny parallel.comm=nccl
+# MPI handed GPU memory is refused unless the library reports CUDA support (Debian's MPICH does not): the hook
+# makes this CPU build choose its communicators as a CUDA build would, on 2 ranks (the refusal on every rank)
+GRIDTRAIN_TEST_DEVICE_MEMORY=cuda expect mpi_on_gpu_memory 2 nonzero \
+  "parallel.comm=mpi: tensors live in GPU memory and this MPI library does not report CUDA support" \
+  -- train --config tiny parallel.comm=mpi
+GRIDTRAIN_TEST_DEVICE_MEMORY=cuda expect auto_on_gpu_memory_without_nccl 1 nonzero \
+  "parallel.comm=auto: tensors live in GPU memory" -- train --config tiny
 # an error on one rank only: it waits for the others (10 s), then prints and aborts the job; nobody hangs
 GRIDTRAIN_TEST_FAIL_RANK=1 expect lone_rank_error 2 nonzero "test hook: rank 1 failed alone" -- train --config tiny
 # the same inside a step, with shared-memory windows, in-flight gradient buckets and pipeline sends alive: the

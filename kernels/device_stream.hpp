@@ -1,0 +1,9 @@
+#pragma once
+// The one CUDA stream of a rank's device work: the stream of the default Kokkos execution space instance.
+// Kokkos kernels, cuBLAS (gemm_cublas.cpp) and the NCCL communicators (comm_nccl.cpp, which waits on it through an
+// event before each collective) all order themselves on it, so no fence is needed between a kernel, a GEMM and a
+// collective on the same buffer. Returned as void* so that code without CUDA headers (the grid) can pass it on.
+// nullptr on host builds and before Kokkos::initialize (the stream does not exist yet).
+namespace gt {
+void* device_stream();
+}  // namespace gt
