@@ -6,7 +6,8 @@
 // FLOPs per step = tokens * (6 N + 12 L T C): N = parameters taking part in matrix products (the tied head
 // included, position embeddings excluded), 12 L T C for attention scores and values (forward + backward,
 // full T x T as Megatron and nanoGPT count it). MFU = achieved GFLOP/s over the single-core sgemm rate that
-// this program measures itself (a 2048^3 OpenBLAS sgemm, best of 5). Memory: peak RSS of the process after
+// this program measures itself (a 2048^3 OpenBLAS sgemm, best of 5); on a GPU build over the device's datasheet
+// fp32 peak (kernels/device_peak.hpp), with a fence before each clock reading (the work is asynchronous there). Memory: peak RSS of the process after
 // each preset's run against the analytic count of parameters, gradients, AdamW m and v and the activations
 // the model keeps (GPT::activation_bytes_per_slot + work buffers).
 #include <mpi.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "kernels/adamw.hpp"
+#include "kernels/device_peak.hpp"
 #include "kernels/gemm.hpp"
 #include "src/core/config.hpp"
 #include "src/model/gpt.hpp"
@@ -76,12 +78,15 @@ Result bench(const std::string& preset, int steps, double peak) {
     model.set_tokens(0, in.data(), tgt.data());
     double loss = 0;
     model.forward(0, true, 1.0f / float(B * T), &loss);
+    Kokkos::fence();
     const double tf = seconds_since(t0);
     model.backward(0);
+    Kokkos::fence();
     const double tb = seconds_since(t0) - tf;
     for (const auto& s : st.tensors())
       gt::adamw_update(st.params() + s.offset, st.grads() + s.offset, am.data() + s.offset, av.data() + s.offset,
                        long(s.size), 1e-4f, 0.9f, 0.95f, 1e-8f, s.decay ? 0.1f : 0.0f, it + 1, 1.0f);
+    Kokkos::fence();
     const double to = seconds_since(t0) - tf - tb;
     if (it > 0) {
       f.push_back(tf);
@@ -100,7 +105,7 @@ Result bench(const std::string& preset, int steps, double peak) {
   r.ms = r.fwd_ms + r.bwd_ms + r.opt_ms;
   r.tok_s = double(B) * T / (r.ms * 1e-3);
   r.gflops = flops / (r.ms * 1e-3) * 1e-9;
-  r.mfu = r.gflops / peak;
+  r.mfu = peak > 0 ? r.gflops / peak : 0.0;
   r.rss_mb = gt::peak_rss_bytes() / 1048576.0;
   r.analytic_mb = (4.0 * st.size() * sizeof(float) + model.activation_bytes_per_slot() + model.work_bytes()) / 1048576.0;
   return r;
@@ -122,8 +127,16 @@ int main(int argc, char** argv) {
   }
   gt::gemm_set_threads(1);
   const std::string load_before = load_avg();
-  const double peak = gt::measure_sgemm_gflops(2048, 5);
-  std::printf("single-core sgemm ceiling (2048^3, best of 5): %.1f GFLOP/s   load: %s\n", peak, load_before.c_str());
+  double peak = 0;
+  if constexpr (gt::exec_on_host) {
+    peak = gt::measure_sgemm_gflops(2048, 5);
+    std::printf("single-core sgemm ceiling (2048^3, best of 5): %.1f GFLOP/s   load: %s\n", peak, load_before.c_str());
+  } else {
+    const std::string dev = gt::device_name();
+    peak = 1e3 * gt::device_peak_tflops(dev, "fp32");
+    std::printf("device %s: datasheet fp32 peak %.1f GFLOP/s%s   load: %s\n", dev.c_str(), peak,
+                peak > 0 ? "" : " (not in kernels/device_peak.cpp: no MFU)", load_before.c_str());
+  }
   std::printf("%-10s %10s %9s %9s %8s %10s %9s %7s %10s %12s\n", "preset", "ms/step", "fwd", "bwd", "adamw",
               "tokens/s", "GFLOP/s", "MFU", "peakRSS MB", "analytic MB");
   std::vector<Result> res;

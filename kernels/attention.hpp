@@ -4,7 +4,8 @@
 // Per (b,h):  S = scale * Q K^T,  P = causal_softmax(S),  O = P V,  scale = 1/sqrt(hd).
 // The products are gt::gemm calls with leading dimension 3*Cl straight into qkv (no copies). Queries are
 // taken in row blocks of kAttRowBlock so that a block only multiplies against the keys it can see: the
-// GEMMs skip most of the masked upper triangle (T=256: 62% of the full work instead of 100%).
+// GEMMs skip most of the masked upper triangle (T=256: 62% of the full work instead of 100%). No fences between
+// the GEMMs and the softmax kernels: all of them run in order on one stream (kernels/device_stream.hpp).
 #include <cmath>
 
 #include "kernels/fastmath.hpp"
@@ -19,6 +20,20 @@ constexpr int kAttRowBlock = 64;
 // keys 0..t, and every entry above the diagonal (to the end of the row) is set to 0.
 template <class T>
 void causal_softmax_rows(T* S, int r0, int r1, int T_) {
+  if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
+    Kokkos::parallel_for("attention_softmax", row_teams(r1 - r0), KOKKOS_LAMBDA(const RowTeam& tm) {
+      const long t = r0 + tm.league_rank();
+      T* row = S + t * T_;
+      const int n = static_cast<int>(t) + 1;
+      T m = row[0], sum = 0;
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, T& a) { a = row[j] > a ? row[j] : a; },
+                              Kokkos::Max<T>(m));
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, T& a) { a += kexp(row[j] - m); }, sum);
+      const T inv = T(1) / sum;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, T_), [&](int j) { row[j] = j < n ? kexp(row[j] - m) * inv : T(0); });
+    });
+    return;
+  }
   Kokkos::parallel_for("attention_softmax", range(r0, r1), KOKKOS_LAMBDA(long t) {
     T* row = S + t * T_;
     const int n = static_cast<int>(t) + 1;
@@ -34,6 +49,18 @@ void causal_softmax_rows(T* S, int r0, int r1, int T_) {
 // 0..t and 0 above the diagonal (softmax backward; the 1/sqrt(hd) is applied by the following GEMMs).
 template <class T>
 void causal_softmax_backward_rows(T* dS, const T* P, int r0, int r1, int T_) {
+  if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
+    Kokkos::parallel_for("attention_softmax_backward", row_teams(r1 - r0), KOKKOS_LAMBDA(const RowTeam& tm) {
+      const long t = r0 + tm.league_rank();
+      T* d = dS + t * T_;
+      const T* p = P + t * T_;
+      const int n = static_cast<int>(t) + 1;
+      T dot = 0;
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, T& a) { a += p[j] * d[j]; }, dot);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, T_), [&](int j) { d[j] = j < n ? p[j] * (d[j] - dot) : T(0); });
+    });
+    return;
+  }
   Kokkos::parallel_for("attention_softmax_backward", range(r0, r1), KOKKOS_LAMBDA(long t) {
     T* d = dS + t * T_;
     const T* p = P + t * T_;
@@ -62,15 +89,12 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int NH, int 
         // S[r0:r1, 0:r1] = scale * Q[r0:r1] K[0:r1]^T
         gemm(Op::N, Op::T, r1 - r0, r1, hd, scale, Q + static_cast<long>(r0) * ld, ld, K, ld, T(0),
              P + static_cast<long>(r0) * T_, T_);
-        Kokkos::fence();
         causal_softmax_rows(P, r0, r1, T_);
-        Kokkos::fence();
         // O[r0:r1] = P[r0:r1, 0:r1] V[0:r1]
         gemm(Op::N, Op::N, r1 - r0, hd, r1, T(1), P + static_cast<long>(r0) * T_, T_, V, ld, T(0),
              O + static_cast<long>(r0) * Cl, Cl);
       }
     }
-  Kokkos::fence();
 }
 
 // dout: (B,T,Cl)  qkv: (B,T,3*Cl)  att: (B,NH,T,T) from attention_forward  dqkv: (B,T,3*Cl) set
@@ -99,9 +123,7 @@ void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const 
         const int r1 = r0 + kAttRowBlock < T_ ? r0 + kAttRowBlock : T_;
         gemm(Op::N, Op::T, r1 - r0, r1, hd, T(1), dO + static_cast<long>(r0) * Cl, Cl, V, ld, T(0),
              dS + static_cast<long>(r0) * T_, T_);
-        Kokkos::fence();
         causal_softmax_backward_rows(dS, P, r0, r1, T_);
-        Kokkos::fence();
         gemm(Op::N, Op::N, r1 - r0, hd, r1, scale, dS + static_cast<long>(r0) * T_, T_, K, ld, T(0),
              dQ + static_cast<long>(r0) * ld, ld);
       }
@@ -115,7 +137,6 @@ void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const 
              dV + static_cast<long>(c0) * ld, ld);
       }
     }
-  Kokkos::fence();
 }
 
 }  // namespace gt

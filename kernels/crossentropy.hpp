@@ -16,6 +16,17 @@ namespace gt {
 // logits: (N,Vl)  rowmax: (N) set
 template <class T>
 void ce_row_max(T* rowmax, const T* logits, int N, int Vl) {
+  if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
+    Kokkos::parallel_for("ce_row_max", row_teams(N), KOKKOS_LAMBDA(const RowTeam& tm) {
+      const long i = tm.league_rank();
+      const T* x = logits + i * Vl;
+      T m = x[0];
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, Vl), [&](int j, T& a) { a = x[j] > a ? x[j] : a; },
+                              Kokkos::Max<T>(m));
+      Kokkos::single(Kokkos::PerTeam(tm), [&]() { rowmax[i] = m; });
+    });
+    return;
+  }
   Kokkos::parallel_for("ce_row_max", range(0, N), KOKKOS_LAMBDA(long i) {
     rowmax[i] = lanes_max(logits + i * Vl, Vl);
   });
@@ -26,6 +37,21 @@ void ce_row_max(T* rowmax, const T* logits, int N, int Vl) {
 template <class T>
 void ce_row_sumexp(T* sumexp, T* tlogit, const T* logits, const T* rowmax, const int32_t* targets, int N, int Vl,
                    int v0) {
+  if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
+    Kokkos::parallel_for("ce_row_sumexp", row_teams(N), KOKKOS_LAMBDA(const RowTeam& tm) {
+      const long i = tm.league_rank();
+      const T* x = logits + i * Vl;
+      const T m = rowmax[i];
+      T sum = 0;
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, Vl), [&](int j, T& a) { a += kexp(x[j] - m); }, sum);
+      Kokkos::single(Kokkos::PerTeam(tm), [&]() {
+        sumexp[i] = sum;
+        const long t = static_cast<long>(targets[i]) - v0;
+        tlogit[i] = (t >= 0 && t < Vl) ? x[t] : T(0);
+      });
+    });
+    return;
+  }
   Kokkos::parallel_for("ce_row_sumexp", range(0, N), KOKKOS_LAMBDA(long i) {
     const T* x = logits + i * Vl;
     const T m = rowmax[i];
@@ -52,6 +78,15 @@ void ce_loss(T* loss, const T* sumexp, const T* rowmax, const T* tlogit, int N) 
 template <class T>
 void ce_backward_inplace(T* logits, const T* rowmax, const T* sumexp, const int32_t* targets, int N, int Vl,
                          int v0, no_deduce_t<T> scale) {
+  if constexpr (!kHostBlocking) {  // one work item per element, consecutive items on consecutive columns
+    Kokkos::parallel_for("ce_backward_inplace", range(0, long(N) * Vl), KOKKOS_LAMBDA(long e) {
+      const long i = e / Vl;
+      const long j = e - i * Vl;
+      const T p = kexp(logits[e] - rowmax[i]) / sumexp[i];
+      logits[e] = scale * (j == static_cast<long>(targets[i]) - v0 ? p - T(1) : p);
+    });
+    return;
+  }
   Kokkos::parallel_for("ce_backward_inplace", range(0, N), KOKKOS_LAMBDA(long i) {
     T* x = logits + i * Vl;
     const T m = rowmax[i];

@@ -94,6 +94,13 @@ constexpr bool kHostBlocking = exec_on_host;
 constexpr int kColBlock = kHostBlocking ? 64 : 1;
 constexpr long kChunk = kHostBlocking ? 4096 : 1;
 
+// Row kernels on the device split: one team per row, its threads striding the row (consecutive threads read
+// consecutive columns: coalesced) and combining with Kokkos' team reduction, a fixed tree for a given team size,
+// so a run gives the same bits every time. The host split keeps one work item per row with lanes_* sums.
+using RowTeams = Kokkos::TeamPolicy<exec_space>;
+using RowTeam = RowTeams::member_type;
+inline RowTeams row_teams(int rows) { return RowTeams(rows, Kokkos::AUTO); }
+
 KOKKOS_INLINE_FUNCTION long chunk_count(long n) { return (n + kChunk - 1) / kChunk; }
 KOKKOS_INLINE_FUNCTION int col_block_count(int c) { return (c + kColBlock - 1) / kColBlock; }
 

@@ -10,6 +10,7 @@
 
 using kt::rel_err;
 using kt::Vec;
+using DV = kt::DVec<double>;  // device buffer; DV(v) copies a host vector in, a DV reads back as a Vec
 
 namespace {
 constexpr double kGradTol = 1e-6;
@@ -30,12 +31,12 @@ TEST(GradCheck, Embedding) {
   Vec wte = kt::random_vec(rng, static_cast<size_t>(Vl) * C), wpe = kt::random_vec(rng, static_cast<size_t>(T_) * C);
   const Vec R = kt::random_vec(rng, static_cast<size_t>(BT) * C);
   auto loss = [&](const Vec& te, const Vec& pe) {
-    Vec out(R.size());
-    gt::embedding_forward(out.data(), tok.data(), te.data(), pe.data(), BT, T_, C, v0, Vl);
+    DV out(R.size());
+    gt::embedding_forward(out.data(), tok.data(), DV(te).data(), DV(pe).data(), BT, T_, C, v0, Vl);
     return kt::dot(out, R);
   };
-  Vec dwte(wte.size(), 0.0), dwpe(wpe.size(), 0.0);
-  gt::embedding_backward(dwte.data(), dwpe.data(), R.data(), tok.data(), BT, T_, C, v0, Vl);
+  DV dwte(wte.size(), 0.0), dwpe(wpe.size(), 0.0);
+  gt::embedding_backward(dwte.data(), dwpe.data(), DV(R).data(), tok.data(), BT, T_, C, v0, Vl);
   EXPECT_LT(grad_err("embedding dwte", dwte, kt::finite_diff([&](const Vec& x) { return loss(x, wpe); }, wte)), kGradTol);
   EXPECT_LT(grad_err("embedding dwpe", dwpe, kt::finite_diff([&](const Vec& x) { return loss(wte, x); }, wpe)), kGradTol);
 }
@@ -47,14 +48,14 @@ TEST(GradCheck, LayerNorm) {
       b = kt::random_vec(rng, C);
   const Vec R = kt::random_vec(rng, x.size());
   auto loss = [&](const Vec& xx, const Vec& ww, const Vec& bb) {
-    Vec out(x.size()), mean(N), rstd(N);
-    gt::layernorm_forward(out.data(), mean.data(), rstd.data(), xx.data(), ww.data(), bb.data(), N, C);
+    DV out(x.size()), mean(N), rstd(N);
+    gt::layernorm_forward(out.data(), mean.data(), rstd.data(), DV(xx).data(), DV(ww).data(), DV(bb).data(), N, C);
     return kt::dot(out, R);
   };
-  Vec out(x.size()), mean(N), rstd(N);
-  gt::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-  Vec dx(x.size(), 0.0), dw(C, 0.0), db(C, 0.0);
-  gt::layernorm_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  DV out(x.size()), mean(N), rstd(N);
+  gt::layernorm_forward(out.data(), mean.data(), rstd.data(), DV(x).data(), DV(w).data(), DV(b).data(), N, C);
+  DV dx(x.size(), 0.0), dw(C, 0.0), db(C, 0.0);
+  gt::layernorm_backward(dx.data(), dw.data(), db.data(), DV(R).data(), DV(x).data(), DV(w).data(), mean.data(), rstd.data(), N, C);
   EXPECT_LT(grad_err("layernorm dinp", dx, kt::finite_diff([&](const Vec& v) { return loss(v, w, b); }, x)), kGradTol);
   EXPECT_LT(grad_err("layernorm dweight", dw, kt::finite_diff([&](const Vec& v) { return loss(x, v, b); }, w)), kGradTol);
   EXPECT_LT(grad_err("layernorm dbias", db, kt::finite_diff([&](const Vec& v) { return loss(x, w, v); }, b)), kGradTol);
@@ -67,12 +68,12 @@ TEST(GradCheck, Linear) {
       b = kt::random_vec(rng, OUT);
   const Vec R = kt::random_vec(rng, static_cast<size_t>(N) * OUT);
   auto loss = [&](const Vec& xx, const Vec& ww, const Vec& bb) {
-    Vec out(R.size());
-    gt::linear_forward(out.data(), xx.data(), ww.data(), bb.data(), N, IN, OUT);
+    DV out(R.size());
+    gt::linear_forward(out.data(), DV(xx).data(), DV(ww).data(), DV(bb).data(), N, IN, OUT);
     return kt::dot(out, R);
   };
-  Vec dx(x.size()), dw(w.size(), 0.0), db(OUT, 0.0);
-  gt::linear_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), N, IN, OUT);
+  DV dx(x.size()), dw(w.size(), 0.0), db(OUT, 0.0);
+  gt::linear_backward(dx.data(), dw.data(), db.data(), DV(R).data(), DV(x).data(), DV(w).data(), N, IN, OUT);
   EXPECT_LT(grad_err("linear dinp", dx, kt::finite_diff([&](const Vec& v) { return loss(v, w, b); }, x)), kGradTol);
   EXPECT_LT(grad_err("linear dweight", dw, kt::finite_diff([&](const Vec& v) { return loss(x, v, b); }, w)), kGradTol);
   EXPECT_LT(grad_err("linear dbias", db, kt::finite_diff([&](const Vec& v) { return loss(x, w, v); }, b)), kGradTol);
@@ -85,15 +86,15 @@ TEST(GradCheck, Attention) {
     const int Cl = s.NH * s.hd;
     Vec qkv = kt::random_vec(rng, static_cast<size_t>(s.B) * s.T_ * 3 * Cl, -1.5, 1.5);
     const Vec R = kt::random_vec(rng, static_cast<size_t>(s.B) * s.T_ * Cl);
-    Vec att(static_cast<size_t>(s.B) * s.NH * s.T_ * s.T_), out(R.size());
+    DV att(static_cast<size_t>(s.B) * s.NH * s.T_ * s.T_), out(R.size());
     auto loss = [&](const Vec& q) {
-      gt::attention_forward(out.data(), att.data(), q.data(), s.B, s.T_, s.NH, s.hd);
+      gt::attention_forward(out.data(), att.data(), DV(q).data(), s.B, s.T_, s.NH, s.hd);
       return kt::dot(out, R);
     };
     const Vec g_fd = kt::finite_diff(loss, qkv);
-    gt::attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T_, s.NH, s.hd);
-    Vec dqkv(qkv.size()), scratch(static_cast<size_t>(s.T_) * s.T_);
-    gt::attention_backward(dqkv.data(), scratch.data(), R.data(), qkv.data(), att.data(), s.B, s.T_, s.NH, s.hd);
+    gt::attention_forward(out.data(), att.data(), DV(qkv).data(), s.B, s.T_, s.NH, s.hd);
+    DV dqkv(qkv.size()), scratch(static_cast<size_t>(s.T_) * s.T_);
+    gt::attention_backward(dqkv.data(), scratch.data(), DV(R).data(), DV(qkv).data(), att.data(), s.B, s.T_, s.NH, s.hd);
     EXPECT_LT(grad_err("attention dqkv", dqkv, g_fd), kGradTol) << "T=" << s.T_;
   }
 }
@@ -104,12 +105,12 @@ TEST(GradCheck, Gelu) {
   Vec x = kt::random_vec(rng, N, -5.0, 5.0);
   const Vec R = kt::random_vec(rng, N);
   auto loss = [&](const Vec& v) {
-    Vec y(N);
-    gt::gelu_forward(y.data(), v.data(), N);
+    DV y(N);
+    gt::gelu_forward(y.data(), DV(v).data(), N);
     return kt::dot(y, R);
   };
-  Vec dx(N);
-  gt::gelu_backward(dx.data(), x.data(), R.data(), N);
+  DV dx(N);
+  gt::gelu_backward(dx.data(), DV(x).data(), DV(R).data(), N);
   EXPECT_LT(grad_err("gelu dinp", dx, kt::finite_diff(loss, x)), kGradTol);
 }
 
@@ -120,10 +121,10 @@ TEST(GradCheck, CrossEntropy) {
   Vec logits = kt::random_vec(rng, static_cast<size_t>(N) * V, -4.0, 4.0);
   const auto tgt = kt::random_tokens(rng, N, 0, V);
   const double scale = 1.0 / N;
-  Vec rowmax(N), sumexp(N), tlogit(N), loss(N);
+  DV rowmax(N), sumexp(N), tlogit(N), loss(N);
   auto forward = [&](const Vec& l) {
-    gt::ce_row_max(rowmax.data(), l.data(), N, V);
-    gt::ce_row_sumexp(sumexp.data(), tlogit.data(), l.data(), rowmax.data(), tgt.data(), N, V, 0);
+    gt::ce_row_max(rowmax.data(), DV(l).data(), N, V);
+    gt::ce_row_sumexp(sumexp.data(), tlogit.data(), DV(l).data(), rowmax.data(), tgt.data(), N, V, 0);
     gt::ce_loss(loss.data(), sumexp.data(), rowmax.data(), tlogit.data(), N);
     double s = 0.0;
     for (double v : loss) s += v;
@@ -131,7 +132,7 @@ TEST(GradCheck, CrossEntropy) {
   };
   const Vec g_fd = kt::finite_diff(forward, logits);
   forward(logits);
-  Vec dl = logits;
+  DV dl = logits;
   gt::ce_backward_inplace(dl.data(), rowmax.data(), sumexp.data(), tgt.data(), N, V, 0, scale);
   EXPECT_LT(grad_err("cross-entropy dlogits", dl, g_fd), kGradTol);
 }

@@ -242,15 +242,17 @@ TYPED_TEST(KernelRef, CrossEntropyVocabParallel) {
   ref::crossentropy(loss, dlogits, logits, tgt, N, V, scale);
 
   const int S = 3;
-  std::vector<std::vector<T>> shard(S), rowmax(S), sumexp(S), tlogit(S);
+  std::vector<kt::DVec<T>> shard(S), rowmax(S), sumexp(S), tlogit(S);
   for (int s = 0; s < S; ++s) {
     const int v0 = bounds[s], Vl = bounds[s + 1] - bounds[s];
+    std::vector<T> h;
     for (int i = 0; i < N; ++i)
-      for (int j = 0; j < Vl; ++j) shard[s].push_back(T(logits[static_cast<size_t>(i) * V + v0 + j]));
+      for (int j = 0; j < Vl; ++j) h.push_back(T(logits[static_cast<size_t>(i) * V + v0 + j]));
+    shard[s] = h;
     rowmax[s] = kt::poisoned<T>(N);
     gt::ce_row_max(rowmax[s].data(), shard[s].data(), N, Vl);
   }
-  std::vector<T> gmax(N), gsum(N, T(0)), gt_logit(N, T(0));
+  kt::DVec<T> gmax(N), gsum(N, T(0)), gt_logit(N, T(0));
   for (int i = 0; i < N; ++i) {
     gmax[i] = rowmax[0][i];
     for (int s = 1; s < S; ++s) gmax[i] = std::max(gmax[i], rowmax[s][i]);

@@ -35,6 +35,21 @@ Batch random_batch(int B, int T, int V, unsigned seed) {
   return b;
 }
 
+// The store's flat device buffers as views, and host copies of them (Cabana's pattern: on a host build the
+// "copy" is the buffer itself).
+template <class T>
+Kokkos::View<T*, gt::mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> device_view(T* p, size_t n) {
+  return {p, n};
+}
+template <class T>
+auto host_params(gt::ParamStore<T>& st) {
+  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device_view(st.params(), st.size()));
+}
+// One parameter element set on the device.
+void set_param(gt::ParamStore<double>& st, size_t i, double v) {
+  Kokkos::deep_copy(Kokkos::subview(device_view(st.params(), st.size()), i), v);
+}
+
 double loss_of(gt::GPT<double>& model, const Batch& b) {
   model.set_tokens(0, b.in.data(), b.tgt.data());
   double loss = 0;
@@ -53,10 +68,11 @@ TEST(ModelGradient, EveryParameterMatchesFiniteDifferences) {
   {
     std::mt19937 rng(3);
     std::normal_distribution<double> nd(0.0, 0.2);
-    double* p = model.store().params();
+    auto p = host_params(model.store());
     for (const auto& s : model.store().tensors())
       if (s.init != gt::Init::Normal)
-        for (size_t i = 0; i < s.size; ++i) p[s.offset + i] += nd(rng);
+        for (size_t i = 0; i < s.size; ++i) p(s.offset + i) += nd(rng);
+    Kokkos::deep_copy(device_view(model.store().params(), model.store().size()), p);
   }
   const Batch b = random_batch(B, cfg.seq_len, cfg.vocab_size, 11);
 
@@ -65,22 +81,23 @@ TEST(ModelGradient, EveryParameterMatchesFiniteDifferences) {
   double loss = 0;
   model.forward(0, true, 1.0 / double(b.in.size()), &loss);
   model.backward(0);
-  std::vector<double> g(model.store().grads(), model.store().grads() + model.store().size());
+  const auto g = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
+                                                     device_view(model.store().grads(), model.store().size()));
 
-  double* p = model.store().params();
+  const auto p = host_params(model.store());  // the unperturbed values
   const double h = 1e-5;
   for (const auto& s : model.store().tensors()) {
     double num = 0, den_a = 0, den_b = 0;
     for (size_t i = s.offset; i < s.offset + s.size; ++i) {
-      const double keep = p[i];
-      p[i] = keep + h;
+      const double keep = p(i);
+      set_param(model.store(), i, keep + h);
       const double lp = loss_of(model, b);
-      p[i] = keep - h;
+      set_param(model.store(), i, keep - h);
       const double lm = loss_of(model, b);
-      p[i] = keep;
+      set_param(model.store(), i, keep);
       const double fd = (lp - lm) / (2 * h);
-      num += (g[i] - fd) * (g[i] - fd);
-      den_a += g[i] * g[i];
+      num += (g(i) - fd) * (g(i) - fd);
+      den_a += g(i) * g(i);
       den_b += fd * fd;
     }
     const double rel = std::sqrt(num) / std::max(std::sqrt(std::max(den_a, den_b)), 1e-30);
@@ -99,10 +116,11 @@ TEST(ModelInit, TensorParallelShardsDrawTheUnshardedValues) {
     for (int r = 0; r < tp; ++r) {
       gt::ParamStore<float> shard(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, r, tp), 1));
       shard.allocate(99);
+      const auto sp = host_params(shard), fp = host_params(full);
       for (const auto& s : shard.tensors()) {
         const auto& f = full.spec(s.name);
         for (size_t i = 0; i < s.size; ++i)
-          ASSERT_EQ(shard.params()[s.offset + i], full.params()[f.offset + size_t(s.global_index(int64_t(i)))])
+          ASSERT_EQ(sp(s.offset + i), fp(f.offset + size_t(s.global_index(int64_t(i)))))
               << s.name << " tp=" << tp << " rank=" << r << " element " << i;
       }
     }
@@ -114,17 +132,18 @@ TEST(ModelInit, FollowsGpt2Statistics) {
   gt::StageLayout whole{0, 1, 0, cfg.n_layer};
   gt::ParamStore<float> st(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, 0, 1), 1));
   st.allocate(5);
+  const auto p = host_params(st);
   auto stddev = [&](const std::string& name) {
     const auto& s = st.spec(name);
     double m = 0, q = 0;
-    for (size_t i = 0; i < s.size; ++i) m += st.params()[s.offset + i];
+    for (size_t i = 0; i < s.size; ++i) m += p(s.offset + i);
     m /= double(s.size);
-    for (size_t i = 0; i < s.size; ++i) q += std::pow(st.params()[s.offset + i] - m, 2);
+    for (size_t i = 0; i < s.size; ++i) q += std::pow(p(s.offset + i) - m, 2);
     return std::sqrt(q / double(s.size));
   };
   EXPECT_NEAR(stddev("wte"), 0.02, 0.001);
   EXPECT_NEAR(stddev("h.0.mlp.fc.w"), 0.02, 0.001);
   EXPECT_NEAR(stddev("h.1.attn.proj.w"), 0.02 / std::sqrt(2.0 * cfg.n_layer), 0.001);
-  EXPECT_EQ(st.params()[st.spec("h.0.ln_1.w").offset], 1.0f);
-  EXPECT_EQ(st.params()[st.spec("h.0.mlp.fc.b").offset], 0.0f);
+  EXPECT_EQ(p(st.spec("h.0.ln_1.w").offset), 1.0f);
+  EXPECT_EQ(p(st.spec("h.0.mlp.fc.b").offset), 0.0f);
 }
