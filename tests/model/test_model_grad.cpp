@@ -39,7 +39,7 @@ Batch random_batch(int B, int T, int V, unsigned seed) {
 // "copy" is the buffer itself).
 template <class T>
 Kokkos::View<T*, gt::mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> device_view(T* p, size_t n) {
-  return {p, n};
+  return Kokkos::View<T*, gt::mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(p, n);
 }
 template <class T>
 auto host_params(gt::ParamStore<T>& st) {
