@@ -12,13 +12,14 @@
 # tarball, the patch and every flag of that build: a later run with the same inputs reuses it (a lock keeps two
 # concurrent runs from building it twice; an interrupted build leaves no half install behind).
 # gridtrain then builds into --build (default build-gpu/ in the checkout) with the given jobs (default: 2 on a
-# machine shared by several builds, GRIDTRAIN_GPU_JOBS or --jobs to change), at nice 10.
+# machine shared by several builds, GRIDTRAIN_GPU_JOBS or --jobs to change), at nice 10 (GRIDTRAIN_GPU_NICE).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 third_party=$here/../shared/third_party
 kokkos_root=""
 arch=${GRIDTRAIN_GPU_ARCH:-HOPPER90}
 jobs=${GRIDTRAIN_GPU_JOBS:-2}
+nice_level=${GRIDTRAIN_GPU_NICE:-10}
 build=${GRIDTRAIN_GPU_BUILD:-$here/build-gpu}
 kokkos_only=0
 extra=()
@@ -72,9 +73,9 @@ if [ -z "$kokkos_root" ]; then
       src=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -1)
       (cd "$src" && patch -p1 <"$patchfile")
       rm -rf "$kokkos_root.partial"
-      nice -n 10 cmake -S "$src" -B "$work/build" "${kokkos_flags[@]}" \
+      nice -n "$nice_level" cmake -S "$src" -B "$work/build" "${kokkos_flags[@]}" \
         "-DCMAKE_CXX_COMPILER=$src/bin/nvcc_wrapper" "-DCMAKE_INSTALL_PREFIX=$kokkos_root.partial"
-      nice -n 10 cmake --build "$work/build" -j "$jobs"
+      nice -n "$nice_level" cmake --build "$work/build" -j "$jobs"
       cmake --install "$work/build"
     } >"$cache/kokkos-$key.log" 2>&1 || { tail -40 "$cache/kokkos-$key.log"; echo "check_gpu_build.sh: the Kokkos build failed (log: $cache/kokkos-$key.log)" >&2; exit 1; }
     # The install prefix is baked into the installed CMake files: install to .partial, then patch the path.
@@ -102,7 +103,7 @@ fi
 grep -q "Kokkos devices:.*CUDA" "$build.configure.log" \
   || { echo "check_gpu_build.sh: the Kokkos at $kokkos_root has no CUDA backend" >&2; exit 1; }
 t0=$(date +%s)
-nice -n 10 cmake --build "$build" -j "$jobs" >"$build.build.log" 2>&1 \
+nice -n "$nice_level" cmake --build "$build" -j "$jobs" >"$build.build.log" 2>&1 \
   || { grep -B2 -A8 -m5 "error" "$build.build.log" | head -60; tail -20 "$build.build.log"; echo "check_gpu_build.sh: the CUDA build of gridtrain failed (log: $build.build.log)" >&2; exit 1; }
 if grep -n "warning" "$build.build.log" | grep -v "nvcc_wrapper has been given\|Wno-deprecated-gpu-targets" | head -5 | grep -q .; then
   echo "check_gpu_build.sh: warnings in the CUDA build:"; grep -n "warning" "$build.build.log" | head -20
