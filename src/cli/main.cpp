@@ -17,6 +17,7 @@
 #include "kernels/kokkos_compat.hpp"
 #include "src/core/config.hpp"
 #include "src/core/error.hpp"
+#include "src/core/orphan.hpp"
 #include "src/core/stop_signal.hpp"
 #include "src/data/prepare.hpp"
 #include "src/grid/grid.hpp"
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
   // First of all: from here on SIGTERM/SIGUSR1 (Slurm's time-limit warning can come at any moment, even during
   // start-up) only ask the trainer to checkpoint and stop; a request survives the re-exec just below.
   gt::install_stop_signal_handlers();
+  gt::die_with_launcher();  // kept across the re-exec below
   gt::prepare_stop_signals_for_exec();
   gt::select_blas_kernels(argv);  // may execute the program again with better BLAS kernels (gemm.hpp)
   gt::install_stop_signal_handlers();  // no re-exec happened: unblock the signals again

@@ -12,6 +12,8 @@
 #   agree     ranks launched with different configurations (MPMD: one deck per rank, as a stale copy on one node):
 #             one error line naming the first differing key, exit 1, within the time limit (before: a hang for
 #             model.n_layer, silent training for train.seed / train.lr)
+#   orphan    the launcher's proxy (the ranks' parent) is killed: every rank exits within the time limit (before:
+#             the ranks trained on at full CPU and mpiexec never returned)
 #   dirs      an unwritable checkpoint or output directory is an error before any step (before: after training)
 #   diskfull  the disk fills between two saves, on 1 and 2 ranks: one error line, exit 1 on every rank, the
 #             previous checkpoint and `latest` untouched, no .tmp (before: segfault in MPI_Finalize on 1 rank, a
@@ -87,6 +89,27 @@ case $case in
       [ ! -s "$work/m/metrics.jsonl" ] || fail "$diff: trained before noticing"
     done
     echo "ok: 4 kinds of disagreeing ranks (MPMD) end with one line naming the key" ;;
+  orphan)
+    # the rank processes of this run (not mpiexec or timeout, whose command lines match too)
+    ranks_of() { for p in $(pgrep -f "output.dir=$work/o "); do
+                   [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$bin")" ] && echo $p; done; }
+    timeout -k 10 240 "$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/o" train.steps=100000000 >"$work/o.log" 2>&1 &
+    launcher=$!
+    t=0
+    until [ -s "$work/o/metrics.jsonl" ]; do
+      sleep 0.2; t=$((t + 1)); [ $t -lt 600 ] || { kill -9 $launcher; fail "did not start: $(tail -3 "$work/o.log")"; }
+    done
+    ranks=$(ranks_of)
+    [ -n "$ranks" ] || { kill -9 $launcher; fail "rank processes not found"; }
+    proxy=$(ps -o ppid= -p $(echo $ranks | cut -d' ' -f1) | tr -d ' ')
+    kill -9 "$proxy"
+    t=0
+    while [ -n "$(ranks_of)" ] && [ $t -lt 600 ]; do sleep 0.1; t=$((t + 1)); done
+    left=$(ranks_of)
+    [ -n "$left" ] && kill -9 $left
+    kill -9 $launcher 2>/dev/null; wait $launcher 2>/dev/null
+    [ -z "$left" ] || fail "ranks $left still ran 60 s after their launcher proxy $proxy was killed"
+    echo "ok: the ranks exited after their launcher proxy was killed" ;;
   refuse)
     d=$work/r
     run 1 "$work/a.log" output.dir="$d" train.steps=4 checkpoint.every=2 || fail "run: $(tail -3 "$work/a.log")"
