@@ -3,6 +3,7 @@
 //   gridtrain prepare --tokenizer byte|gpt2 --out FILE.h5 INPUT...      text -> HDF5 token dataset
 //   gridtrain inspect PATH                                              what a checkpoint or dataset holds
 //   gridtrain keys                                                      every config key with its default
+//   gridtrain plan --config DECK --cluster C --devices N --global-batch B  layouts that fit, ranked (src/plan)
 #include <mpi.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include "src/io/inspect.hpp"
 #include "src/io/run_dirs.hpp"
 #include "src/model/gpt.hpp"
+#include "src/plan/plan_cli.hpp"
 #include "src/data/dataset_inspect.hpp"
 #include "src/train/trainer.hpp"
 
@@ -35,6 +37,8 @@ const char* kUsage =
     "       gridtrain prepare --tokenizer byte|gpt2 --out FILE.h5 [--val-fraction F] INPUT...\n"
     "       gridtrain inspect PATH\n"
     "       gridtrain keys\n"
+    "       gridtrain plan --config DECK --cluster NAME --devices N --global-batch B [--json] [--plot OUT.png]\n"
+    "       gridtrain plan --calibrate RUN_DIR... [--out FILE.toml]   (gridtrain plan --help: every option)\n"
     "presets: tiny, small, gpt2-124m (inputs/); every key of the deck can be overridden as section.key=value\n";
 
 struct UsageError : gt::Error {
@@ -201,7 +205,7 @@ int main(int argc, char** argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &g_error_comm);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string cmd = "train";
-  if (!args.empty() && (args[0] == "train" || args[0] == "prepare" || args[0] == "inspect" || args[0] == "keys" ||
+  if (!args.empty() && (args[0] == "train" || args[0] == "prepare" || args[0] == "inspect" || args[0] == "keys" || args[0] == "plan" ||
                         args[0] == "help" || args[0] == "--help" || args[0] == "-h")) {
     cmd = args[0];
     args.erase(args.begin());
@@ -213,6 +217,12 @@ int main(int argc, char** argv) {
       if (world_rank() == 0) std::fputs(kUsage, stdout);
     } else if (cmd == "keys") {
       if (world_rank() == 0) std::fputs(gt::Config().to_toml().c_str(), stdout);
+    } else if (cmd == "plan") {
+      if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+        if (world_rank() == 0) std::fputs(gt::plan::kPlanUsage, stdout);
+      } else if (world_rank() == 0) {
+        code = gt::plan::plan_main(args);
+      }
     } else if (cmd == "prepare") {
       std::vector<char*> pargv{const_cast<char*>("prepare")};
       for (auto& a : args) pargv.push_back(a.data());

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "src/core/error.hpp"
+#include "src/plan/rebalance.hpp"
 
 namespace gt {
 
@@ -47,35 +48,8 @@ std::vector<int> partition_stages(int blocks, int stages, double block_cost, dou
   if (blocks < stages)
     throw Error("pipeline: model.n_layer (" + std::to_string(blocks) + ") is smaller than parallel.pp (" +
                 std::to_string(stages) + "): every stage needs at least one block");
-  // best[s][b]: smallest possible max cost placing the first b blocks on the first s stages.
-  const double inf = std::numeric_limits<double>::infinity();
-  auto cost = [&](int s, int nb) {
-    double c = nb * block_cost;
-    if (s == 0) c += first_extra;
-    if (s == stages - 1) c += last_extra;
-    return c;
-  };
-  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(blocks + 1, inf));
-  std::vector<std::vector<int>> cut(stages + 1, std::vector<int>(blocks + 1, 0));
-  best[0][0] = 0;
-  for (int s = 1; s <= stages; ++s)
-    for (int b = s; b <= blocks - (stages - s); ++b)
-      for (int a = s - 1; a < b; ++a) {
-        if (best[s - 1][a] == inf) continue;
-        double v = std::max(best[s - 1][a], cost(s - 1, b - a));
-        // ties: prefer the earlier cut, so that extra blocks go to later stages only when it helps
-        if (v < best[s][b] - 1e-12) {
-          best[s][b] = v;
-          cut[s][b] = a;
-        }
-      }
-  std::vector<int> begin(stages + 1);
-  begin[stages] = blocks;
-  for (int s = stages, b = blocks; s > 0; --s) {
-    b = cut[s][b];
-    begin[s - 1] = b;
-  }
-  return begin;
+  // The planner's linear-partition DP over per-block costs (it also rebalances from measured times).
+  return plan::partition_by_cost(std::vector<double>(blocks, block_cost), stages, first_extra, last_extra);
 }
 
 }  // namespace gt

@@ -1,0 +1,186 @@
+#include "src/plan/calibrate.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "src/core/config.hpp"
+#include "src/core/error.hpp"
+#include "src/plan/step_time.hpp"
+
+namespace gt::plan {
+
+std::map<std::string, std::string> parse_flat_json(const std::string& text, const std::string& file) {
+  std::map<std::string, std::string> out;
+  size_t i = 0;
+  auto ws = [&] { while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i; };
+  auto bad = [&](const std::string& what) { return Error(file + ": " + what + " at byte " + std::to_string(i)); };
+  auto str = [&] {
+    if (i >= text.size() || text[i] != '"') throw bad("expected a string");
+    std::string s;
+    for (++i; i < text.size() && text[i] != '"'; ++i) {
+      if (text[i] == '\\' && i + 1 < text.size()) ++i;  // escapes kept as the escaped character
+      s += text[i];
+    }
+    if (i >= text.size()) throw bad("unterminated string");
+    ++i;
+    return s;
+  };
+  ws();
+  if (i >= text.size() || text[i++] != '{') throw bad("expected '{'");
+  for (;;) {
+    ws();
+    if (i < text.size() && text[i] == '}') break;
+    const std::string key = str();
+    ws();
+    if (i >= text.size() || text[i++] != ':') throw bad("expected ':'");
+    ws();
+    if (i < text.size() && text[i] == '"') {
+      out[key] = str();
+    } else {
+      const size_t b = i;
+      while (i < text.size() && text[i] != ',' && text[i] != '}' && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+      if (i == b) throw bad("expected a value");
+      out[key] = text.substr(b, i - b);
+    }
+    ws();
+    if (i < text.size() && text[i] == ',') { ++i; continue; }
+    if (i < text.size() && text[i] == '}') break;
+    throw bad("expected ',' or '}'");
+  }
+  return out;
+}
+
+RunSample read_run(const std::string& dir) {
+  const std::string sfile = dir + "/summary.json", cfile = dir + "/config.toml";
+  std::ifstream in(sfile);
+  if (!in) throw Error("calibrate: cannot open '" + sfile + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto j = parse_flat_json(ss.str(), sfile);
+  auto get = [&](const char* k) {
+    auto it = j.find(k);
+    if (it == j.end()) throw Error("calibrate: '" + sfile + "' has no '" + k + "'");
+    return std::strtod(it->second.c_str(), nullptr);
+  };
+  Config cfg;
+  cfg.load_file(cfile);
+  RunSample r;
+  r.dir = dir;
+  r.model = ModelShape::from(cfg.model);
+  r.layout.tp = int(get("tp"));
+  r.layout.pp = int(get("pp"));
+  r.layout.dp = int(get("dp"));
+  r.layout.micro_batch = int(get("micro_batch_size"));
+  r.layout.micro_batches = int(get("micro_batches"));
+  r.layout.gpipe = j.count("schedule") && j.at("schedule") == "gpipe";
+  r.step_ms = get("ms_per_step");
+  r.compute_ms = get("forward_ms") + get("backward_ms");
+  r.optimizer_ms = get("optimizer_ms");
+  r.tp_ms = get("comm_tp_ms");
+  if (!(r.step_ms > 0)) throw Error("calibrate: '" + sfile + "' has no timed steps (ms_per_step 0)");
+  return r;
+}
+
+namespace {
+// Prediction with the cluster `c` (gridtrain framework: these are gridtrain runs).
+TimeBreakdown predict(const RunSample& r, const Cluster& c) { return step_time(r.model, r.layout, c, Framework::Gridtrain); }
+}  // namespace
+
+Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base) {
+  if (runs.empty()) throw Error("calibrate: no runs given");
+  Calibration cal;
+  Cluster c = base;
+  c.name = base.name + " (calibrated from " + std::to_string(runs.size()) + " runs)";
+  c.step_overhead_ms = 0;
+  c.microbatch_overhead_ms = 0;
+
+  // 1. Memory efficiency from the optimizer's time: AdamW is a pure stream (predicted time ~ 1 / efficiency).
+  {
+    double num = 0, den = 0;
+    for (const RunSample& r : runs) {
+      const double pred = predict(r, c).optimizer * 1e3 * c.memory_efficiency;  // ms at efficiency 1
+      num += pred * r.optimizer_ms;
+      den += r.optimizer_ms * r.optimizer_ms;
+    }
+    if (num > 0 && den > 0) c.memory_efficiency = std::min(1.0, num / den);
+    cal.notes.push_back("memory efficiency " + std::to_string(c.memory_efficiency) + " from the optimizer time");
+  }
+  // 2. GEMM efficiency (one figure for all sizes; attention keeps its ratio to it): the compute of pp = 1
+  // runs is X / eff + E, X the GEMM and attention time at efficiency 1, E the element-wise time.
+  {
+    const double ratio = base.attention_efficiency / base.gemm_eff(1e12);
+    Cluster unit = c;
+    unit.gemm_flops = {1.0};
+    unit.gemm_efficiency = {1.0};
+    unit.attention_efficiency = ratio;
+    Cluster zero_mem = unit;  // separates E: the same with an infinitely fast memory
+    zero_mem.memory_gbs = 1e30;
+    double num = 0, den = 0;
+    int used = 0;
+    for (const RunSample& r : runs) {
+      if (r.layout.pp != 1) continue;
+      const double x = predict(r, zero_mem).compute * 1e3, e = predict(r, unit).compute * 1e3 - x;
+      num += x * (r.compute_ms - e);
+      den += x * x;
+      ++used;
+    }
+    if (used == 0) throw Error("calibrate: needs at least one run with pp = 1 to fit the GEMM efficiency");
+    const double inv = num / den;
+    if (!(inv >= 1.0)) throw Error("calibrate: the runs computed faster than the description's peak FLOP/s");
+    c.gemm_flops = {1.0};
+    c.gemm_efficiency = {1.0 / inv};
+    c.attention_efficiency = ratio / inv;
+    cal.notes.push_back("GEMM efficiency " + std::to_string(1.0 / inv) + " from " + std::to_string(used) + " pp=1 runs");
+  }
+  // 3. TP alpha and beta: exposed TP time = n_msg * alpha + bytes_term * beta (ring all-reduce, linear in both).
+  {
+    std::vector<std::array<double, 3>> rows;  // coefficient of alpha (s), of 1/bandwidth (s GB/s), measured (s)
+    for (const RunSample& r : runs) {
+      if (r.layout.tp < 2) continue;
+      Cluster a = c, b = c;
+      a.intra = {1e30, 1.0, 1.0};   // latency only: 1 us each
+      b.intra = {1.0, 0.0, 1.0};    // bandwidth only: 1 GB/s
+      rows.push_back({predict(r, a).tp, predict(r, b).tp, r.tp_ms * 1e-3});
+    }
+    if (!rows.empty()) {
+      double saa = 0, sab = 0, sbb = 0, sam = 0, sbm = 0;
+      for (auto& w : rows) {
+        saa += w[0] * w[0]; sab += w[0] * w[1]; sbb += w[1] * w[1]; sam += w[0] * w[2]; sbm += w[1] * w[2];
+      }
+      const double det = saa * sbb - sab * sab;
+      double alpha_us = c.intra.latency_us, inv_gbs;
+      if (rows.size() >= 2 && std::abs(det) > 1e-12 * saa * sbb) {
+        alpha_us = (sam * sbb - sbm * sab) / det;
+        inv_gbs = (saa * sbm - sab * sam) / det;
+      } else {  // one size: keep the base alpha, fit the bandwidth
+        double rest = 0;
+        for (auto& w : rows) rest += w[1] * (w[2] - w[0] * alpha_us);
+        inv_gbs = rest / sbb;
+      }
+      if (alpha_us < 0 || !(inv_gbs > 0))
+        throw Error("calibrate: the TP times do not fit a latency-bandwidth model (negative latency or bandwidth)");
+      c.intra.latency_us = alpha_us;
+      c.intra.gbs = 1.0 / inv_gbs;
+      c.intra.efficiency = 1.0;
+      cal.notes.push_back("node link " + std::to_string(c.intra.gbs) + " GB/s, " + std::to_string(alpha_us) +
+                          " us from " + std::to_string(rows.size()) + " tp>1 runs");
+    } else {
+      cal.notes.push_back("node link kept from the base description (no tp>1 runs)");
+    }
+  }
+  // 4. Per-step overhead: the mean of what the model leaves unexplained, never negative.
+  {
+    double sum = 0;
+    for (const RunSample& r : runs) sum += r.step_ms - predict(r, c).step * 1e3;
+    c.step_overhead_ms = std::max(0.0, sum / runs.size());
+    cal.notes.push_back("step overhead " + std::to_string(c.step_overhead_ms) + " ms (mean residual)");
+  }
+  cal.cluster = c;
+  return cal;
+}
+
+}  // namespace gt::plan

@@ -1,0 +1,37 @@
+#pragma once
+// Fits a machine's constants from finished runs (each run directory's summary.json and config.toml): the GEMM
+// efficiency (one figure for every size), the memory efficiency (from the optimizer's time), the TP
+// all-reduce latency and bandwidth (alpha, beta, from the exposed TP time) and the per-step overhead (what
+// is left of the step). The result is the base description with those keys replaced.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/plan/cluster.hpp"
+#include "src/plan/layout.hpp"
+
+namespace gt::plan {
+
+// What one run measured (ms per step, means over its steps) and what it ran.
+struct RunSample {
+  std::string dir;
+  ModelShape model;
+  Layout layout;
+  double step_ms = 0, compute_ms = 0 /* forward + backward */, optimizer_ms = 0, tp_ms = 0;
+};
+
+// A flat JSON object of numbers and strings (what summary.json is); numbers and strings as text.
+std::map<std::string, std::string> parse_flat_json(const std::string& text, const std::string& file);
+
+RunSample read_run(const std::string& dir);  // throws gt::Error naming the file and the missing key
+
+struct Calibration {
+  Cluster cluster;
+  std::vector<std::string> notes;  // what was fitted from how many runs, and what was kept from the base
+};
+
+// Least squares over the runs (docs/planner.md): needs at least one pp = 1 run; TP alpha/beta need tp > 1 runs
+// (two or more distinct sizes for both, else alpha stays the base's). Runs are fp32 (what gridtrain trains).
+Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base);
+
+}  // namespace gt::plan

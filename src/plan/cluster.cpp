@@ -1,0 +1,194 @@
+#include "src/plan/cluster.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "src/core/error.hpp"
+
+namespace gt::plan {
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+double to_number(const std::string& v, const std::string& where) {
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(x)) throw Error(where + ": expected a number, got '" + v + "'");
+  return x;
+}
+
+std::vector<double> to_list(const std::string& v, const std::string& where) {
+  if (v.size() < 2 || v.front() != '[' || v.back() != ']') throw Error(where + ": expected [numbers], got '" + v + "'");
+  std::vector<double> out;
+  std::stringstream ss(v.substr(1, v.size() - 2));
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!trim(item).empty()) out.push_back(to_number(trim(item), where));
+  return out;
+}
+
+// The keys of a description and where each goes; one table so that reading and writing cannot drift apart.
+struct Key {
+  const char* name;
+  std::function<double*(Cluster&)> num;  // null for the list and string keys
+};
+std::vector<Key> numeric_keys() {
+  return {
+      {"device.memory_gb", [](Cluster& c) { return &c.memory_gb; }},
+      {"device.memory_reserved_gb", [](Cluster& c) { return &c.memory_reserved_gb; }},
+      {"device.peak_tflops_fp32", [](Cluster& c) { return &c.peak_tflops_fp32; }},
+      {"device.peak_tflops_bf16", [](Cluster& c) { return &c.peak_tflops_bf16; }},
+      {"device.peak_tflops_fp16", [](Cluster& c) { return &c.peak_tflops_fp16; }},
+      {"device.attention_efficiency", [](Cluster& c) { return &c.attention_efficiency; }},
+      {"device.memory_gbs", [](Cluster& c) { return &c.memory_gbs; }},
+      {"device.memory_efficiency", [](Cluster& c) { return &c.memory_efficiency; }},
+      {"node.devices", nullptr},
+      {"node.link_gbs", [](Cluster& c) { return &c.intra.gbs; }},
+      {"node.link_latency_us", [](Cluster& c) { return &c.intra.latency_us; }},
+      {"node.link_efficiency", [](Cluster& c) { return &c.intra.efficiency; }},
+      {"network.gbs_per_device", [](Cluster& c) { return &c.inter.gbs; }},
+      {"network.latency_us", [](Cluster& c) { return &c.inter.latency_us; }},
+      {"network.efficiency", [](Cluster& c) { return &c.inter.efficiency; }},
+      {"overhead.step_ms", [](Cluster& c) { return &c.step_overhead_ms; }},
+      {"overhead.microbatch_ms", [](Cluster& c) { return &c.microbatch_overhead_ms; }},
+  };
+}
+
+}  // namespace
+
+double Cluster::peak_flops(Precision p) const {
+  switch (p) {
+    case Precision::FP32: return peak_tflops_fp32 * 1e12;
+    case Precision::BF16: return peak_tflops_bf16 * 1e12;
+    case Precision::FP16: return peak_tflops_fp16 * 1e12;
+  }
+  return 0;
+}
+
+double Cluster::gemm_eff(double flops) const {
+  if (gemm_flops.empty()) return 1.0;
+  if (flops <= gemm_flops.front()) return gemm_efficiency.front();
+  for (size_t i = 1; i < gemm_flops.size(); ++i)
+    if (flops <= gemm_flops[i]) {
+      const double t = std::log(flops / gemm_flops[i - 1]) / std::log(gemm_flops[i] / gemm_flops[i - 1]);
+      return gemm_efficiency[i - 1] + t * (gemm_efficiency[i] - gemm_efficiency[i - 1]);
+    }
+  return gemm_efficiency.back();
+}
+
+Cluster load_cluster(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open cluster description '" + path + "'");
+  Cluster c;
+  std::set<std::string> seen;
+  const auto keys = numeric_keys();
+  std::string line, section;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string where = path + ":" + std::to_string(lineno);
+    std::string s = line;
+    if (size_t hash = s.find('#'); hash != std::string::npos && s.find('"') > hash) s = s.substr(0, hash);
+    s = trim(s);
+    if (s.empty()) continue;
+    if (s.front() == '[' && s.find('=') == std::string::npos) {
+      if (s.back() != ']') throw Error(where + ": malformed section header '" + s + "'");
+      section = trim(s.substr(1, s.size() - 2));
+      continue;
+    }
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos) throw Error(where + ": expected 'key = value', got '" + s + "'");
+    const std::string key = (section.empty() ? "" : section + ".") + trim(s.substr(0, eq));
+    const std::string val = trim(s.substr(eq + 1));
+    const std::string at = where + ": '" + key + "'";
+    if (!seen.insert(key).second) throw Error(at + " given twice");
+    if (key == "name") {
+      if (val.size() < 2 || val.front() != '"' || val.back() != '"') throw Error(at + ": expected a quoted string");
+      c.name = val.substr(1, val.size() - 2);
+    } else if (key == "node.devices") {
+      const double d = to_number(val, at);
+      if (d < 1 || d != std::floor(d)) throw Error(at + ": must be a positive integer");
+      c.devices_per_node = int(d);
+    } else if (key == "device.gemm_flops") {
+      c.gemm_flops = to_list(val, at);
+    } else if (key == "device.gemm_efficiency") {
+      c.gemm_efficiency = to_list(val, at);
+    } else {
+      bool found = false;
+      for (const Key& k : keys)
+        if (key == k.name && k.num) {
+          *k.num(c) = to_number(val, at);
+          found = true;
+        }
+      if (!found) throw Error(at + ": unknown key in a cluster description (docs/planner.md lists them)");
+    }
+  }
+  const std::vector<std::string> required = {"name", "node.devices", "device.memory_gb", "device.peak_tflops_fp32",
+                                             "device.memory_gbs", "node.link_gbs", "network.gbs_per_device"};
+  for (const auto& k : required)
+    if (!seen.count(k)) throw Error(path + ": missing key '" + k + "'");
+  if (c.gemm_flops.size() != c.gemm_efficiency.size())
+    throw Error(path + ": 'device.gemm_flops' and 'device.gemm_efficiency' differ in length");
+  for (size_t i = 0; i < c.gemm_flops.size(); ++i) {
+    if (!(c.gemm_efficiency[i] > 0 && c.gemm_efficiency[i] <= 1))
+      throw Error(path + ": 'device.gemm_efficiency' values must lie in (0, 1]");
+    if (!(c.gemm_flops[i] > 0) || (i > 0 && c.gemm_flops[i] <= c.gemm_flops[i - 1]))
+      throw Error(path + ": 'device.gemm_flops' must be positive and increasing");
+  }
+  // Precisions the device has no faster path for run at the fp32 rate.
+  if (c.peak_tflops_bf16 <= 0) c.peak_tflops_bf16 = c.peak_tflops_fp32;
+  if (c.peak_tflops_fp16 <= 0) c.peak_tflops_fp16 = c.peak_tflops_bf16;
+  for (const Key& k : keys)
+    if (k.num && *k.num(c) < 0) throw Error(path + ": '" + k.name + "' must be >= 0");
+  for (const char* k : {"device.memory_gb", "device.peak_tflops_fp32", "device.memory_gbs", "node.link_gbs",
+                        "network.gbs_per_device"})
+    for (const Key& kk : keys)
+      if (std::string(kk.name) == k && !(*kk.num(c) > 0)) throw Error(path + ": '" + k + "' must be positive");
+  if (c.memory_reserved_gb >= c.memory_gb) throw Error(path + ": 'device.memory_reserved_gb' leaves no memory");
+  for (const LinkLevel* l : {&c.intra, &c.inter})
+    if (!(l->efficiency > 0 && l->efficiency <= 1)) throw Error(path + ": link efficiencies must lie in (0, 1]");
+  return c;
+}
+
+std::string cluster_to_toml(const Cluster& c) {
+  std::ostringstream o;
+  o.precision(6);
+  o << "name = \"" << c.name << "\"\n";
+  Cluster copy = c;
+  std::string section;
+  auto list = [&](const std::vector<double>& v) {
+    std::ostringstream l;
+    l.precision(6);
+    l << "[";
+    for (size_t i = 0; i < v.size(); ++i) l << (i ? ", " : "") << v[i];
+    return l.str() + "]";
+  };
+  for (const Key& k : numeric_keys()) {
+    const std::string key = k.name;
+    const std::string sec = key.substr(0, key.find('.')), leaf = key.substr(key.find('.') + 1);
+    if (sec != section) {
+      o << "\n[" << sec << "]\n";
+      section = sec;
+      if (sec == "device") {
+        o << "gemm_flops = " << list(c.gemm_flops) << "\n";
+        o << "gemm_efficiency = " << list(c.gemm_efficiency) << "\n";
+      }
+    }
+    if (key == "node.devices")
+      o << leaf << " = " << c.devices_per_node << "\n";
+    else
+      o << leaf << " = " << *k.num(copy) << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace gt::plan

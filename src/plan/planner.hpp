@@ -1,0 +1,61 @@
+#pragma once
+// Every layout of a model on N devices of a cluster: which fit in memory (and why the others do not), ranked
+// by predicted tokens/s. Used by `gridtrain plan` and by the trainer's parallel.layout = auto.
+#include <string>
+#include <vector>
+
+#include "src/plan/cluster.hpp"
+#include "src/plan/memory.hpp"
+#include "src/plan/step_time.hpp"
+
+namespace gt::plan {
+
+struct PlanOptions {
+  int devices = 1;
+  long global_batch = 0;       // sequences per step; 0 with fixed_micro_batches: b x m x dp follows dp
+  Framework framework = Framework::Gridtrain;
+  std::vector<Precision> precisions{Precision::FP32, Precision::BF16, Precision::FP16};
+  std::vector<int> zero_stages{0, 1, 2, 3};
+  std::vector<Recompute> recomputes{Recompute::None, Recompute::Selective, Recompute::Full};
+  std::vector<int> micro_batch_sizes;  // empty: every divisor of the per-rank batch up to max_micro_batch
+  int max_micro_batch = 16;
+  int fixed_micro_batches = 0;         // > 0: m is fixed (then global_batch = b m dp for each dp)
+  int tp = 0, pp = 0;                  // > 0: only this degree
+  bool tp_across_nodes = false;        // TP groups larger than a node are rejected unless allowed
+  bool gpipe = false;
+};
+
+struct Candidate {
+  Layout layout;
+  MemoryBreakdown memory;   // of the most-loaded stage
+  TimeBreakdown time;
+  bool fits = false;
+  std::string reason;       // why rejected (empty when it fits)
+};
+
+struct Plan {
+  std::vector<Candidate> fits;      // best first (tokens/s, then less memory)
+  std::vector<Candidate> rejected;  // with reasons
+};
+
+// Throws gt::Error on bad options (no devices, no batch) but not when nothing fits: the caller decides.
+Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o);
+
+// Structural reason a layout cannot run (heads or vocabulary not divisible by tp, fewer blocks than stages,
+// TP across nodes); empty when it can.
+std::string structural_problem(const ModelShape& m, const Cluster& c, const Layout& l, const PlanOptions& o);
+
+}  // namespace gt::plan
+
+namespace gt::plan {
+
+// parallel.layout = auto: the best (tp, pp, dp) for `world` devices with what gridtrain trains today (fp32,
+// no ZeRO, no recompute, the deck's micro-batch size and count), and the runner-up (null if none).
+struct AutoChoice {
+  Candidate best;
+  bool has_runner_up = false;
+  Candidate runner_up;
+};
+AutoChoice choose_layout(const ModelShape& m, const Cluster& c, int world, int micro_batch, int micro_batches);
+
+}  // namespace gt::plan

@@ -1,0 +1,79 @@
+#include "src/plan/rebalance.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "src/core/error.hpp"
+
+namespace gt::plan {
+
+std::vector<int> partition_by_cost(const std::vector<double>& block_cost, int stages, double first_extra,
+                                   double last_extra) {
+  const int blocks = static_cast<int>(block_cost.size());
+  if (stages <= 0) throw Error("pipeline: the number of stages must be positive");
+  if (blocks < stages)
+    throw Error("pipeline: " + std::to_string(blocks) + " blocks cannot fill " + std::to_string(stages) +
+                " stages (every stage needs at least one block)");
+  std::vector<double> prefix(blocks + 1, 0.0);
+  for (int i = 0; i < blocks; ++i) prefix[i + 1] = prefix[i] + block_cost[i];
+  auto cost = [&](int s, int a, int b) {  // stage s holds blocks [a, b)
+    double c = prefix[b] - prefix[a];
+    if (s == 0) c += first_extra;
+    if (s == stages - 1) c += last_extra;
+    return c;
+  };
+  // best[s][b]: smallest possible slowest stage placing the first b blocks on the first s stages.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(blocks + 1, inf));
+  std::vector<std::vector<int>> cut(stages + 1, std::vector<int>(blocks + 1, 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= stages; ++s)
+    for (int b = s; b <= blocks - (stages - s); ++b)
+      for (int a = s - 1; a < b; ++a) {
+        if (best[s - 1][a] == inf) continue;
+        const double v = std::max(best[s - 1][a], cost(s - 1, a, b));
+        if (v < best[s][b] - 1e-12 * std::max(1.0, std::abs(v))) {
+          best[s][b] = v;
+          cut[s][b] = a;
+        }
+      }
+  std::vector<int> begin(stages + 1);
+  begin[stages] = blocks;
+  for (int s = stages, b = blocks; s > 0; --s) {
+    b = cut[s][b];
+    begin[s - 1] = b;
+  }
+  return begin;
+}
+
+std::vector<double> stage_costs(const std::vector<int>& begin, const std::vector<double>& block_cost,
+                                double first_extra, double last_extra) {
+  const int stages = static_cast<int>(begin.size()) - 1;
+  std::vector<double> c(stages, 0.0);
+  for (int s = 0; s < stages; ++s) {
+    for (int i = begin[s]; i < begin[s + 1]; ++i) c[s] += block_cost[i];
+    if (s == 0) c[s] += first_extra;
+    if (s == stages - 1) c[s] += last_extra;
+  }
+  return c;
+}
+
+RebalanceProposal propose_rebalance(const std::vector<double>& block_cost, double first_extra, double last_extra,
+                                    const std::vector<int>& current, double threshold) {
+  const int stages = static_cast<int>(current.size()) - 1;
+  if (stages < 1 || current.front() != 0 || current.back() != static_cast<int>(block_cost.size()))
+    throw Error("rebalance: the current partition does not cover the measured blocks");
+  RebalanceProposal r;
+  r.current = current;
+  r.proposed = partition_by_cost(block_cost, stages, first_extra, last_extra);
+  r.current_cost = stage_costs(current, block_cost, first_extra, last_extra);
+  r.proposed_cost = stage_costs(r.proposed, block_cost, first_extra, last_extra);
+  const double now = *std::max_element(r.current_cost.begin(), r.current_cost.end());
+  const double then = *std::max_element(r.proposed_cost.begin(), r.proposed_cost.end());
+  r.gain = then > 0 ? now / then : 1.0;
+  r.worth = r.gain >= 1.0 + threshold;
+  return r;
+}
+
+}  // namespace gt::plan

@@ -1,0 +1,99 @@
+// The planner's memory model against independent references: the ZeRO paper's published example, a hand
+// computation of Korthikanti's activation formula, and gridtrain's own model (GPT<float>) for several layouts.
+#include <gtest/gtest.h>
+
+#include "src/model/gpt.hpp"
+#include "src/plan/memory.hpp"
+
+using namespace gt;
+using namespace gt::plan;
+
+// Rajbhandari et al. 2020 (arXiv 1910.02054), Figure 1: Psi = 7.5B, Nd = 64, K = 12 (mixed-precision Adam):
+// 120 GB, 31.4 GB, 16.6 GB, 1.9 GB per device. The paper prints one decimal: tolerance 0.05 GB.
+TEST(PlanMemory, ZeroPaperExample) {
+  const double psi = 7.5e9;
+  const StateBytes sb = state_bytes(Precision::FP16);  // 2 + 2 + 12 = the paper's (2 + 2 + K) Psi
+  const double published[4] = {120.0, 31.4, 16.6, 1.9};
+  for (int z = 0; z <= 3; ++z)
+    EXPECT_NEAR(zero_states(psi, sb, z, 64).states() / 1e9, published[z], 0.05) << "stage " << z;
+  // Megatron's bf16 distributed optimizer (REFERENCES: 18 bytes, or 6 + 12/dp): fp32 gradients.
+  EXPECT_DOUBLE_EQ(zero_states(1.0, state_bytes(Precision::BF16), 0, 8).states(), 18.0);
+  EXPECT_DOUBLE_EQ(zero_states(1.0, state_bytes(Precision::BF16), 1, 8).states(), 6.0 + 12.0 / 8);
+}
+
+// Korthikanti et al. 2022, eq. (1)-(3) and Table 2, written out by hand for one layer of a GPT-3 175B-like
+// shape (s = 2048, b = 1, h = 12288, a = 96, t = 8): exact integer arithmetic, so the tolerance is rounding.
+TEST(PlanMemory, MegatronActivationFormula) {
+  const ModelShape m{96, 12288, 96, 2048, 51200};
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  Layout l;
+  l.tp = 8;
+  l.precision = Precision::BF16;
+  l.micro_batch = 1;
+  auto got = [&] { return megatron_layer_activation_bytes(m, l); };
+  EXPECT_NEAR(got(), s * b * h * (10 + 24 / t + 5 * a * s / (h * t)), 1.0);  // TP, no SP
+  l.sequence_parallel = true;
+  EXPECT_NEAR(got(), s * b * h / t * (34 + 5 * a * s / h), 1.0);  // TP + SP
+  l.recompute = Recompute::Selective;
+  EXPECT_NEAR(got(), 34 * s * b * h / t, 1.0);
+  l.recompute = Recompute::Full;
+  EXPECT_NEAR(got(), 2 * s * b * h / t, 1.0);
+  l.tp = 1;
+  l.sequence_parallel = false;
+  l.recompute = Recompute::None;
+  EXPECT_NEAR(got(), s * b * h * (34 + 5 * a * s / h), 1.0);  // no parallelism
+}
+
+// More data-parallel ranks shard ZeRO-3's states further; memory never grows with dp for any stage.
+TEST(PlanMemory, MonotoneInDp) {
+  const ModelShape m{24, 2048, 16, 2048, 50304};
+  for (int z = 0; z <= 3; ++z) {
+    double prev = 1e300;
+    for (int dp : {1, 2, 4, 8, 16, 64}) {
+      Layout l;
+      l.dp = dp;
+      l.zero = z;
+      l.precision = Precision::BF16;
+      const double mem = peak_memory(m, l, Framework::Megatron).total();
+      if (z == 3 && dp > 1) {
+        EXPECT_LT(mem, prev) << "zero3 dp " << dp;
+      }
+      EXPECT_LE(mem, prev) << "zero " << z << " dp " << dp;
+      prev = mem;
+    }
+  }
+}
+
+// gridtrain's own ledger: for every stage of several layouts, the planner's activation and work bytes equal
+// what GPT<float> reports for the same stage (the model's own functions), and its parameter count equals the
+// stage's parameter store. Exact: both count elements.
+TEST(PlanMemory, GridtrainLedgerEqualsModel) {
+  ModelConfig mc;
+  mc.n_layer = 5;
+  mc.d_model = 48;
+  mc.n_head = 4;
+  mc.seq_len = 16;
+  mc.vocab_size = 64;
+  const ModelShape m = ModelShape::from(mc);
+  struct Case { int tp, pp, b, mb; bool gpipe; };
+  for (Case k : {Case{1, 1, 2, 1, false}, Case{2, 1, 3, 2, false}, Case{1, 2, 2, 4, false}, Case{1, 3, 1, 4, true},
+                 Case{4, 2, 2, 3, false}, Case{2, 5, 1, 8, false}}) {
+    Layout l;
+    l.tp = k.tp;
+    l.pp = k.pp;
+    l.micro_batch = k.b;
+    l.micro_batches = k.mb;
+    l.gpipe = k.gpipe;
+    const std::vector<int> begin = stage_blocks(m, k.pp, Framework::Gridtrain);
+    for (int s = 0; s < k.pp; ++s) {
+      StageLayout st{s, k.pp, begin[s], begin[s + 1]};
+      const int slots = in_flight(l, s);
+      GPT<float> model(mc, 1, k.b, st, TensorParallel{0, k.tp, nullptr}, slots);
+      const MemoryBreakdown pm = stage_memory(m, l, Framework::Gridtrain, s);
+      const double model_act = double(model.slots()) * model.activation_bytes_per_slot();
+      EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s;
+      EXPECT_DOUBLE_EQ(pm.workspace, double(model.work_bytes())) << l.str() << " stage " << s;
+      EXPECT_DOUBLE_EQ(pm.params, 4.0 * model.store().size()) << l.str() << " stage " << s;
+    }
+  }
+}

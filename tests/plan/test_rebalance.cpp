@@ -1,0 +1,65 @@
+// Pipeline rebalancing against brute force over every contiguous partition of a deliberately unbalanced
+// cost table (attention-heavy blocks, a heavy head). Exact: both compare sums of the same numbers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "src/core/error.hpp"
+#include "src/plan/rebalance.hpp"
+
+using namespace gt::plan;
+
+namespace {
+// Smallest achievable slowest stage by trying every placement of stages - 1 cuts.
+double brute_force(const std::vector<double>& cost, int stages, double first, double last) {
+  const int n = static_cast<int>(cost.size());
+  double best = 1e300;
+  std::vector<int> begin(stages + 1, 0);
+  begin[stages] = n;
+  std::function<void(int, int)> rec = [&](int s, int from) {
+    if (s == stages) {
+      const auto c = stage_costs(begin, cost, first, last);
+      best = std::min(best, *std::max_element(c.begin(), c.end()));
+      return;
+    }
+    for (int b = from; b <= n - (stages - s); ++b) {
+      begin[s] = b;
+      rec(s + 1, b + 1);
+    }
+  };
+  rec(1, 1);
+  return best;
+}
+}  // namespace
+
+TEST(PlanRebalance, MatchesBruteForce) {
+  const std::vector<double> cost = {5, 1, 1, 7, 1, 1, 1, 9, 2, 2, 3, 1};
+  for (int stages = 1; stages <= 6; ++stages)
+    for (double last : {0.0, 4.0, 12.0}) {
+      const auto begin = partition_by_cost(cost, stages, 0.5, last);
+      ASSERT_EQ(static_cast<int>(begin.size()), stages + 1);
+      EXPECT_EQ(begin.front(), 0);
+      EXPECT_EQ(begin.back(), static_cast<int>(cost.size()));
+      for (int s = 0; s < stages; ++s) EXPECT_LT(begin[s], begin[s + 1]);  // every stage has a block
+      const auto c = stage_costs(begin, cost, 0.5, last);
+      EXPECT_DOUBLE_EQ(*std::max_element(c.begin(), c.end()), brute_force(cost, stages, 0.5, last));
+    }
+}
+
+// The equal split of an unbalanced table: the proposal must find the better partition and predict the gain
+// as the ratio of slowest stages; a balanced table proposes nothing worth a re-partition.
+TEST(PlanRebalance, ProposalOnUnbalancedTable) {
+  const std::vector<double> cost = {1, 1, 1, 1, 4, 4, 4, 4};  // equal counts: stage costs 4 and 16
+  const RebalanceProposal r = propose_rebalance(cost, 0, 0, {0, 4, 8}, 0.05);
+  EXPECT_TRUE(r.worth);
+  EXPECT_DOUBLE_EQ(*std::max_element(r.current_cost.begin(), r.current_cost.end()), 16.0);
+  const double after = *std::max_element(r.proposed_cost.begin(), r.proposed_cost.end());
+  EXPECT_DOUBLE_EQ(after, brute_force(cost, 2, 0, 0));
+  EXPECT_DOUBLE_EQ(r.gain, 16.0 / after);
+  const RebalanceProposal flat = propose_rebalance(std::vector<double>(8, 1.0), 0, 0, {0, 4, 8}, 0.05);
+  EXPECT_FALSE(flat.worth);
+  EXPECT_DOUBLE_EQ(flat.gain, 1.0);
+  EXPECT_THROW(partition_by_cost({1, 2}, 3, 0, 0), gt::Error);
+  EXPECT_THROW(propose_rebalance(cost, 0, 0, {0, 4, 7}, 0.05), gt::Error);
+}
