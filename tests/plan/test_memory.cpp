@@ -93,7 +93,8 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
       const double model_act = double(model.slots()) * model.activation_bytes_per_slot();
       EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s;
       EXPECT_DOUBLE_EQ(pm.workspace, double(model.work_bytes())) << l.str() << " stage " << s;
-      EXPECT_DOUBLE_EQ(pm.params, 4.0 * model.store().size()) << l.str() << " stage " << s;
+      // elements that belong to tensors (the flat buffers add a little alignment padding the planner ignores)
+      EXPECT_DOUBLE_EQ(pm.params, 4.0 * model.store().layout().used()) << l.str() << " stage " << s;
     }
   }
 }
