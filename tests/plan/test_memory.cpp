@@ -5,7 +5,7 @@
 #include "src/model/gpt.hpp"
 #include "src/plan/memory.hpp"
 
-using namespace gt;
+
 using namespace gt::plan;
 
 // Rajbhandari et al. 2020 (arXiv 1910.02054), Figure 1: Psi = 7.5B, Nd = 64, K = 12 (mixed-precision Adam):
@@ -68,7 +68,7 @@ TEST(PlanMemory, MonotoneInDp) {
 // what GPT<float> reports for the same stage (the model's own functions), and its parameter count equals the
 // stage's parameter store. Exact: both count elements.
 TEST(PlanMemory, GridtrainLedgerEqualsModel) {
-  ModelConfig mc;
+  gt::ModelConfig mc;
   mc.n_layer = 5;
   mc.d_model = 48;
   mc.n_head = 4;
@@ -86,9 +86,9 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
     l.gpipe = k.gpipe;
     const std::vector<int> begin = stage_blocks(m, k.pp, Framework::Gridtrain);
     for (int s = 0; s < k.pp; ++s) {
-      StageLayout st{s, k.pp, begin[s], begin[s + 1]};
+      gt::StageLayout st{s, k.pp, begin[s], begin[s + 1]};
       const int slots = in_flight(l, s);
-      GPT<float> model(mc, 1, k.b, st, TensorParallel{0, k.tp, nullptr}, slots);
+      gt::GPT<float> model(mc, 1, k.b, st, gt::TensorParallel{0, k.tp, nullptr}, slots);
       const MemoryBreakdown pm = stage_memory(m, l, Framework::Gridtrain, s);
       const double model_act = double(model.slots()) * model.activation_bytes_per_slot();
       EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s;
