@@ -11,17 +11,17 @@ namespace gt {
 namespace {
 
 // Opens name as a 1-D dataset of an integer type; returns its length and (signedness, bytes).
-h5::Handle open_1d(hid_t file, const std::string& name, const std::string& path, int64_t* length, bool* is_signed,
+io::H5Handle open_1d(hid_t file, const std::string& name, const std::string& path, int64_t* length, bool* is_signed,
                    int* bytes) {
-  if (!h5::has_link(file, name)) throw Error(path + ": missing dataset /" + name);
-  h5::Handle d(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
+  if (!io::has_link(file, name)) throw Error(path + ": missing dataset /" + name);
+  io::H5Handle d(H5Dopen2(file, name.c_str(), H5P_DEFAULT));
   if (!d.valid()) throw Error(path + ": cannot open dataset /" + name);
-  h5::Handle space(H5Dget_space(d.get()));
+  io::H5Handle space(H5Dget_space(d.get()));
   if (H5Sget_simple_extent_ndims(space.get()) != 1) throw Error(path + ": dataset /" + name + " is not 1-D");
   hsize_t dims[1] = {0};
   H5Sget_simple_extent_dims(space.get(), dims, nullptr);
   *length = int64_t(dims[0]);
-  h5::Handle type(H5Dget_type(d.get()));
+  io::H5Handle type(H5Dget_type(d.get()));
   if (H5Tget_class(type.get()) != H5T_INTEGER)
     throw Error(path + ": dataset /" + name + " has a non-integer type");
   *is_signed = H5Tget_sign(type.get()) == H5T_SGN_2;
@@ -32,32 +32,32 @@ h5::Handle open_1d(hid_t file, const std::string& name, const std::string& path,
 }  // namespace
 
 DatasetFile::DatasetFile(const std::string& path) {
-  h5::Quiet quiet;
+  io::H5Quiet quiet;
   info_.path = path;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": no such dataset file");
   if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not an HDF5 file (or its header is damaged)");
-  file_ = h5::Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  file_ = io::H5Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!file_.valid()) throw Error(path + ": cannot open as HDF5 (truncated or corrupt?)");
   const hid_t root = file_.get();
-  if (!h5::has_attr(root, "gridtrain_kind")) throw Error(path + ": missing attribute gridtrain_kind (not a gridtrain dataset)");
-  const std::string kind = h5::read_attr_string(root, "gridtrain_kind", path);
+  if (!io::has_attr(root, "gridtrain_kind")) throw Error(path + ": missing attribute gridtrain_kind (not a gridtrain dataset)");
+  const std::string kind = io::read_attr_string(root, "gridtrain_kind", path);
   if (kind != "dataset") throw Error(path + ": gridtrain_kind is '" + kind + "', not 'dataset'");
-  info_.format_version = h5::read_attr_int(root, "format_version", path);
+  info_.format_version = io::read_attr_int(root, "format_version", path);
   if (info_.format_version != kDatasetFormatVersion)
     throw Error(path + ": format_version " + std::to_string(info_.format_version) + " is not supported (expected " +
                 std::to_string(kDatasetFormatVersion) + ")");
-  info_.tokenizer = h5::read_attr_string(root, "tokenizer", path);
-  info_.vocab_size = h5::read_attr_int(root, "vocab_size", path);
-  info_.eot_id = h5::read_attr_int(root, "eot_id", path);
+  info_.tokenizer = io::read_attr_string(root, "tokenizer", path);
+  info_.vocab_size = io::read_attr_int(root, "vocab_size", path);
+  info_.eot_id = io::read_attr_int(root, "eot_id", path);
   if (info_.vocab_size < 2 || info_.vocab_size > (int64_t(1) << 31))
     throw Error(path + ": vocab_size " + std::to_string(info_.vocab_size) + " is out of range");
   if (info_.eot_id < 0 || info_.eot_id >= info_.vocab_size) throw Error(path + ": eot_id is not below vocab_size");
-  info_.source_files = h5::read_attr_strings(root, "source_files", path);
-  info_.source_bytes = h5::read_attr_i64s(root, "source_bytes", path);
-  info_.source_fnv1a64 = h5::read_attr_u64s(root, "source_fnv1a64", path);
-  info_.source_split = h5::read_attr_i64s(root, "source_split", path);
-  const std::vector<uint64_t> corpus = h5::read_attr_u64s(root, "corpus_fnv1a64", path);
+  info_.source_files = io::read_attr_strings(root, "source_files", path);
+  info_.source_bytes = io::read_attr_i64s(root, "source_bytes", path);
+  info_.source_fnv1a64 = io::read_attr_u64s(root, "source_fnv1a64", path);
+  info_.source_split = io::read_attr_i64s(root, "source_split", path);
+  const std::vector<uint64_t> corpus = io::read_attr_u64s(root, "corpus_fnv1a64", path);
   info_.corpus_fnv1a64 = corpus.empty() ? 0 : corpus[0];
 
   for (int s = 0; s < 2; ++s) {
@@ -74,14 +74,14 @@ DatasetFile::DatasetFile(const std::string& path) {
     if (s == 1 && bytes != info_.token_bytes) throw Error(path + ": train and val tokens have different types");
     info_.token_bytes = bytes;
     info_.tokens[s] = len;
-    const int64_t attr_tokens = h5::read_attr_int(root, split + "_tokens", path);
+    const int64_t attr_tokens = io::read_attr_int(root, split + "_tokens", path);
     if (attr_tokens != len)
       throw Error(path + ": /" + split + "/tokens holds " + std::to_string(len) + " tokens but attribute " + split +
                   "_tokens says " + std::to_string(attr_tokens));
     offsets_[s] = open_1d(root, split + "/doc_offsets", path, &len, &sgn, &bytes);
     if (!sgn || bytes != 8) throw Error(path + ": dataset /" + split + "/doc_offsets must be int64");
     info_.documents[s] = len;
-    const int64_t attr_docs = h5::read_attr_int(root, split + "_documents", path);
+    const int64_t attr_docs = io::read_attr_int(root, split + "_documents", path);
     if (attr_docs != len)
       throw Error(path + ": /" + split + "/doc_offsets holds " + std::to_string(len) + " entries but attribute " +
                   split + "_documents says " + std::to_string(attr_docs));
@@ -94,11 +94,11 @@ void DatasetFile::read_tokens(Split s, int64_t start, int64_t count, int32_t* ou
     throw Error(info_.path + ": token range [" + std::to_string(start) + ", " + std::to_string(start + count) +
                 ") is outside the " + split_name(s) + " split (" + std::to_string(info_.tokens[k]) + " tokens)");
   if (count == 0) return;
-  h5::Quiet quiet;
+  io::H5Quiet quiet;
   const hsize_t st[1] = {hsize_t(start)}, cnt[1] = {hsize_t(count)};
-  h5::Handle fspace(H5Dget_space(tokens_[k].get()));
+  io::H5Handle fspace(H5Dget_space(tokens_[k].get()));
   H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, st, nullptr, cnt, nullptr);
-  h5::Handle mspace(H5Screate_simple(1, cnt, nullptr));
+  io::H5Handle mspace(H5Screate_simple(1, cnt, nullptr));
   const int w = info_.token_bytes;
   // read in the stored width (no HDF5 conversion), then widen in place from the back
   const hid_t mtype = w == 1 ? H5T_NATIVE_UINT8 : w == 2 ? H5T_NATIVE_UINT16 : H5T_NATIVE_UINT32;
@@ -122,11 +122,11 @@ void DatasetFile::read_doc_offsets(Split s, int64_t start, int64_t count, int64_
   if (start < 0 || count < 0 || start + count > info_.documents[k])
     throw Error(info_.path + ": document range outside the " + std::string(split_name(s)) + " split");
   if (count == 0) return;
-  h5::Quiet quiet;
+  io::H5Quiet quiet;
   const hsize_t st[1] = {hsize_t(start)}, cnt[1] = {hsize_t(count)};
-  h5::Handle fspace(H5Dget_space(offsets_[k].get()));
+  io::H5Handle fspace(H5Dget_space(offsets_[k].get()));
   H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, st, nullptr, cnt, nullptr);
-  h5::Handle mspace(H5Screate_simple(1, cnt, nullptr));
+  io::H5Handle mspace(H5Screate_simple(1, cnt, nullptr));
   if (H5Dread(offsets_[k].get(), H5T_NATIVE_INT64, mspace.get(), fspace.get(), H5P_DEFAULT, out) < 0)
     throw Error(info_.path + ": reading /" + split_name(s) + "/doc_offsets failed (truncated or corrupt file?)");
 }

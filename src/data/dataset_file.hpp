@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "src/data/data_source.hpp"
-#include "src/data/h5util.hpp"
+#include "src/io/h5_util.hpp"
 
 namespace gt {
 
@@ -36,7 +36,7 @@ class DatasetFile {
 
  private:
   DatasetInfo info_;
-  h5::Handle file_, tokens_[2], offsets_[2];
+  io::H5Handle file_, tokens_[2], offsets_[2];
 };
 
 }  // namespace gt

@@ -14,12 +14,12 @@ constexpr size_t kFlushTokens = size_t(1) << 20;
 
 hid_t file_token_type(int bytes) { return bytes == 1 ? H5T_STD_U8LE : bytes == 2 ? H5T_STD_U16LE : H5T_STD_U32LE; }
 
-h5::Handle create_extendible(hid_t loc, const char* name, hid_t type, hsize_t chunk, const std::string& file) {
+io::H5Handle create_extendible(hid_t loc, const char* name, hid_t type, hsize_t chunk, const std::string& file) {
   const hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunks[1] = {chunk};
-  h5::Handle space(H5Screate_simple(1, dims, maxdims));
-  h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  io::H5Handle space(H5Screate_simple(1, dims, maxdims));
+  io::H5Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
   H5Pset_chunk(dcpl.get(), 1, chunks);
-  h5::Handle d(H5Dcreate2(loc, name, type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  io::H5Handle d(H5Dcreate2(loc, name, type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!d.valid()) throw Error(file + ": cannot create dataset " + name);
   return d;
 }
@@ -29,9 +29,9 @@ void append_1d(hid_t d, int64_t at, const void* data, size_t n, hid_t mem_type, 
   if (n == 0) return;
   const hsize_t new_size[1] = {hsize_t(at) + n}, start[1] = {hsize_t(at)}, count[1] = {n};
   if (H5Dset_extent(d, new_size) < 0) throw Error(file + ": cannot extend dataset (disk full?)");
-  h5::Handle fspace(H5Dget_space(d));
+  io::H5Handle fspace(H5Dget_space(d));
   H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr);
-  h5::Handle mspace(H5Screate_simple(1, count, nullptr));
+  io::H5Handle mspace(H5Screate_simple(1, count, nullptr));
   if (H5Dwrite(d, mem_type, mspace.get(), fspace.get(), H5P_DEFAULT, data) < 0)
     throw Error(file + ": write failed (disk full?)");
 }
@@ -41,15 +41,15 @@ void append_1d(hid_t d, int64_t at, const void* data, size_t n, hid_t mem_type, 
 DatasetWriter::DatasetWriter(const std::string& path, const std::string& tokenizer, int vocab_size, int eot_id)
     : path_(path), tokenizer_(tokenizer), vocab_(vocab_size), eot_(eot_id),
       token_bytes_(token_bytes_for_vocab(vocab_size)), corpus_fnv_(kFnvOffset) {
-  h5::Quiet quiet;
+  io::H5Quiet quiet;
   // v1.8+ object headers: dense attribute storage, so the source list may exceed 64 KiB
-  h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  io::H5Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST);
-  file_ = h5::Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+  file_ = io::H5Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
   if (!file_.valid()) throw Error(path + ": cannot create the output file (missing directory or no permission?)");
   for (Split s : {Split::Train, Split::Val}) {
     Part& p = part(s);
-    p.group = h5::Handle(H5Gcreate2(file_.get(), split_name(s), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    p.group = io::H5Handle(H5Gcreate2(file_.get(), split_name(s), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     if (!p.group.valid()) throw Error(path + ": cannot create group " + split_name(s));
     p.tokens = create_extendible(p.group.get(), "tokens", file_token_type(token_bytes_), kTokenChunk, path);
     p.offsets_ds = create_extendible(p.group.get(), "doc_offsets", H5T_STD_I64LE, kOffsetChunk, path);
@@ -86,7 +86,7 @@ void DatasetWriter::add_source(const std::string& file, int64_t bytes, uint64_t 
 }
 
 void DatasetWriter::flush_tokens(Part& p) {
-  h5::Quiet quiet;
+  io::H5Quiet quiet;
   // narrow to the stored width here, so that HDF5 does no type conversion
   if (token_bytes_ == 1) {
     std::vector<uint8_t> v(p.buf.begin(), p.buf.end());
@@ -102,7 +102,7 @@ void DatasetWriter::flush_tokens(Part& p) {
 }
 
 void DatasetWriter::flush_offsets(Part& p) {
-  h5::Quiet quiet;
+  io::H5Quiet quiet;
   append_1d(p.offsets_ds.get(), p.docs_written, p.offsets.data(), p.offsets.size(), H5T_NATIVE_INT64, path_);
   p.docs_written += int64_t(p.offsets.size());
   p.offsets.clear();
@@ -110,20 +110,20 @@ void DatasetWriter::flush_offsets(Part& p) {
 
 void DatasetWriter::write_attributes() {
   const hid_t root = file_.get();
-  h5::write_attr_string(root, "gridtrain_kind", "dataset");
-  h5::write_attr_int(root, "format_version", kDatasetFormatVersion);
-  h5::write_attr_string(root, "tokenizer", tokenizer_);
-  h5::write_attr_int(root, "vocab_size", vocab_);
-  h5::write_attr_int(root, "eot_id", eot_);
+  io::write_attr_string(root, "gridtrain_kind", "dataset");
+  io::write_attr_int(root, "format_version", kDatasetFormatVersion);
+  io::write_attr_string(root, "tokenizer", tokenizer_);
+  io::write_attr_int(root, "vocab_size", vocab_);
+  io::write_attr_int(root, "eot_id", eot_);
   for (Split s : {Split::Train, Split::Val}) {
-    h5::write_attr_int(root, std::string(split_name(s)) + "_tokens", part(s).written);
-    h5::write_attr_int(root, std::string(split_name(s)) + "_documents", part(s).docs_written);
+    io::write_attr_int(root, std::string(split_name(s)) + "_tokens", part(s).written);
+    io::write_attr_int(root, std::string(split_name(s)) + "_documents", part(s).docs_written);
   }
-  h5::write_attr_strings(root, "source_files", src_files_);
-  h5::write_attr_i64s(root, "source_bytes", src_bytes_);
-  h5::write_attr_u64s(root, "source_fnv1a64", src_fnv_);
-  h5::write_attr_i64s(root, "source_split", src_split_);
-  h5::write_attr_u64s(root, "corpus_fnv1a64", {corpus_fnv_});
+  io::write_attr_strings(root, "source_files", src_files_);
+  io::write_attr_i64s(root, "source_bytes", src_bytes_);
+  io::write_attr_u64s(root, "source_fnv1a64", src_fnv_);
+  io::write_attr_i64s(root, "source_split", src_split_);
+  io::write_attr_u64s(root, "corpus_fnv1a64", {corpus_fnv_});
 }
 
 void DatasetWriter::finish() {
@@ -132,7 +132,7 @@ void DatasetWriter::finish() {
     flush_tokens(p);
     flush_offsets(p);
   }
-  h5::Quiet quiet;
+  io::H5Quiet quiet;
   try {
     write_attributes();
   } catch (const Error& e) {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "src/data/data_source.hpp"
-#include "src/data/h5util.hpp"
+#include "src/io/h5_util.hpp"
 
 namespace gt {
 
@@ -27,7 +27,7 @@ class DatasetWriter {
 
  private:
   struct Part {
-    h5::Handle group, tokens, offsets_ds;
+    io::H5Handle group, tokens, offsets_ds;
     std::vector<int32_t> buf;        // tokens not yet written
     std::vector<int64_t> offsets;    // document starts not yet written
     int64_t written = 0, docs_written = 0;
@@ -40,7 +40,7 @@ class DatasetWriter {
 
   std::string path_, tokenizer_;
   int vocab_, eot_, token_bytes_;
-  h5::Handle file_;
+  io::H5Handle file_;
   Part parts_[2];
   std::vector<std::string> src_files_;
   std::vector<int64_t> src_bytes_, src_split_;

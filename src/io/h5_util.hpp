@@ -1,6 +1,7 @@
 #pragma once
-// Small HDF5 helpers shared by save, load and inspect: an owning handle, a scope that silences HDF5's
-// error-stack printing (we report our own one-line errors), attributes, dataset shape and type checks.
+// The one module of HDF5 helpers, for checkpoints (save, load, inspect) and token datasets (reader, writer):
+// an owning handle, a scope that silences HDF5's error-stack printing (we report our own one-line errors),
+// attributes (scalars; lists with errors naming the file), dataset shape and type checks.
 #include <hdf5.h>
 
 #include <cstdint>
@@ -74,5 +75,20 @@ std::string shape_str(const std::vector<int64_t>& shape);  // "(768,3072)"
 
 // Selects the hyperslab [start, start + count) of space, or nothing when select is false.
 void select_box(hid_t space, const std::vector<int64_t>& start, const std::vector<int64_t>& count, bool select);
+
+// Attribute lists and scalars for the dataset files. Readers throw "<file>: missing attribute NAME" /
+// "<file>: attribute NAME is not ..."; string readers accept fixed- and variable-length strings.
+bool has_link(hid_t loc, const std::string& name);  // each group on the way exists
+std::string read_attr_string(hid_t loc, const std::string& name, const std::string& file);
+int64_t read_attr_int(hid_t loc, const std::string& name, const std::string& file);
+std::vector<std::string> read_attr_strings(hid_t loc, const std::string& name, const std::string& file);
+std::vector<uint64_t> read_attr_u64s(hid_t loc, const std::string& name, const std::string& file);
+std::vector<int64_t> read_attr_i64s(hid_t loc, const std::string& name, const std::string& file);
+// Writers: variable-length UTF-8 strings, little-endian 64-bit integers; an empty list is a null dataspace.
+void write_attr_string(hid_t loc, const std::string& name, const std::string& value);
+void write_attr_int(hid_t loc, const std::string& name, int64_t value);
+void write_attr_strings(hid_t loc, const std::string& name, const std::vector<std::string>& values);
+void write_attr_u64s(hid_t loc, const std::string& name, const std::vector<uint64_t>& values);
+void write_attr_i64s(hid_t loc, const std::string& name, const std::vector<int64_t>& values);
 
 }  // namespace gt::io

@@ -13,7 +13,7 @@
 #include "src/core/error.hpp"
 #include "src/data/data_source.hpp"
 #include "src/data/dataset_file.hpp"
-#include "src/data/h5util.hpp"
+#include "src/io/h5_util.hpp"
 #include "src/data/hdf5_source.hpp"
 #include "src/data/prepare.hpp"
 #include "tests/data/data_helpers.hpp"
@@ -47,15 +47,15 @@ std::string broken_copy(const std::string& src, const std::string& name, const s
   return path;
 }
 
-// The writers of the dataset code (src/data/h5util.hpp) on a deleted attribute: a value of another size or type.
+// The writers of the dataset code (src/io/h5_util.hpp) on a deleted attribute: a value of another size or type.
 void replace_attr_int(hid_t f, const char* name, int64_t value) {
   H5Adelete(f, name);
-  gt::h5::write_attr_int(f, name, value);
+  gt::io::write_attr_int(f, name, value);
 }
 
 void replace_attr_string(hid_t f, const char* name, const char* value) {
   H5Adelete(f, name);
-  gt::h5::write_attr_string(f, name, value);
+  gt::io::write_attr_string(f, name, value);
 }
 
 // Replaces dataset `name` by one of the same length and file type `type`, holding small values.
