@@ -28,7 +28,9 @@ void blas_gemm(Op ta, Op tb, int M, int N, int K, double alpha, const double* A,
 
 }  // namespace detail
 
-void gemm_set_threads(int n) { openblas_set_num_threads(n); }
+namespace detail {
+void blas_set_threads(int n) { openblas_set_num_threads(n); }
+}  // namespace detail
 
 const char* blas_core_name() { return openblas_get_corename(); }
 

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/device_stream.hpp"
 #include "kernels/gemm.hpp"
@@ -50,6 +51,29 @@ void cublas_gemm(Op ta, Op tb, int M, int N, int K, double alpha, const double* 
   check(cublasDgemm(handle(), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
         "cublasDgemm");
 }
+
+// Half inputs through cublasGemmEx with fp32 compute (tensor cores on Volta and newer). bf16_t and fp16_t have
+// the bit layout of __nv_bfloat16 and __half, so the pointers go as they are. alpha and beta are float
+// because the compute type is CUBLAS_COMPUTE_32F.
+template <class T>
+constexpr cudaDataType_t cuda_type() {
+  if constexpr (std::is_same_v<T, bf16_t>) return CUDA_R_16BF;
+  else if constexpr (std::is_same_v<T, fp16_t>) return CUDA_R_16F;
+  else return CUDA_R_32F;
+}
+
+template <class H, class CT>
+void gemm_ex(Op ta, Op tb, int M, int N, int K, float alpha, const H* A, int lda, const H* B, int ldb, float beta,
+             CT* C, int ldc) {
+  check(cublasGemmEx(handle(), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, B, cuda_type<H>(), ldb, A,
+                     cuda_type<H>(), lda, &beta, C, cuda_type<CT>(), ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx");
+}
+
+#define GT_DEFINE_CUBLAS(H, CT) \
+  GT_HALF_GEMM_SIGNATURE(cublas_gemm_half, H, CT) { gemm_ex(GT_HALF_GEMM_ARGS); }
+GT_HALF_GEMM_TYPES(GT_DEFINE_CUBLAS)
+#undef GT_DEFINE_CUBLAS
 
 }  // namespace detail
 

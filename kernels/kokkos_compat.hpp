@@ -43,13 +43,7 @@ template <class T> KOKKOS_INLINE_FUNCTION T fmin(T x, T y) { return x < y ? x : 
 #undef GT_KMATH
 }  // namespace math
 
-// Reduced-precision types for the later mixed-precision work: bhalf_t exists from Kokkos 3.6.
-#if GT_KOKKOS_AT_LEAST(3, 6)
-#define GT_HAVE_BF16 1
-using bf16 = Kokkos::Experimental::bhalf_t;
-#else
-#define GT_HAVE_BF16 0
-#endif
+// Reduced-precision storage types (gt::bf16_t, gt::fp16_t): kernels/half.hpp, the same on every Kokkos version.
 
 // RangePolicy over the default execution space with an integer index type that fits every size we use.
 inline Kokkos::RangePolicy<exec_space, Kokkos::IndexType<long>> range(long begin, long end) {

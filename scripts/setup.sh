@@ -9,7 +9,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${GRIDTRAIN_BUILD:-$here/build}
 
 packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev hdf5-tools
-          libtrilinos-kokkos-dev libopenblas-dev libgtest-dev python3 python3-matplotlib
+          libtrilinos-kokkos-dev libopenblas-dev libdnnl-dev libgtest-dev python3 python3-matplotlib
           slurm-wlm munge procps iproute2)
 
 missing=()

@@ -1,0 +1,151 @@
+// The hardware peak of one core for MFU (PaLM / Megatron: model FLOPs per second over the peak the hardware
+// could deliver): loops of the widest fp32 FMA and of the bf16 dot-product instruction, each with independent
+// accumulators (more than FMA latency x FMA ports, so the pipes never wait), run for a few milliseconds; best of
+// several runs. Every instruction set is checked at run time (__builtin_cpu_supports reads CPUID and the OS's
+// XCR0) and compiled with a target attribute, so the binary runs on any x86-64 whatever -march says.
+#include "kernels/peak_flops.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace gt {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs body(iters) (which returns a value that depends on every accumulator, so nothing is optimised away)
+// with iteration counts growing until a run takes >= 20 ms, then the best of 5 runs; returns GFLOP/s.
+template <class F>
+double time_loop(F body, double flops_per_iter) {
+  long iters = 1 << 12;
+  volatile float sink = 0;
+  for (;;) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = sink + body(iters);
+    if (seconds_since(t0) >= 0.02 || iters >= (1L << 30)) break;
+    iters *= 2;
+  }
+  double best = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = sink + body(iters);
+    const double s = seconds_since(t0);
+    if (s < best) best = s;
+  }
+  return flops_per_iter * static_cast<double>(iters) / best * 1e-9;
+}
+
+#if defined(__x86_64__)
+// Through memory: GCC 12's _mm512_reduce_add_ps trips -Wuninitialized in its own header.
+__attribute__((target("avx512f"))) float hsum512(__m512 v) {
+  float out[16];
+  _mm512_storeu_ps(out, v);
+  float s = 0;
+  for (float x : out) s += x;
+  return s;
+}
+
+// 16 accumulators of 16 lanes: 512 flops per iteration. Zen 4/5 and Intel server cores have 2 FMA ports of
+// latency 4: 8 independent FMAs in flight saturate them; 16 leave margin (32 zmm registers hold them all).
+__attribute__((target("avx512f"))) float fma_avx512(long iters) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it)
+    for (int i = 0; i < 16; ++i) {
+      acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+      asm volatile("" : "+v"(acc[i]));  // no instruction; keeps the compiler from folding the chain
+    }
+  __m512 s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+  return hsum512(s);
+}
+
+// AVX2: 12 accumulators of 8 lanes (16 ymm registers: 12 + the two operands), 192 flops per iteration.
+__attribute__((target("avx2,fma"))) float fma_avx2(long iters) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i) {
+      acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+      asm volatile("" : "+v"(acc[i]));
+    }
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
+}
+
+// vdpbf16ps: per 32-bit lane, two bf16 products added to the fp32 accumulator: 16 lanes x 2 x 2 = 64 flops per
+// instruction, 16 accumulators: 1024 flops per iteration.
+__attribute__((target("avx512f,avx512bf16"))) float dpbf16_avx512(long iters) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i) * 1e-3f);
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3F80), b = (__m512bh)_mm512_set1_epi16(0x3380);  // 1, ~6e-8
+  for (long it = 0; it < iters; ++it)
+    for (int i = 0; i < 16; ++i) {
+      acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+      asm volatile("" : "+v"(acc[i]));
+    }
+  __m512 s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+  return hsum512(s);
+}
+#endif
+
+}  // namespace
+
+PeakFlops measure_peak_flops() {
+  PeakFlops p;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    p.fp32_gflops = time_loop(fma_avx512, 16.0 * 16 * 2);
+    p.fp32_isa = "avx512 fma";
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    p.fp32_gflops = time_loop(fma_avx2, 12.0 * 8 * 2);
+    p.fp32_isa = "avx2 fma";
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")) {
+    p.bf16_gflops = time_loop(dpbf16_avx512, 16.0 * 64);
+    p.bf16_isa = "avx512_bf16 vdpbf16ps";
+  }
+  // AMX (Intel Sapphire Rapids and newer) is not measured: bf16 peak there is the AVX-512 figure, a lower bound.
+#endif
+  if (p.bf16_gflops == 0.0) {  // no bf16 instruction: bf16 GEMMs run as fp32 ones
+    p.bf16_gflops = p.fp32_gflops;
+    p.bf16_isa = "none (fp32 peak)";
+  }
+  return p;
+}
+
+namespace {
+struct GpuPeak {
+  const char* name;  // matched as a substring of the device name
+  double fp32_tflops, bf16_tflops;  // dense, no sparsity; bf16 on tensor cores with fp32 accumulation
+};
+// NVIDIA datasheets (SXM parts unless named). Not measured: there was no GPU where this was written.
+const GpuPeak kGpuPeaks[] = {
+    {"B200", 80.0, 2250.0},    {"H200", 67.0, 989.0}, {"H100 PCIe", 51.0, 756.0}, {"H100", 67.0, 989.0},
+    {"A100", 19.5, 312.0},     {"L40S", 91.6, 362.0}, {"L4", 30.3, 121.0},        {"A10", 31.2, 125.0},
+    {"V100", 15.7, 125.0},  // V100: fp16 tensor cores (no bf16)
+};
+}  // namespace
+
+double gpu_datasheet_peak_gflops(const char* device_name, bool half) {
+  if (!device_name) return 0.0;
+  for (const GpuPeak& g : kGpuPeaks)
+    if (std::strstr(device_name, g.name)) return (half ? g.bf16_tflops : g.fp32_tflops) * 1e3;
+  return 0.0;
+}
+
+}  // namespace gt

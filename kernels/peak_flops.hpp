@@ -1,0 +1,22 @@
+#pragma once
+// Hardware peak FLOP/s of one core, measured (kernels/peak_flops.cpp), and GPU datasheet peaks: the
+// denominators of MFU as PaLM and Megatron define it (model FLOPs per second over the hardware peak).
+
+namespace gt {
+
+struct PeakFlops {
+  double fp32_gflops = 0.0;  // widest fp32 FMA (AVX-512, else AVX2), one core; 0 when none was measured
+  const char* fp32_isa = "none";
+  double bf16_gflops = 0.0;  // bf16 dot product (vdpbf16ps with AVX512_BF16); the fp32 figure without it
+  const char* bf16_isa = "none";
+};
+
+// About 0.3 s of one core. Call once at start-up, on every rank at the same time if ranks share a node (each
+// measures its own core; a core shared by two ranks measures half).
+PeakFlops measure_peak_flops();
+
+// Dense datasheet peak of an NVIDIA GPU by (a substring of) its name, fp32 or half (bf16/fp16 tensor cores
+// with fp32 accumulation), in GFLOP/s; 0 when the device is not in the table. Not measured.
+double gpu_datasheet_peak_gflops(const char* device_name, bool half);
+
+}  // namespace gt
