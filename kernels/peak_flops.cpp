@@ -6,7 +6,6 @@
 #include "kernels/peak_flops.hpp"
 
 #include <chrono>
-#include <cstring>
 #include <string>
 
 #if defined(__x86_64__)
@@ -126,26 +125,6 @@ PeakFlops measure_peak_flops() {
     p.bf16_isa = "none (fp32 peak)";
   }
   return p;
-}
-
-namespace {
-struct GpuPeak {
-  const char* name;  // matched as a substring of the device name
-  double fp32_tflops, bf16_tflops;  // dense, no sparsity; bf16 on tensor cores with fp32 accumulation
-};
-// NVIDIA datasheets (SXM parts unless named). Not measured: there was no GPU where this was written.
-const GpuPeak kGpuPeaks[] = {
-    {"B200", 80.0, 2250.0},    {"H200", 67.0, 989.0}, {"H100 PCIe", 51.0, 756.0}, {"H100", 67.0, 989.0},
-    {"A100", 19.5, 312.0},     {"L40S", 91.6, 362.0}, {"L4", 30.3, 121.0},        {"A10", 31.2, 125.0},
-    {"V100", 15.7, 125.0},  // V100: fp16 tensor cores (no bf16)
-};
-}  // namespace
-
-double gpu_datasheet_peak_gflops(const char* device_name, bool half) {
-  if (!device_name) return 0.0;
-  for (const GpuPeak& g : kGpuPeaks)
-    if (std::strstr(device_name, g.name)) return (half ? g.bf16_tflops : g.fp32_tflops) * 1e3;
-  return 0.0;
 }
 
 }  // namespace gt

@@ -1,6 +1,6 @@
 #pragma once
-// Hardware peak FLOP/s of one core, measured (kernels/peak_flops.cpp), and GPU datasheet peaks: the
-// denominators of MFU as PaLM and Megatron define it (model FLOPs per second over the hardware peak).
+// Hardware peak FLOP/s of one CPU core, measured (kernels/peak_flops.cpp): the denominator of MFU as PaLM and
+// Megatron define it (model FLOPs per second over the hardware peak). GPUs: kernels/device_peak.hpp (datasheet).
 
 namespace gt {
 
@@ -14,9 +14,5 @@ struct PeakFlops {
 // About 0.3 s of one core. Call once at start-up, on every rank at the same time if ranks share a node (each
 // measures its own core; a core shared by two ranks measures half).
 PeakFlops measure_peak_flops();
-
-// Dense datasheet peak of an NVIDIA GPU by (a substring of) its name, fp32 or half (bf16/fp16 tensor cores
-// with fp32 accumulation), in GFLOP/s; 0 when the device is not in the table. Not measured.
-double gpu_datasheet_peak_gflops(const char* device_name, bool half);
 
 }  // namespace gt
