@@ -349,18 +349,19 @@ std::map<std::string, std::string> Config::to_map() const {
 }
 
 std::string Config::to_toml() const {
-  std::ostringstream os;
-  std::string section;
+  // One [section] per section, in order of first appearance: the schema interleaves sections (keys are grouped
+  // by feature), and the strict deck reader rejects a repeated section, so a run's config.toml must not have one.
+  std::vector<std::string> order;
+  std::map<std::string, std::ostringstream> body;
   Config copy = *this;
   for (const Field& f : schema(copy)) {
     size_t dot = f.key.find('.');
     std::string sec = f.key.substr(0, dot);
-    if (sec != section) {
-      os << (section.empty() ? "" : "\n") << "[" << sec << "]\n";
-      section = sec;
-    }
-    os << f.key.substr(dot + 1) << " = " << format(f) << "\n";
+    if (!body.count(sec)) order.push_back(sec);
+    body[sec] << f.key.substr(dot + 1) << " = " << format(f) << "\n";
   }
+  std::ostringstream os;
+  for (size_t i = 0; i < order.size(); ++i) os << (i ? "\n" : "") << "[" << order[i] << "]\n" << body[order[i]].str();
   return os.str();
 }
 
