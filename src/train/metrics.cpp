@@ -110,11 +110,11 @@ double measure_sgemm_gflops(int n, int reps) {
     a[i] = float((i * 7919) % 1000) * 1e-3f - 0.5f;
     b[i] = float((i * 104729) % 1000) * 1e-3f - 0.5f;
   }
-  detail::blas_gemm(Op::N, Op::N, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);  // warm-up
+  detail::fp32_gemm(Op::N, Op::N, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);  // warm-up
   double best = 1e30;
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    detail::blas_gemm(Op::N, Op::N, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    detail::fp32_gemm(Op::N, Op::N, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::min(best, s);
   }

@@ -38,7 +38,8 @@ class RunReport {
   const Config& cfg_;
   Grid& grid_;
   double tokens_per_step_ = 0;
-  double peak_gflops_ = 0;
+  double peak_gflops_ = 0;   // hardware peak per rank (MFU's denominator)
+  double sgemm_gflops_ = 0;  // the GEMM backend's measured sgemm rate per rank (mfu_sgemm)
   double flops_per_token_ = 0;
   int64_t n_params_ = 0;
 };
