@@ -134,6 +134,13 @@ int cmd_train(const std::vector<std::string>& args) {
   // Before the grid's first collectives: every rank must run the same build with the same configuration.
   gt::io::check_config_agreement(MPI_COMM_WORLD, cfg.to_map(), gt::io::build_identity());
   gt::gemm_set_threads(cfg.parallel.blas_threads);
+  try {
+    gt::gemm_select(cfg.kernels.gemm == "onednn"     ? gt::GemmBackend::OneDNN
+                    : cfg.kernels.gemm == "openblas" ? gt::GemmBackend::OpenBLAS
+                                                     : gt::GemmBackend::Auto);
+  } catch (const std::exception& e) {
+    throw gt::Error(std::string("config key 'kernels.gemm': ") + e.what());
+  }
 
 #if defined(KOKKOS_ENABLE_CUDA)
   constexpr bool device_is_cuda = true;
@@ -153,13 +160,14 @@ int cmd_train(const std::vector<std::string>& args) {
   if (grid.world_rank() == 0) {
     const char* fallback = std::getenv("GRIDTRAIN_BLAS_FALLBACK");
     std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d"
-                " | comm %s | BLAS %s%s%s\n",
+                " | comm %s | BLAS %s%s%s | GEMM %s\n",
                 deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
                 cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
                 cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp,
                 grid.backend() == gt::CommBackend::Nccl ? "nccl" : ("mpi/" + algo_name(grid.dp().allreduce_algo())).c_str(),
                 gt::blas_core_name(),
-                fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "");
+                fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "",
+                gt::gemm_describe().c_str());
     std::fflush(stdout);
   }
   // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the

@@ -78,6 +78,7 @@ std::vector<Field> schema(Config& c) {
       {"output.dir", Kind::String, &c.output.dir},
       {"output.log_every", Kind::Int, &c.output.log_every},
       {"output.peak_gflops", Kind::Double, &c.output.peak_gflops},
+      {"kernels.gemm", Kind::String, &c.kernels.gemm, {"auto", "onednn", "openblas"}},
       {"compress.method", Kind::String, &c.compress.method, {"none", "topk"}},  // fp16/bf16: with kernels/half.hpp
       {"compress.density", Kind::Double, &c.compress.density},
       {"compress.error_feedback", Kind::Bool, &c.compress.error_feedback},

@@ -86,6 +86,11 @@ struct OutputConfig {
 
 enum class Precision { F32, BF16, F16 };
 
+// Kernel libraries (docs/kernels.md).
+struct KernelsConfig {
+  std::string gemm = "auto";        // host GEMM library: "auto" (oneDNN when built in, else OpenBLAS), "onednn", "openblas"
+};
+
 // Gradient compression of the DP all-reduce (issue 11, docs/compression.md).
 struct CompressConfig {
   std::string method = "none";        // "none" (dense fp32 all-reduce) or "topk" (error feedback + top-k)
@@ -103,6 +108,7 @@ struct Config {
   CheckpointConfig checkpoint;
   OutputConfig output;
   CompressConfig compress;
+  KernelsConfig kernels;
 
   // Apply a deck file (`[section]` / `key = value`); throws gt::Error with file:line on any problem.
   void load_file(const std::string& path);
