@@ -84,6 +84,10 @@ std::vector<Field> schema(Config& c) {
       {"compress.error_feedback", Kind::Bool, &c.compress.error_feedback},
       {"compress.warmup_steps", Kind::Int, &c.compress.warmup_steps},
       {"compress.select", Kind::String, &c.compress.select, {"sampled", "exact"}},
+      {"sparsity.pattern", Kind::String, &c.sparsity.pattern, {"none", "2:4"}},
+      {"sparsity.recipe", Kind::String, &c.sparsity.recipe, {"srste", "asp"}},
+      {"sparsity.asp_step", Kind::Int, &c.sparsity.asp_step},
+      {"sparsity.srste_decay", Kind::Double, &c.sparsity.srste_decay},
   };
 }
 
@@ -332,6 +336,14 @@ void Config::validate() const {
   if (!(compress.density > 0 && compress.density <= 1))
     throw Error("config key 'compress.density' must be in (0, 1], got " + std::to_string(compress.density));
   nonneg("compress.warmup_steps", compress.warmup_steps);
+  nonneg("sparsity.asp_step", sparsity.asp_step);
+  nonneg("sparsity.srste_decay", sparsity.srste_decay);
+  // 2:4 groups run along each linear layer's input dimension, which TP splits for attn.proj and mlp.proj:
+  // every TP rank must hold whole groups (its d_model/tp input columns a multiple of 4).
+  if (sparsity.pattern == "2:4" && model.d_model % (4 * parallel.tp) != 0)
+    throw Error("config key 'sparsity.pattern' = \"2:4\" needs model.d_model (" + std::to_string(model.d_model) +
+                ") divisible by 4 x parallel.tp (" + std::to_string(4 * parallel.tp) +
+                ") so that every TP rank holds whole groups of 4 input columns");
 }
 
 Precision Config::precision() const {

@@ -100,6 +100,14 @@ struct CompressConfig {
   std::string select = "sampled";     // top-k: "exact" (nth_element) or "sampled" (DGC's threshold)
 };
 
+// 2:4 structured sparsity of the linear layers' weights (issue 11, docs/sparsity.md).
+struct SparsityConfig {
+  std::string pattern = "none";       // "none" or "2:4" (2 of every 4 weights along the input dimension kept)
+  std::string recipe = "srste";       // "srste" (mask from magnitudes every step) or "asp" (dense, then prune once)
+  int asp_step = 100;                 // asp: prune after this many optimizer updates (0: at initialisation)
+  double srste_decay = 2e-4;          // srste: lambda of the decay lambda*(1-mask)*W added to pruned weights' gradients
+};
+
 struct Config {
   ModelConfig model;
   TrainConfig train;
@@ -109,6 +117,7 @@ struct Config {
   OutputConfig output;
   CompressConfig compress;
   KernelsConfig kernels;
+  SparsityConfig sparsity;
 
   // Apply a deck file (`[section]` / `key = value`); throws gt::Error with file:line on any problem.
   void load_file(const std::string& path);

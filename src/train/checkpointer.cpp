@@ -5,6 +5,7 @@
 
 #include "src/core/error.hpp"
 #include "src/train/lr_schedule.hpp"
+#include "src/train/sparsity.hpp"
 
 namespace gt {
 
@@ -47,6 +48,19 @@ std::vector<TensorShard> Checkpointer::shards() {
       out.push_back(std::move(t));
     }
   }
+  // 2:4 masks (sparsity.hpp) of the masked tensors only: ASP's fixed masks cannot be recomputed from the weights.
+  if (state_.has_buffer("sparse_mask"))
+    for (const TensorSpec& s : state_.layout().tensors()) {
+      if (!sparse_tensor(s)) continue;
+      TensorShard t;
+      t.name = "sparse_mask/" + s.name;
+      t.global_shape = s.global_shape;
+      t.start = s.local_start();
+      t.count = s.local_shape();
+      t.data = state_.data<float>("sparse_mask") + s.offset;
+      t.writer = grid_.dp_rank() == 0 && owner(s, grid_);
+      out.push_back(std::move(t));
+    }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "src/model/gpt.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/schedule.hpp"
+#include "src/train/sparsity.hpp"
 
 namespace gt {
 
@@ -22,7 +23,10 @@ double model_flops_per_token(const ModelConfig& m, int64_t n_params) {
 RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     : cfg_(cfg), grid_(grid), tokens_per_step_(double(global_batch) * cfg.model.seq_len) {
   StageLayout whole{0, 1, 0, cfg.model.n_layer};
-  for (const TensorSpec& s : model_tensor_specs(cfg.model, whole, 0, 1)) n_params_ += s.global_size();
+  for (const TensorSpec& s : model_tensor_specs(cfg.model, whole, 0, 1)) {
+    n_params_ += s.global_size();
+    if (sparse_tensor(s)) sparse_params_ += s.global_size();
+  }
   flops_per_token_ = model_flops_per_token(cfg.model, n_params_);
   // MFU as PaLM and Megatron define it: model FLOP/s over the hardware peak (the widest fp32 FMA of one core,
   // measured; output.peak_gflops overrides). The sgemm-relative figure (how close to the GEMM library's own rate
@@ -112,6 +116,15 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .str("grad_reduce_dtype", cfg_.parallel.grad_reduce_dtype)
       .str("loss_scaling", cfg_.dynamic_loss_scale() ? "dynamic" : "none").num("loss_scale", in.loss_scale)
       .integer("skipped_steps", in.skipped);
+  if (cfg_.sparsity.pattern == "2:4") {
+    // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
+    // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the
+    // input gradient (dY W) reduces along the other dimension and the weight gradient has no sparse operand.
+    const double skipped = double(sparse_params_);  // 2 N_masked forward FLOPs per token, half of them skipped
+    j.str("sparsity", cfg_.sparsity.pattern + " " + cfg_.sparsity.recipe)
+        .num("sparse_flops_skipped_per_token", skipped)
+        .num("sparse_skipped_flop_fraction", skipped / flops_per_token_);
+  }
   write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
 }
 

@@ -42,6 +42,7 @@ class RunReport {
   double sgemm_gflops_ = 0;  // the GEMM backend's measured sgemm rate per rank (mfu_sgemm)
   double flops_per_token_ = 0;
   int64_t n_params_ = 0;
+  int64_t sparse_params_ = 0;  // elements of the 2:4-masked weights (sparsity.hpp), global
 };
 
 }  // namespace gt

@@ -111,6 +111,12 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     c.residual = state_->data<float>(state_->add_buffer("ef_residual", DType::F32).name);
     buckets_->set_compression(c);
   }
+  if (cfg_.sparsity.pattern != "none") {
+    if (zero_.sharded())
+      throw Error("sparsity.pattern = \"2:4\" with parallel.zero > 0 is not implemented (the masked working copy "
+                  "of sharded masters)");
+    sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, *state_);
+  }
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero_);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   progress_.scaler = scaler_->state();
@@ -132,7 +138,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
   }
   grid_.world().barrier();
-  checkpointer_->resume(&progress_);
+  if (checkpointer_->resume(&progress_) && sparsity_) sparsity_->write_working();  // masters and masks loaded
   scaler_->restore(progress_.scaler);
 }
 
@@ -171,11 +177,13 @@ StepStats Trainer::train_step() {
   // Skipped steps do not count as updates: the learning rate and AdamW's bias correction follow the updates.
   const int updates = progress_.step - progress_.skipped;
   const double lr = learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
+  if (sparsity_) sparsity_->before_update(updates, loss_scale);  // part of the gradient: clipped with it
   const double norm = optimizer_->grad_norm();  // the same value on every rank: every rank decides alike
   const bool skip = scaler_->update(!std::isfinite(norm), progress_.step + 1);
   if (!skip) {
     optimizer_->step(updates + 1, lr, norm, loss_scale);
     allgather_params(*state_, zero_, grid_.dp());  // ZeRO: every rank's updated shard to every rank
+    if (sparsity_) sparsity_->after_update(updates + 1);  // new masks, the masked working copy
   }
   Kokkos::fence();
   const double t_end = MPI_Wtime();
@@ -264,6 +272,7 @@ int Trainer::run() {
     if (cfg_.data.val_every > 0 && step % cfg_.data.val_every == 0) s.val_loss = validate();
     history_.push_back(s);
     report_->log_step(step, s);
+    if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
     const bool slice_done = cfg_.train.max_steps_per_run > 0 && int(history_.size()) >= cfg_.train.max_steps_per_run;
     if ((stop_requested_locally() || slice_done) && step < steps) {

@@ -6,9 +6,11 @@
 //   PipelineRunner  the schedule's forward/backward ops and the traffic between stages
 //   GradBuckets     the DP all-reduce, overlapped with the last backward
 //   Optimizer       global norm, clipping, AdamW (over this rank's ZeRO shard: zero.hpp)
+//   Sparsity        2:4 masks and the masked working copy of the weights (sparsity.hpp; when configured)
 //   LossScaler      the dynamic loss scale and the skip decision on overflow
 //   Checkpointer    save and resume
 //   RunReport       the per-step line, metrics.jsonl and summary.json
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "src/train/optimizer.hpp"
 #include "src/train/pipeline_runner.hpp"
 #include "src/train/run_report.hpp"
+#include "src/train/sparsity.hpp"
 #include "src/train/step_stats.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
@@ -44,6 +47,8 @@ class Trainer {
   const TrainProgress& progress() const { return progress_; }
   // Like gather_params for any fp32 TrainState buffer ("master", "adam_m", "adam_v").
   std::vector<std::pair<std::string, std::vector<float>>> gather(const std::string& buffer);
+  // Tests: called on every rank after each step (with the step number), before any checkpoint of that step.
+  std::function<void(int)> after_step;
   // All parameters gathered in global shapes on every rank (name -> row-major values), for comparisons.
   std::vector<std::pair<std::string, std::vector<float>>> gather_params();
 
@@ -62,6 +67,7 @@ class Trainer {
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<PipelineRunner> pipeline_;
   std::unique_ptr<GradBuckets> buckets_;
+  std::unique_ptr<Sparsity> sparsity_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
   ZeroPlan zero_;

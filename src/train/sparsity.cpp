@@ -1,0 +1,108 @@
+#include "src/train/sparsity.hpp"
+
+#include <string>
+
+#include "src/core/error.hpp"
+
+namespace gt {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace
+
+bool sparse_tensor(const TensorSpec& s) {
+  for (const char* t : {".attn.qkv.w", ".attn.proj.w", ".mlp.fc.w", ".mlp.proj.w"})
+    if (ends_with(s.name, t)) return true;
+  return false;
+}
+
+void mask_2of4(const float* w, float* mask, long n) {
+  Kokkos::parallel_for("mask_2of4", range(0, n / 4), KOKKOS_LAMBDA(long g) {
+    float a[4];
+    for (int j = 0; j < 4; ++j) {
+      const float x = math::fabs(w[4 * g + j]);
+      a[j] = x == x ? x : HUGE_VALF;  // NaN ranks as largest: kept, so the step's non-finite check still sees it
+    }
+    for (int j = 0; j < 4; ++j) {
+      int above = 0;  // entries that rank before j: larger, or equal and at a lower index
+      for (int k = 0; k < 4; ++k) above += (a[k] > a[j] || (a[k] == a[j] && k < j)) ? 1 : 0;
+      mask[4 * g + j] = above < 2 ? 1.0f : 0.0f;
+    }
+  });
+}
+
+Sparsity::Sparsity(const SparsityConfig& cfg, TrainState& state) : cfg_(cfg), state_(state) {
+  if (state_.working_dtype() != DType::F32)
+    throw Error("sparsity.pattern = \"2:4\": only fp32 working parameters are implemented");
+  for (const TensorSpec& s : state_.layout().tensors())
+    if (sparse_tensor(s) && s.local_shape().back() % 4 != 0)
+      throw Error("sparsity.pattern = \"2:4\": tensor " + s.name + " has " + std::to_string(s.local_shape().back()) +
+                  " input columns on this rank, not whole groups of 4");
+  const long n = long(state_.layout().size());
+  // The dense masters the optimizer updates; "params" becomes their masked working copy.
+  if (!state_.has_buffer("master")) {
+    state_.add_buffer("master", DType::F32);
+    Kokkos::deep_copy(DeviceView<float>(state_.master(), n), DeviceView<float>(state_.data<float>("params"), n));
+  }
+  state_.add_buffer("sparse_mask", DType::F32);
+  Kokkos::deep_copy(DeviceView<float>(state_.data<float>("sparse_mask"), n), 1.0f);
+  if (cfg_.recipe == "srste" || cfg_.asp_step == 0) compute_masks();
+  if (pruned(0)) prune_masters();
+  write_working();
+}
+
+void Sparsity::compute_masks() {
+  const float* w = state_.master();
+  float* m = state_.data<float>("sparse_mask");
+  for (const TensorSpec& s : state_.layout().tensors())
+    if (sparse_tensor(s)) mask_2of4(w + s.offset, m + s.offset, long(s.size));
+}
+
+void Sparsity::prune_masters() {
+  float* w = state_.master();
+  const float* m = state_.data<float>("sparse_mask");
+  Kokkos::parallel_for("sparsity_prune", range(0, long(state_.layout().size())), KOKKOS_LAMBDA(long i) {
+    if (m[i] == 0.0f) w[i] = 0.0f;
+  });
+}
+
+void Sparsity::before_update(int updates_done, double loss_scale) {
+  float* g = state_.grads();
+  const float* w = state_.master();
+  const float* m = state_.data<float>("sparse_mask");
+  const long n = long(state_.layout().size());
+  if (cfg_.recipe == "srste") {
+    // The stored gradients carry the loss scale, which the optimizer divides out again.
+    const float lam = float(cfg_.srste_decay * loss_scale);
+    if (lam == 0.0f) return;
+    Kokkos::parallel_for("srste_decay", range(0, n), KOKKOS_LAMBDA(long i) {
+      if (m[i] == 0.0f) g[i] += lam * w[i];
+    });
+  } else if (pruned(updates_done)) {
+    Kokkos::parallel_for("asp_mask_grads", range(0, n), KOKKOS_LAMBDA(long i) {
+      if (m[i] == 0.0f) g[i] = 0.0f;
+    });
+  }
+}
+
+void Sparsity::after_update(int updates) {
+  if (cfg_.recipe == "srste" || updates == cfg_.asp_step) compute_masks();
+  // AdamW's momentum and weight decay still move pruned masters after their gradients went to zero.
+  if (pruned(updates)) prune_masters();
+  write_working();
+}
+
+void Sparsity::write_working() {
+  const float* w = state_.master();
+  const float* m = state_.data<float>("sparse_mask");
+  float* p = state_.data<float>("params");
+  // A select, not w * m: an inf master that is pruned gives 0, not NaN.
+  Kokkos::parallel_for("sparsity_working", range(0, long(state_.layout().size())), KOKKOS_LAMBDA(long i) {
+    p[i] = m[i] != 0.0f ? w[i] : 0.0f;
+  });
+  Kokkos::fence();
+}
+
+}  // namespace gt

@@ -1,0 +1,52 @@
+#pragma once
+// 2:4 structured sparsity of the linear layers' weights (issue 11, docs/sparsity.md), kept at the TrainState
+// level so that the model code is untouched: the optimizer updates dense fp32 masters (buffer "master"), and
+// after every update the working parameters the model computes with ("params") become master where the mask
+// is 1 and 0 elsewhere. The mask is buffer "sparse_mask" (fp32 0/1; 1 outside the masked tensors), saved in
+// checkpoints in global shapes.
+//   SR-STE: mask = the 2 largest |master| of every group of 4, recomputed after every update (and at the start);
+//           the gradient of the masked weights reaches the dense masters unchanged (straight-through), plus the
+//           decay lambda * (1 - mask) * master on the pruned ones.
+//   ASP:    dense (mask all 1) for asp_step updates, then one magnitude prune; the mask stays fixed, and the
+//           pruned gradients and masters stay zero.
+// Groups: 4 consecutive elements of the last dimension, which is the input dimension of every weight here
+// ([out, in], src/model/gpt.cpp). TP splits qkv and fc along the output dimension and attn.proj and mlp.proj
+// along the input one; Config::validate makes every rank's input columns a multiple of 4, so the slices hold
+// whole groups and the masks are those of the unsplit tensor.
+#include "src/core/config.hpp"
+#include "src/train/train_state.hpp"
+
+namespace gt {
+
+// The tensors that carry masks: attn.qkv.w, attn.proj.w, mlp.fc.w, mlp.proj.w.
+bool sparse_tensor(const TensorSpec& s);
+
+// mask[i] = 1 for the 2 entries of largest |w| in each group of 4 consecutive entries, else 0 (n a multiple of 4;
+// ties go to the lower index, NaN counts as largest). Device memory.
+void mask_2of4(const float* w, float* mask, long n);
+
+class Sparsity {
+ public:
+  // Adds the "master" and "sparse_mask" buffers, computes the first masks (SR-STE, or ASP at asp_step 0) and
+  // writes the working parameters. Throws when the state cannot carry masks (a working type other than fp32).
+  Sparsity(const SparsityConfig& cfg, TrainState& state);
+
+  // Before the optimizer update number `updates_done + 1`, on the stored gradients (scaled by loss_scale):
+  // SR-STE adds loss_scale * lambda * (1 - mask) * master; pruned ASP zeroes the masked gradients.
+  void before_update(int updates_done, double loss_scale);
+  // After update number `updates` (1-based): new masks (SR-STE; ASP when updates == asp_step), pruned ASP
+  // masters zeroed, the working parameters rewritten.
+  void after_update(int updates);
+  // The working parameters from the masters and masks as they stand (after a checkpoint was loaded).
+  void write_working();
+
+ private:
+  void compute_masks();
+  void prune_masters();
+  bool pruned(int updates_done) const { return cfg_.recipe == "asp" && updates_done >= cfg_.asp_step; }
+
+  SparsityConfig cfg_;
+  TrainState& state_;
+};
+
+}  // namespace gt
