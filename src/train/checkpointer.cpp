@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "src/core/error.hpp"
 #include "src/train/lr_schedule.hpp"
@@ -20,22 +21,45 @@ std::string model_signature(const ModelConfig& m) {
 }  // namespace
 
 Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
-                           std::string data_description, int64_t global_batch, ZeroStaging* zero)
+                           std::string data_description, int64_t global_batch, ZeroStaging* zero,
+                           MirrorMode mirror)
     : cfg_(cfg),
       grid_(grid),
       config_text_(config_text),
       state_(state),
       zero_(zero),
+      mirror_(mirror),
       data_description_(std::move(data_description)),
       global_batch_(global_batch),
       dir_(cfg.checkpoint_dir()) {}
 
-std::vector<TensorShard> Checkpointer::shards() {
+// Host mirrors of master, adam_m and adam_v (CPU builds: the buffers themselves). Under ZeRO the moments come
+// from the staging's full-size host copies instead.
+struct Checkpointer::HostState {
+  HostMirror<float> master;
+  std::unique_ptr<HostMirror<float>> m, v;
+  HostState(TrainState& s, bool staged, MirrorMode mode)
+      : master(s.master(), s.buffer(s.has_buffer("master") ? "master" : "params").extent.size(), mode) {
+    if (staged) return;
+    m = std::make_unique<HostMirror<float>>(s.adam_m(), s.buffer("adam_m").extent.size(), mode);
+    v = std::make_unique<HostMirror<float>>(s.adam_v(), s.buffer("adam_v").extent.size(), mode);
+  }
+  void pull() {
+    master.pull();
+    if (m) m->pull(), v->pull();
+  }
+  void push() {
+    master.push();
+    if (m) m->push(), v->push();
+  }
+};
+
+std::vector<TensorShard> Checkpointer::shards(HostState& h) {
   std::vector<TensorShard> out;
   const std::pair<const char*, float*> groups[] = {
-      {"params/", state_.master()},
-      {"adam_m/", zero_ ? zero_->full("adam_m") : state_.adam_m()},
-      {"adam_v/", zero_ ? zero_->full("adam_v") : state_.adam_v()}};
+      {"params/", h.master.data()},
+      {"adam_m/", zero_ ? zero_->full("adam_m") : h.m->data()},
+      {"adam_v/", zero_ ? zero_->full("adam_v") : h.v->data()}};
   for (const auto& [prefix, base] : groups) {
     for (const TensorSpec& s : state_.layout().tensors()) {
       TensorShard t;
@@ -43,7 +67,7 @@ std::vector<TensorShard> Checkpointer::shards() {
       t.global_shape = s.global_shape;
       t.start = s.local_start();
       t.count = s.local_shape();
-      t.data = base + s.offset;  // host memory on CPU builds; GPU builds stage through a mirror (later work)
+      t.data = base + s.offset;  // host memory: a mirror of the device buffer
       t.writer = grid_.dp_rank() == 0 && owner(s, grid_);  // one writer per global element
       out.push_back(std::move(t));
     }
@@ -101,7 +125,9 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
   opt.keep = cfg_.checkpoint.keep;
   const double t0 = MPI_Wtime();
   if (zero_) zero_->gather();
-  std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, shards(), meta(p));
+  HostState h(state_, zero_ != nullptr, mirror_);
+  h.pull();
+  std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, shards(h), meta(p));
   if (zero_) zero_->release();
   last_saved_step_ = p.step;
   if (grid_.world_rank() == 0)
@@ -111,7 +137,8 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
 bool Checkpointer::resume(TrainProgress* p) {
   std::string path = cfg_.checkpoint.resume;
   if (path == "none") return false;
-  std::vector<TensorShard> s = shards();
+  HostState h(state_, zero_ != nullptr, mirror_);
+  std::vector<TensorShard> s = shards(h);
   // Any damage (a missing or reshaped tensor, bad counters, NaN) makes resume=auto fall back to an older one.
   const CheckpointRequirements req = training_requirements(s, model_signature(cfg_.model));
   if (path == "auto") {
@@ -125,6 +152,7 @@ bool Checkpointer::resume(TrainProgress* p) {
   CheckpointMeta meta = read_checkpoint_meta(grid_.world_mpi(), path);
   check_checkpoint_meta(path, meta, req);  // the same text on every rank: they read the same file
   load_checkpoint(grid_.world_mpi(), path, s, meta);
+  h.push();
   if (zero_) {
     zero_->scatter();
     zero_->release();

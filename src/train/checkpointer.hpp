@@ -9,6 +9,7 @@
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/checkpoint.hpp"
+#include "src/train/host_mirror.hpp"
 #include "src/train/loss_scaler.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
@@ -27,7 +28,8 @@ struct TrainProgress {
 class Checkpointer {
  public:
   Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
-               std::string data_description, int64_t global_batch, ZeroStaging* zero = nullptr);
+               std::string data_description, int64_t global_batch, ZeroStaging* zero = nullptr,
+               MirrorMode mirror = MirrorMode::Auto);
 
   const std::string& dir() const { return dir_; }
   int last_saved_step() const { return last_saved_step_; }
@@ -40,7 +42,10 @@ class Checkpointer {
   bool resume(TrainProgress* p);
 
  private:
-  std::vector<TensorShard> shards();
+  // The fp32 parameters and moments as the host sees them (HDF5 and the checksums read host memory): host
+  // mirrors of the state's device buffers, or the ZeRO staging's full-size host copies of the moments.
+  struct HostState;
+  std::vector<TensorShard> shards(HostState& h);
   CheckpointMeta meta(const TrainProgress& p) const;
 
   const Config& cfg_;
@@ -48,6 +53,7 @@ class Checkpointer {
   const std::string& config_text_;
   TrainState& state_;
   ZeroStaging* zero_;  // sharded moments (ZeRO): saved and resumed through full-size copies
+  MirrorMode mirror_;
   std::string data_description_;
   int64_t global_batch_;
   std::string dir_;

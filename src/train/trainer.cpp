@@ -9,6 +9,7 @@
 
 #include "src/core/error.hpp"
 #include "src/core/stop_signal.hpp"
+#include "src/train/host_mirror.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/zero.hpp"
@@ -123,7 +124,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
   if (zero_.sharded()) zero_staging_ = std::make_unique<ZeroStaging>(*state_, zero_, grid_.dp());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
-                                                 loader_->global_batch(), zero_staging_.get());
+                                                 loader_->global_batch(), zero_staging_.get(), mirror_mode_);
   if (grid_.world_rank() == 0) {  // the memory ledger of rank 0 (stage 0 of the pipeline, TP rank 0)
     const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage);
     const StateLedger have = allocated_state_bytes(*state_);
@@ -296,7 +297,11 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const st
   StageLayout whole{0, 1, 0, cfg_.model.n_layer};
   std::vector<std::pair<std::string, std::vector<float>>> out;
   const TensorLayout& layout = state_->layout();
-  const float* master = buffer == "master" ? state_->master() : state_->data<float>(buffer);
+  // The host reads the buffer through its mirror (CPU builds: the buffer itself, no copy).
+  const std::string name = buffer == "master" && !state_->has_buffer("master") ? "params" : buffer;
+  HostMirror<float> mirror(state_->data<float>(name), state_->buffer(name).extent.size(), mirror_mode_);
+  mirror.pull();
+  const float* master = mirror.data();
   for (const TensorSpec& g : model_tensor_specs(cfg_.model, whole, 0, 1)) {
     std::vector<float> full(static_cast<size_t>(g.global_size()), 0.0f);
     if (layout.has(g.name)) {

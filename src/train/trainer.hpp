@@ -20,6 +20,7 @@
 #include "src/model/gpt.hpp"
 #include "src/train/batch_loader.hpp"
 #include "src/train/checkpointer.hpp"
+#include "src/train/host_mirror.hpp"
 #include "src/train/grad_buckets.hpp"
 #include "src/train/loss_scaler.hpp"
 #include "src/train/optimizer.hpp"
@@ -71,6 +72,8 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
   ZeroPlan zero_;
+  // How the host reads device state (checkpoints, gathers); Copy only under GRIDTRAIN_TEST_HOST_MIRROR=copy.
+  MirrorMode mirror_mode_ = host_mirror_mode_from_env();
   std::unique_ptr<ZeroStaging> zero_staging_;  // ZeRO: full-size moments while a checkpoint is written or read
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<RunReport> report_;

@@ -1,7 +1,6 @@
 #include "src/train/zero.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "src/core/error.hpp"
 
@@ -87,14 +86,17 @@ float* ZeroStaging::full(const std::string& moment) {
 void ZeroStaging::gather() {
   for (const char* name : {"adam_m", "adam_v"}) {
     float* f = full(name);
-    std::memcpy(f + plan_.shard.begin, state_.data<float>(name), plan_.shard.size() * sizeof(float));
+    // device shard -> host (a plain copy on CPU builds)
+    Kokkos::deep_copy(HostView<float>(f + plan_.shard.begin, plan_.shard.size()),
+                      DeviceView<float>(state_.data<float>(name), plan_.shard.size()));
     dp_.allgather(f + plan_.shard.begin, f, plan_.shard.size(), DType::F32);
   }
 }
 
 void ZeroStaging::scatter() {
   for (const char* name : {"adam_m", "adam_v"})
-    std::memcpy(state_.data<float>(name), full(name) + plan_.shard.begin, plan_.shard.size() * sizeof(float));
+    Kokkos::deep_copy(DeviceView<float>(state_.data<float>(name), plan_.shard.size()),
+                      HostView<float>(full(name) + plan_.shard.begin, plan_.shard.size()));
 }
 
 void ZeroStaging::release() {
