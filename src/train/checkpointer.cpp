@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <memory>
+#include <map>
+#include <vector>
 
 #include "src/core/error.hpp"
 #include "src/train/lr_schedule.hpp"
@@ -33,33 +34,32 @@ Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& con
       global_batch_(global_batch),
       dir_(cfg.checkpoint_dir()) {}
 
-// Host mirrors of master, adam_m and adam_v (CPU builds: the buffers themselves). Under ZeRO the moments come
-// from the staging's full-size host copies instead.
+// Host mirrors (CPU builds: the buffers themselves) of the state buffers a checkpoint holds: the fp32 masters,
+// the moments (under ZeRO they come from the staging's full-size host copies instead) and the 2:4 masks.
 struct Checkpointer::HostState {
-  HostMirror<float> master;
-  std::unique_ptr<HostMirror<float>> m, v;
-  HostState(TrainState& s, bool staged, MirrorMode mode)
-      : master(s.master(), s.buffer(s.has_buffer("master") ? "master" : "params").extent.size(), mode) {
-    if (staged) return;
-    m = std::make_unique<HostMirror<float>>(s.adam_m(), s.buffer("adam_m").extent.size(), mode);
-    v = std::make_unique<HostMirror<float>>(s.adam_v(), s.buffer("adam_v").extent.size(), mode);
+  std::map<std::string, HostMirror<float>> mirrors;
+  HostState(TrainState& s, bool staged, MirrorMode mode) {
+    std::vector<std::string> names = {s.has_buffer("master") ? "master" : "params"};
+    if (!staged) names.insert(names.end(), {"adam_m", "adam_v"});
+    if (s.has_buffer("sparse_mask")) names.push_back("sparse_mask");
+    for (const std::string& n : names)
+      mirrors.try_emplace(n == "params" ? "master" : n, s.data<float>(n), s.buffer(n).extent.size(), mode);
   }
+  float* operator[](const std::string& name) { return mirrors.at(name).data(); }
   void pull() {
-    master.pull();
-    if (m) m->pull(), v->pull();
+    for (auto& [name, m] : mirrors) m.pull();
   }
   void push() {
-    master.push();
-    if (m) m->push(), v->push();
+    for (auto& [name, m] : mirrors) m.push();
   }
 };
 
 std::vector<TensorShard> Checkpointer::shards(HostState& h) {
   std::vector<TensorShard> out;
   const std::pair<const char*, float*> groups[] = {
-      {"params/", h.master.data()},
-      {"adam_m/", zero_ ? zero_->full("adam_m") : h.m->data()},
-      {"adam_v/", zero_ ? zero_->full("adam_v") : h.v->data()}};
+      {"params/", h["master"]},
+      {"adam_m/", zero_ ? zero_->full("adam_m") : h["adam_m"]},
+      {"adam_v/", zero_ ? zero_->full("adam_v") : h["adam_v"]}};
   for (const auto& [prefix, base] : groups) {
     for (const TensorSpec& s : state_.layout().tensors()) {
       TensorShard t;
@@ -81,7 +81,7 @@ std::vector<TensorShard> Checkpointer::shards(HostState& h) {
       t.global_shape = s.global_shape;
       t.start = s.local_start();
       t.count = s.local_shape();
-      t.data = state_.data<float>("sparse_mask") + s.offset;
+      t.data = h["sparse_mask"] + s.offset;
       t.writer = grid_.dp_rank() == 0 && owner(s, grid_);
       out.push_back(std::move(t));
     }
