@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/gemm.hpp"
+#include "src/cli/auto_layout.hpp"
 #include "kernels/kokkos_compat.hpp"
 #include "src/core/config.hpp"
 #include "src/core/error.hpp"
@@ -151,6 +152,15 @@ int cmd_train(const std::vector<std::string>& args) {
   // refusal of MPI on device memory is tested without a GPU); nothing else changes.
   const char* as_device = std::getenv("GRIDTRAIN_TEST_DEVICE_MEMORY");
   const bool check_as_cuda = device_is_cuda || (as_device && std::string(as_device) == "cuda");
+  if (cfg.parallel.layout == "auto") {  // the planner's choice, the same on every rank
+    const gt::AutoLayout a = gt::choose_auto_layout(cfg, MPI_COMM_WORLD);
+    cfg.parallel.tp = a.tp;
+    cfg.parallel.pp = a.pp;
+    cfg.parallel.dp = a.dp;
+    cfg.parallel.auto_choice = a.choice;
+    cfg.parallel.auto_runner_up = a.runner_up;
+    cfg.parallel.auto_cluster = a.cluster;
+  }
   const gt::CommBackend backend =
       gt::resolve_comm_backend(cfg.parallel.comm, check_as_cuda, gt::mpi_reports_cuda_support());
   gt::Grid grid(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp,
@@ -160,14 +170,18 @@ int cmd_train(const std::vector<std::string>& args) {
   if (grid.world_rank() == 0) {
     const char* fallback = std::getenv("GRIDTRAIN_BLAS_FALLBACK");
     std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d"
-                " | comm %s | BLAS %s%s%s | GEMM %s\n",
+                " | comm %s | BLAS %s%s%s | GEMM %s%s\n",
                 deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
                 cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
                 cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp,
                 grid.backend() == gt::CommBackend::Nccl ? "nccl" : ("mpi/" + algo_name(grid.dp().allreduce_algo())).c_str(),
                 gt::blas_core_name(),
                 fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "",
-                gt::gemm_describe().c_str());
+                gt::gemm_describe().c_str(),
+                cfg.parallel.layout == "auto" ? (" | layout auto on " + cfg.parallel.auto_cluster + ": " +
+                                                 cfg.parallel.auto_choice + "; runner-up " + cfg.parallel.auto_runner_up)
+                                                    .c_str()
+                                              : "");
     std::fflush(stdout);
   }
   // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the
@@ -180,8 +194,19 @@ int cmd_train(const std::vector<std::string>& args) {
   // run uses the checkpoint directory (held until the run ends).
   gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(), checkpoint_bytes(cfg.model));
   gt::io::RunDirLock lock(grid.world_mpi(), cfg.checkpoint_dir());
-  gt::Trainer trainer(cfg, grid, cfg.to_toml());
-  return trainer.run();
+  // parallel.rebalance = auto may end a trainer's run to continue on a new pipeline partition: the next trainer
+  // resumes from the checkpoint the first just wrote. In this process rather than through exit code 75 and a
+  // restart: the grid and the world stay as they are, only stage boundaries move, so nothing needs a new job,
+  // and it works the same under mpiexec alone as in the Slurm chain (docs/planner.md, "Adaptive").
+  for (;;) {
+    gt::Trainer trainer(cfg, grid, cfg.to_toml());
+    const int code = trainer.run();
+    if (trainer.repartition().empty()) return code;
+    cfg.parallel.stage_blocks = trainer.repartition();
+    cfg.parallel.rebalance = "off";  // once per run; the run's config.toml keeps the partition for restarts
+    cfg.parallel.rebalanced_from = trainer.rebalance_report();
+    cfg.checkpoint.resume = "auto";  // the checkpoint just written is the newest
+  }
 }
 
 int cmd_inspect(const std::vector<std::string>& args) {

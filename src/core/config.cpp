@@ -64,6 +64,12 @@ std::vector<Field> schema(Config& c) {
       {"parallel.bucket_mb", Kind::Double, &c.parallel.bucket_mb},
       {"parallel.zero", Kind::Int, &c.parallel.zero},
       {"parallel.blas_threads", Kind::Int, &c.parallel.blas_threads},
+      {"parallel.layout", Kind::String, &c.parallel.layout, {"manual", "auto"}},
+      {"parallel.cluster", Kind::String, &c.parallel.cluster},
+      {"parallel.rebalance", Kind::String, &c.parallel.rebalance, {"off", "auto"}},
+      {"parallel.rebalance_after", Kind::Int, &c.parallel.rebalance_after},
+      {"parallel.rebalance_gain", Kind::Double, &c.parallel.rebalance_gain},
+      {"parallel.stage_blocks", Kind::String, &c.parallel.stage_blocks},
       {"data.source", Kind::String, &c.data.source, {"synthetic", "hdf5"}},
       {"data.path", Kind::String, &c.data.path},
       {"data.synthetic_noise", Kind::Double, &c.data.synthetic_noise},
@@ -300,6 +306,18 @@ void Config::validate() const {
   nonneg("parallel.dp", parallel.dp);
   positive("parallel.bucket_mb", parallel.bucket_mb);
   positive("parallel.blas_threads", parallel.blas_threads);
+  if (!parallel.cluster.empty() && parallel.layout != "auto")
+    throw Error("config key 'parallel.cluster' is read only with parallel.layout = \"auto\"");
+  positive("parallel.rebalance_after", parallel.rebalance_after);
+  nonneg("parallel.rebalance_gain", parallel.rebalance_gain);
+  if (!parallel.stage_blocks.empty()) {
+    const std::vector<int> blocks = parallel.stage_block_counts();  // throws on a bad list
+    int sum = 0;
+    for (int b : blocks) sum += b;
+    if (sum != model.n_layer)
+      throw Error("config key 'parallel.stage_blocks' = \"" + parallel.stage_blocks + "\" adds up to " +
+                  std::to_string(sum) + " blocks, the model has model.n_layer = " + std::to_string(model.n_layer));
+  }
   Config copy = *this;
   for (const Field& f : schema(copy)) check_choice(f, "");
   if (precision() != Precision::F32)
@@ -344,6 +362,21 @@ void Config::validate() const {
     throw Error("config key 'sparsity.pattern' = \"2:4\" needs model.d_model (" + std::to_string(model.d_model) +
                 ") divisible by 4 x parallel.tp (" + std::to_string(4 * parallel.tp) +
                 ") so that every TP rank holds whole groups of 4 input columns");
+}
+
+std::vector<int> ParallelConfig::stage_block_counts() const {
+  std::vector<int> out;
+  std::stringstream ss(stage_blocks);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(trim(item).c_str(), &end, 10);
+    if (trim(item).empty() || *end != '\0' || v < 1)
+      throw Error("config key 'parallel.stage_blocks' expects blocks per stage, each at least 1, as \"3,2,2\"; got \"" +
+                  stage_blocks + "\"");
+    out.push_back(int(v));
+  }
+  return out;
 }
 
 Precision Config::precision() const {

@@ -59,6 +59,17 @@ struct ParallelConfig {
   double bucket_mb = 25.0;            // DP gradient bucket size
   int zero = 0;                       // ZeRO stage over the DP group: 0 none, 1 optimizer state, 2 + gradients
   int blas_threads = 1;
+  std::string layout = "manual";      // "auto": tp/pp/dp chosen by the planner at start (docs/planner.md)
+  std::string cluster;                // layout = auto: a cluster description (name or path); empty: measured
+  std::string rebalance = "off";      // "auto": re-partition the pipeline from measured block times, once
+  int rebalance_after = 3;            // steps timed before deciding
+  double rebalance_gain = 0.1;        // re-partition when slowest stage now / after >= 1 + this
+  std::string stage_blocks;           // blocks per pipeline stage, "3,2,2,1"; empty: the cost model's split
+  // Not keys: what layout = auto chose at start (src/cli/auto_layout.hpp), for the start line and summary.json.
+  std::string auto_choice, auto_runner_up, auto_cluster;
+  std::string rebalanced_from;        // set by a rebalance: the stage times before, logged beside those after
+  // stage_blocks as numbers (empty when unset); throws gt::Error naming the key on a malformed list.
+  std::vector<int> stage_block_counts() const;
 };
 
 struct DataConfig {

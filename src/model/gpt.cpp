@@ -239,17 +239,26 @@ void GPT<T>::forward(int slot, bool with_grad, T loss_scale, double* loss_sum) {
   Acts& a = acts_[slot];
   const int BT = B_ * d_.T, C = d_.C;
   if (stage_.first()) {
+    time_unit(0, true);
     embedding_forward(a.x0.data(), a.inputs.data(), store_.param("wte"), static_cast<const T*>(nullptr), BT, d_.T, C,
                       d_.v0, d_.Vl);
     tp_allreduce_sum(a.x0.data(), size_t(BT) * C);  // each TP rank looked up only its vocab shard
     add_positions(a.x0.data(), store_.param("wpe"), BT, d_.T, C);
+    time_unit(0, false);
   }
   const T* x = a.x0.data();
   for (size_t i = 0; i < a.blocks.size(); ++i) {
-    block_forward(stage_.block_begin + static_cast<int>(i), x, a.blocks[i]);
+    const int l = stage_.block_begin + static_cast<int>(i);
+    time_unit(l + 1, true);
+    block_forward(l, x, a.blocks[i]);
+    time_unit(l + 1, false);
     x = a.blocks[i].res3.data();
   }
-  if (stage_.last()) head_forward(a, with_grad, loss_scale, loss_sum);
+  if (stage_.last()) {
+    time_unit(d_.L + 1, true);
+    head_forward(a, with_grad, loss_scale, loss_sum);
+    time_unit(d_.L + 1, false);
+  }
 }
 
 template <class T>
@@ -258,19 +267,25 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
   const int BT = B_ * d_.T, C = d_.C;
   if (stage_.last()) {
     const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
+    time_unit(d_.L + 1, true);
     fill(dres_.data(), long(BT) * C, T(0));
     layernorm_backward(dres_.data(), store_.grad("ln_f.w"), store_.grad("ln_f.b"), a.dlnf.data(), x,
                        store_.param("ln_f.w"), a.lnf_mean.data(), a.lnf_rstd.data(), BT, C);
+    time_unit(d_.L + 1, false);
     if (on_unit) on_unit(d_.L + 1);
   }
   for (int i = static_cast<int>(a.blocks.size()) - 1; i >= 0; --i) {
     const T* x = i == 0 ? a.x0.data() : a.blocks[i - 1].res3.data();
     const int l = stage_.block_begin + i;
+    time_unit(l + 1, true);
     block_backward(l, x, a.blocks[i]);
+    time_unit(l + 1, false);
     if (on_unit) on_unit(l + 1);
   }
   if (stage_.first()) {
+    time_unit(0, true);
     embedding_backward(store_.grad("wte"), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl);
+    time_unit(0, false);
     if (on_unit) on_unit(0);
   }
 }

@@ -75,6 +75,10 @@ class GPT {
   // gradients of unit u are complete for this micro-batch (units: L+1 head, L..1 blocks, 0 embedding).
   void backward(int slot, const std::function<void(int)>& on_unit = {});
 
+  // Optional probe around each unit's work in forward and backward: timer(u, true) before, timer(u, false)
+  // after (units as on_unit's). The trainer times blocks with it to rebalance the pipeline (block_timer.hpp).
+  void set_unit_timer(std::function<void(int, bool)> timer) { unit_timer_ = std::move(timer); }
+
   // Bytes of activations kept per slot and of the shared work buffers (for the memory report).
   size_t activation_bytes_per_slot() const;
   size_t work_bytes() const;
@@ -97,6 +101,9 @@ class GPT {
   void block_forward(int l, const T* x, BlockActs& a);
   void block_backward(int l, const T* x, BlockActs& a);
   void head_forward(Acts& a, bool with_grad, T loss_scale, double* loss_sum);
+  void time_unit(int u, bool start) const {
+    if (unit_timer_) unit_timer_(u, start);
+  }
 
   ModelDims d_;
   int B_;
@@ -107,6 +114,7 @@ class GPT {
   // shared buffers
   DeviceView<T> lnf_, logits_, ce_, loss_, tmp_, dres_, dln_, dqkv_, datty_, dfch_, dfchg_, att_scratch_;
   Kokkos::View<T*, host_space> loss_host_;
+  std::function<void(int, bool)> unit_timer_;
 };
 
 }  // namespace gt

@@ -39,11 +39,7 @@ std::vector<int> stage_blocks(const ModelShape& m, int pp, Framework f) {
     for (int s = 0; s <= pp; ++s) begin[s] = int(long(s) * m.L / pp);
     return begin;
   }
-  // The trainer's estimate (src/train/trainer.cpp): a block ~ 24 C^2 + 4 T C per token, the head ~ 2 V C, the
-  // embedding 0.02 of a block.
-  const double block = 24.0 * m.h * double(m.h) + 4.0 * m.s * double(m.h);
-  const double head = 2.0 * m.V * double(m.h);
-  return partition_by_cost(std::vector<double>(m.L, 1.0), pp, 0.02, head / block);
+  return modelled_partition(m, pp);  // the trainer's default (src/train/trainer.cpp)
 }
 
 double stage_params(const ModelShape& m, int tp, int blocks, bool first, bool last, Framework f) {

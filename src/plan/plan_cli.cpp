@@ -155,14 +155,8 @@ int plan_main(const std::vector<std::string>& args) {
   const ModelShape m = ModelShape::from(cfg.model);
   const Cluster c = load_cluster(resolve_cluster(cluster_name));
   const Plan p = make_plan(m, c, o);
-  if (p.fits.empty()) {
-    const Candidate* closest = nullptr;
-    for (const Candidate& r : p.rejected)
-      if (r.memory.total() > 0 && (!closest || r.memory.total() < closest->memory.total())) closest = &r;
-    if (!closest && !p.rejected.empty()) closest = &p.rejected.front();
-    throw Error("plan: no layout of " + std::to_string(o.devices) + " devices fits (" + std::to_string(p.rejected.size()) +
-                " rejected" + (closest ? "; closest: " + closest->layout.str() + ": " + closest->reason : "") + ")");
-  }
+  if (p.fits.empty())
+    throw Error("plan: no layout of " + std::to_string(o.devices) + " devices fits (" + rejection_summary(p, 1) + ")");
   std::vector<ScalingPoint> scaling;
   if (!plot.empty()) {
     // The predicted scaling curve: the best layout at every power of two up to N devices, same global batch.

@@ -10,7 +10,7 @@ namespace gt::plan {
 namespace {
 std::string gb(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  std::snprintf(buf, sizeof buf, bytes >= 1e8 ? "%.1f GB" : "%.2g GB", bytes / 1e9);  // small models: 2 digits
   return buf;
 }
 std::string num(long v) { return std::to_string(v); }
@@ -108,7 +108,28 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
 
 namespace gt::plan {
 
-AutoChoice choose_layout(const ModelShape& m, const Cluster& c, int world, int micro_batch, int micro_batches) {
+std::string rejection_summary(const Plan& p, int reasons) {
+  const Candidate* closest = nullptr;  // memory is only set for layouts the model ran on
+  for (const Candidate& r : p.rejected)
+    if (r.memory.total() > 0 && (!closest || r.memory.total() < closest->memory.total())) closest = &r;
+  if (!closest && !p.rejected.empty()) closest = &p.rejected.front();
+  std::string out = std::to_string(p.rejected.size()) + " rejected";
+  if (!closest) return out;
+  out += "; closest: " + closest->layout.str() + ": " + closest->reason;
+  // Then the structural reasons, each distinct text once (e.g. "tp 4 does not divide the 6 heads").
+  std::vector<std::string> shown{closest->reason};
+  for (const Candidate& r : p.rejected) {
+    if (int(shown.size()) >= reasons) break;
+    if (r.memory.total() > 0) continue;  // memory reasons: the closest one says it
+    if (std::find(shown.begin(), shown.end(), r.reason) != shown.end()) continue;
+    shown.push_back(r.reason);
+    out += "; " + r.layout.str() + ": " + r.reason;
+  }
+  return out;
+}
+
+AutoChoice choose_layout(const ModelShape& m, const Cluster& c, int world, int micro_batch, int micro_batches,
+                         int tp, int pp) {
   PlanOptions o;
   o.devices = world;
   o.framework = Framework::Gridtrain;
@@ -117,12 +138,13 @@ AutoChoice choose_layout(const ModelShape& m, const Cluster& c, int world, int m
   o.recomputes = {Recompute::None};
   o.micro_batch_sizes = {micro_batch};
   o.fixed_micro_batches = micro_batches;
+  o.tp = tp;
+  o.pp = pp;
   o.tp_across_nodes = true;  // a world smaller than a node description must still get a layout
   const Plan p = make_plan(m, c, o);
   if (p.fits.empty())
-    throw Error("parallel.layout=auto: no layout of " + std::to_string(world) + " ranks fits" +
-                (p.rejected.empty() ? std::string() : " (e.g. " + p.rejected.front().layout.str() + ": " +
-                                                           p.rejected.front().reason + ")"));
+    throw Error("parallel.layout = auto: no layout of " + std::to_string(world) + " ranks fits on " + c.name + " (" +
+                rejection_summary(p) + ")");
   AutoChoice a;
   a.best = p.fits[0];
   if (p.fits.size() > 1) {

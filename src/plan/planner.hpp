@@ -45,17 +45,23 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o);
 // TP across nodes); empty when it can.
 std::string structural_problem(const ModelShape& m, const Cluster& c, const Layout& l, const PlanOptions& o);
 
+// Why nothing fits, on one line: the rejected layout closest to fitting (least memory) and its reason, then the
+// other distinct reasons (at most `reasons` in all) and how many layouts were rejected.
+std::string rejection_summary(const Plan& p, int reasons = 3);
+
 }  // namespace gt::plan
 
 namespace gt::plan {
 
 // parallel.layout = auto: the best (tp, pp, dp) for `world` devices with what gridtrain trains today (fp32,
-// no ZeRO, no recompute, the deck's micro-batch size and count), and the runner-up (null if none).
+// no ZeRO, no recompute, the deck's micro-batch size and count), and the runner-up (null if none). tp, pp > 0
+// fix that degree. Throws gt::Error with rejection_summary when nothing fits.
 struct AutoChoice {
   Candidate best;
   bool has_runner_up = false;
   Candidate runner_up;
 };
-AutoChoice choose_layout(const ModelShape& m, const Cluster& c, int world, int micro_batch, int micro_batches);
+AutoChoice choose_layout(const ModelShape& m, const Cluster& c, int world, int micro_batch, int micro_batches,
+                         int tp = 0, int pp = 0);
 
 }  // namespace gt::plan

@@ -59,6 +59,20 @@ std::vector<double> stage_costs(const std::vector<int>& begin, const std::vector
   return c;
 }
 
+UnitCosts modelled_unit_costs(const ModelShape& m, double flop_per_byte) {
+  const double h = double(m.h), s = double(m.s), V = double(m.V);
+  UnitCosts c;
+  c.block = 3.0 * (24.0 * h * h + 4.0 * s * h);
+  c.head = 6.0 * V * h + 16.0 * V * flop_per_byte;
+  c.embedding = (12.0 + 16.0) * h * flop_per_byte;
+  return c;
+}
+
+std::vector<int> modelled_partition(const ModelShape& m, int stages) {
+  const UnitCosts c = modelled_unit_costs(m);
+  return partition_by_cost(std::vector<double>(size_t(m.L), 1.0), stages, c.embedding / c.block, c.head / c.block);
+}
+
 RebalanceProposal propose_rebalance(const std::vector<double>& block_cost, double first_extra, double last_extra,
                                     const std::vector<int>& current, double threshold) {
   const int stages = static_cast<int>(current.size()) - 1;

@@ -3,7 +3,24 @@
 // slowest stage. Pure functions (tests/plan/test_rebalance.cpp checks them against brute force).
 #include <vector>
 
+#include "src/plan/layout.hpp"
+
 namespace gt::plan {
+
+// The modelled cost of the units a stage computes, in FLOP-equivalents per token, forward + backward
+// (docs/planner.md, "Stages"): a block 3 (24 h^2 + 4 s h) (Narayanan et al. 2021's forward FLOPs, backward
+// twice that); the head 6 V h of GEMMs plus its cross-entropy, four fp32 passes over the V logits (16 V bytes);
+// the embedding a gather and a position add (12 h bytes) and their scatter-add backward (16 h bytes). Bytes
+// count as `flop_per_byte` FLOPs each: the machine balance at which a memory-bound kernel takes the time of a
+// GEMM. kCpuFlopPerByte is this VM's core (sgemm 155 GFLOP/s over ~20 GB/s of streaming, cpu-2core.toml);
+// GPUs are more lopsided (H100 bf16 ~300) but there the embedding stays < 1% of a block either way.
+constexpr double kCpuFlopPerByte = 8.0;
+struct UnitCosts {
+  double block = 0, embedding = 0, head = 0;
+};
+UnitCosts modelled_unit_costs(const ModelShape& m, double flop_per_byte = kCpuFlopPerByte);
+// The trainer's default partition (no parallel.stage_blocks): partition_by_cost over modelled_unit_costs.
+std::vector<int> modelled_partition(const ModelShape& m, int stages);
 
 // First block of each stage (size stages + 1, begin[stages] = blocks) minimising max over stages of
 // sum(cost of its blocks) + first_extra (stage 0: embedding) + last_extra (last stage: head and loss).

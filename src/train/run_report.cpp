@@ -115,7 +115,10 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .str("data", in.data).str("checkpoint_dir", in.checkpoint_dir).str("precision", cfg_.train.precision)
       .str("grad_reduce_dtype", cfg_.parallel.grad_reduce_dtype)
       .str("loss_scaling", cfg_.dynamic_loss_scale() ? "dynamic" : "none").num("loss_scale", in.loss_scale)
-      .integer("skipped_steps", in.skipped);
+      .integer("skipped_steps", in.skipped).str("layout", cfg_.parallel.layout);
+  if (cfg_.parallel.layout == "auto")
+    j.str("layout_choice", cfg_.parallel.auto_choice).str("layout_runner_up", cfg_.parallel.auto_runner_up)
+        .str("layout_cluster", cfg_.parallel.auto_cluster);
   if (cfg_.sparsity.pattern == "2:4") {
     // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
     // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the

@@ -12,6 +12,7 @@
 #include "src/train/host_mirror.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
+#include "src/train/rebalancer.hpp"
 #include "src/train/zero.hpp"
 
 namespace gt {
@@ -47,21 +48,14 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Stages balanced by estimated forward cost: a block ~ 24 C^2 + 4 T C per token, the head ~ 2 V C.
-StageLayout stage_of(const ModelConfig& m, int pp_rank, int pp) {
-  const double block = 24.0 * m.d_model * double(m.d_model) + 4.0 * m.seq_len * double(m.d_model);
-  const double head = 2.0 * m.vocab_size * double(m.d_model);
-  std::vector<int> begin = partition_stages(m.n_layer, pp, 1.0, 0.02, head / block);
-  return StageLayout{pp_rank, pp, begin[pp_rank], begin[pp_rank + 1]};
-}
-
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     : cfg_(cfg), grid_(grid), config_text_(config_text) {
   const ModelConfig& m = cfg_.model;
   const GridShape& g = grid_.shape();
-  stage_ = stage_of(m, grid_.pp_rank(), g.pp);
+  const std::vector<int> partition = stage_partition(cfg_, g.pp);
+  stage_ = StageLayout{grid_.pp_rank(), g.pp, partition[grid_.pp_rank()], partition[grid_.pp_rank() + 1]};
   std::vector<PipeOp> ops = pipeline_schedule(parse_schedule(cfg_.parallel.schedule), g.pp, grid_.pp_rank(),
                                               cfg_.train.micro_batches);
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr};
@@ -72,6 +66,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   model_ = std::make_unique<GPT<float>>(m, seed, cfg_.train.micro_batch_size, stage_, tp,
                                         std::max(1, max_in_flight(ops)), &state_->layout());
   model_->store().bind(state_->data<float>("params"), state_->grads());
+  rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
@@ -275,6 +270,13 @@ int Trainer::run() {
     report_->log_step(step, s);
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
+    if (step < steps && rebalancer_->after_step(int(history_.size()))) {
+      // A re-partition is a resume (checkpoints hold global shapes): main.cpp builds the trainer again on the
+      // new partition and it resumes from this checkpoint.
+      if (checkpointer_->last_saved_step() != step) save("rebalance");
+      repartition_ = rebalancer_->proposed_blocks();
+      return kExitOk;
+    }
     const bool slice_done = cfg_.train.max_steps_per_run > 0 && int(history_.size()) >= cfg_.train.max_steps_per_run;
     if ((stop_requested_locally() || slice_done) && step < steps) {
       if (checkpointer_->last_saved_step() != step) save(slice_done ? "max_steps_per_run" : "stop request");

@@ -25,6 +25,7 @@
 #include "src/train/loss_scaler.hpp"
 #include "src/train/optimizer.hpp"
 #include "src/train/pipeline_runner.hpp"
+#include "src/train/rebalancer.hpp"
 #include "src/train/run_report.hpp"
 #include "src/train/sparsity.hpp"
 #include "src/train/step_stats.hpp"
@@ -39,6 +40,11 @@ class Trainer {
   ~Trainer();
   // Runs from the current step to train.steps; returns the process exit code (0 or kExitPreempted).
   int run();
+
+  // Set when run() returned to continue on a new pipeline partition (parallel.rebalance = auto): the new
+  // parallel.stage_blocks, and what was measured and predicted (for the next trainer's log).
+  const std::string& repartition() const { return repartition_; }
+  const std::string& rebalance_report() const { return rebalancer_->report(); }
 
   // Access for tests.
   GPT<float>& model() { return *model_; }
@@ -79,6 +85,8 @@ class Trainer {
   std::unique_ptr<RunReport> report_;
   TrainProgress progress_;
   std::vector<StepStats> history_;  // the steps of this invocation
+  std::unique_ptr<Rebalancer> rebalancer_;
+  std::string repartition_;
 };
 
 }  // namespace gt

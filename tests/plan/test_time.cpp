@@ -6,6 +6,8 @@
 
 #include "src/core/error.hpp"
 #include "src/plan/planner.hpp"
+#include "src/plan/rebalance.hpp"
+#include "src/train/rebalancer.hpp"
 #include "src/train/schedule.hpp"
 
 using namespace gt::plan;
@@ -97,13 +99,24 @@ TEST(PlanTime, ZeroTrafficRatios) {
   EXPECT_NEAR(dp_total(3) / base, 1.5, 1e-12);
 }
 
-// The planner's split of gridtrain's blocks over stages is the trainer's (partition_stages with the trainer's
-// costs), and the micro-batches a stage holds are what the trainer's schedule keeps in flight.
+// The modelled unit costs (docs/planner.md "Stages"), computed by hand for the tiny preset (h 128, s 64, V 256):
+// block 3 (24 h^2 + 4 s h), head 6 V h + 16 V x 8, embedding 28 h x 8 FLOP-equivalents per token.
+TEST(PlanTime, ModelledUnitCosts) {
+  const UnitCosts c = modelled_unit_costs(ModelShape{2, 128, 4, 64, 256});
+  EXPECT_DOUBLE_EQ(c.block, 1277952.0);
+  EXPECT_DOUBLE_EQ(c.head, 229376.0);
+  EXPECT_DOUBLE_EQ(c.embedding, 28672.0);  // 0.022 of a block: what the old unexplained 0.02 stood for
+}
+
+// The planner's split of gridtrain's blocks over stages is the trainer's (its stage_partition without
+// parallel.stage_blocks), and the micro-batches a stage holds are what the trainer's schedule keeps in flight.
 TEST(PlanTime, GridtrainStagesAndSlots) {
   for (ModelShape m : {ModelShape{6, 384, 6, 256, 8192}, ModelShape{12, 768, 12, 1024, 50304}, ModelShape{5, 48, 4, 16, 64}})
     for (int pp = 1; pp <= m.L; ++pp) {
-      const double block = 24.0 * m.h * double(m.h) + 4.0 * m.s * double(m.h), head = 2.0 * m.V * double(m.h);
-      EXPECT_EQ(stage_blocks(m, pp, Framework::Gridtrain), gt::partition_stages(m.L, pp, 1.0, 0.02, head / block));
+      gt::Config cfg;
+      cfg.model.n_layer = int(m.L), cfg.model.d_model = int(m.h), cfg.model.n_head = int(m.a);
+      cfg.model.seq_len = int(m.s), cfg.model.vocab_size = int(m.V);
+      EXPECT_EQ(stage_blocks(m, pp, Framework::Gridtrain), gt::stage_partition(cfg, pp));
       for (int mb : {1, 3, 8})
         for (bool gpipe : {false, true}) {
           Layout l;
