@@ -14,7 +14,9 @@
 
 namespace gt {
 
-enum class DType { F32, F64, I32, I64, U8 };
+// BF16/F16: 16-bit floats (kernels/half.hpp's bf16_t/fp16_t bits); sums widen to float and round once per
+// addition, on every backend and algorithm (MPI: a user op, src/comm/half_sum.hpp; NCCL: its own types).
+enum class DType { F32, F64, I32, I64, U8, BF16, F16 };
 enum class ReduceOp { Sum, Max, Min };
 // Algorithm for float/double sum all-reduce: the library collective, our ring on send/recv, or the node
 // shared-memory path (MPI-3 shared windows; falls back to the ring when the group spans nodes).
@@ -78,7 +80,8 @@ class Comm {
   virtual int size() const = 0;
   virtual std::string backend() const = 0;  // "mpi" or "nccl"
 
-  // In place. Sum of F32/F64 uses the selected AllreduceAlgo; other types/ops use the library.
+  // In place. Sum of F32/F64 uses the selected AllreduceAlgo; other types/ops use the library (BF16/F16: sum
+  // only, on every algorithm by the library: the ring and shm paths add floats).
   virtual void allreduce(void* buf, size_t count, DType t, ReduceOp op) = 0;
   virtual RequestPtr iallreduce(void* buf, size_t count, DType t, ReduceOp op) = 0;
   // recv gets block `rank()` (recv_count elements) of the reduction of send (size() * recv_count elements).

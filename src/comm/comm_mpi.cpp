@@ -16,6 +16,7 @@
 #include <deque>
 
 #include "src/comm/comm.hpp"
+#include "src/comm/half_sum.hpp"
 #include "src/comm/ring_allreduce.hpp"
 #include "src/comm/shm_allreduce.hpp"
 #include "src/core/error.hpp"
@@ -29,6 +30,8 @@ size_t dtype_size(DType t) {
     case DType::I32: return 4;
     case DType::I64: return 8;
     case DType::U8: return 1;
+    case DType::BF16: return 2;
+    case DType::F16: return 2;
   }
   return 1;
 }
@@ -112,11 +115,17 @@ MPI_Datatype mpi_type(DType t) {
     case DType::I32: return MPI_INT32_T;
     case DType::I64: return MPI_INT64_T;
     case DType::U8: return MPI_UINT8_T;
+    case DType::BF16: return MPI_UINT16_T;  // the bits; half_sum_op adds them as numbers
+    case DType::F16: return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+MPI_Op mpi_op(ReduceOp op, DType t) {
+  if (t == DType::BF16 || t == DType::F16) {
+    if (op != ReduceOp::Sum) throw Error("comm: only sums are implemented for 16-bit floats");
+    return half_sum_op(t == DType::BF16);
+  }
   switch (op) {
     case ReduceOp::Sum: return MPI_SUM;
     case ReduceOp::Max: return MPI_MAX;
@@ -250,7 +259,7 @@ class MpiComm : public Comm {
       run_shm(buf, n, t);
       return;
     }
-    MPI_Allreduce(MPI_IN_PLACE, buf, mpi_count(n, "allreduce"), mpi_type(t), mpi_op(op), comm_);
+    MPI_Allreduce(MPI_IN_PLACE, buf, mpi_count(n, "allreduce"), mpi_type(t), mpi_op(op, t), comm_);
   }
   RequestPtr iallreduce(void* buf, size_t n, DType t, ReduceOp op) override {
     stats_.bytes += double(n) * dtype_size(t);
@@ -269,12 +278,12 @@ class MpiComm : public Comm {
     }
     MPI_Request r = MPI_REQUEST_NULL;
     if (size_ > 1 && n > 0)
-      MPI_Iallreduce(MPI_IN_PLACE, buf, mpi_count(n, "iallreduce"), mpi_type(t), mpi_op(op), comm_, &r);
+      MPI_Iallreduce(MPI_IN_PLACE, buf, mpi_count(n, "iallreduce"), mpi_type(t), mpi_op(op, t), comm_, &r);
     return std::make_unique<MpiRequest>(r, stats_);
   }
   void reduce_scatter(const void* send, void* recv, size_t rc, DType t, ReduceOp op) override {
     Timer tm(stats_, double(rc) * size_ * dtype_size(t));
-    MPI_Reduce_scatter_block(send, recv, mpi_count(rc, "reduce_scatter"), mpi_type(t), mpi_op(op), comm_);
+    MPI_Reduce_scatter_block(send, recv, mpi_count(rc, "reduce_scatter"), mpi_type(t), mpi_op(op, t), comm_);
   }
   void allgather(const void* send, void* recv, size_t sc, DType t) override {
     Timer tm(stats_, double(sc) * size_ * dtype_size(t));
@@ -287,7 +296,7 @@ class MpiComm : public Comm {
     stats_.bytes += double(rc) * size_ * dtype_size(t);
     stats_.calls += 1;
     MPI_Request r = MPI_REQUEST_NULL;
-    MPI_Ireduce_scatter_block(send, recv, mpi_count(rc, "ireduce_scatter"), mpi_type(t), mpi_op(op), comm_, &r);
+    MPI_Ireduce_scatter_block(send, recv, mpi_count(rc, "ireduce_scatter"), mpi_type(t), mpi_op(op, t), comm_, &r);
     return std::make_unique<MpiRequest>(r, stats_);
   }
   RequestPtr iallgather(const void* send, void* recv, size_t sc, DType t) override {
@@ -312,7 +321,7 @@ class MpiComm : public Comm {
     stats_.bytes += double(total) * dtype_size(t);
     stats_.calls += 1;
     MPI_Request r = MPI_REQUEST_NULL;
-    MPI_Ireduce_scatter(send, recv, c->data(), mpi_type(t), mpi_op(op), comm_, &r);
+    MPI_Ireduce_scatter(send, recv, c->data(), mpi_type(t), mpi_op(op, t), comm_, &r);
     return std::make_unique<MpiRequest>(r, stats_, std::move(c));
   }
   void broadcast(void* buf, size_t n, DType t, int root) override {

@@ -85,7 +85,7 @@ std::vector<Field> schema(Config& c) {
       {"output.log_every", Kind::Int, &c.output.log_every},
       {"output.peak_gflops", Kind::Double, &c.output.peak_gflops},
       {"kernels.gemm", Kind::String, &c.kernels.gemm, {"auto", "onednn", "openblas"}},
-      {"compress.method", Kind::String, &c.compress.method, {"none", "topk"}},  // fp16/bf16: with kernels/half.hpp
+      {"compress.method", Kind::String, &c.compress.method, {"none", "topk", "bf16", "fp16"}},
       {"compress.density", Kind::Double, &c.compress.density},
       {"compress.error_feedback", Kind::Bool, &c.compress.error_feedback},
       {"compress.warmup_steps", Kind::Int, &c.compress.warmup_steps},
@@ -323,9 +323,10 @@ void Config::validate() const {
   if (precision() != Precision::F32)
     throw Error("config key 'train.precision' = \"" + train.precision +
                 "\": half-precision compute is not implemented yet (only \"fp32\"; see docs/precision.md)");
-  if (parallel.grad_reduce_dtype != "fp32")
-    throw Error("config key 'parallel.grad_reduce_dtype' = \"" + parallel.grad_reduce_dtype +
-                "\": a bf16 all-reduce is not implemented yet (only \"fp32\")");
+  // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/half_wire.hpp).
+  if (parallel.grad_reduce_dtype == "bf16" && compress.method != "none" && compress.method != "bf16")
+    throw Error("config key 'parallel.grad_reduce_dtype' = \"bf16\" conflicts with compress.method = \"" +
+                compress.method + "\" (the gradient all-reduce has one wire type)");
   positive("train.loss_scale_initial", train.loss_scale_initial);
   positive("train.loss_scale_min", train.loss_scale_min);
   if (train.loss_scale_min > train.loss_scale_initial)

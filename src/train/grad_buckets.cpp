@@ -1,5 +1,6 @@
 #include "src/train/grad_buckets.hpp"
 
+#include "src/train/half_wire.hpp"
 #include "src/train/zero.hpp"
 
 #include <algorithm>
@@ -33,6 +34,10 @@ void GradBuckets::reduce_scatter_into(const TensorLayout& layout, Range shard, f
 }
 
 RequestPtr GradBuckets::launch(const Bucket& b, Comm& dp, float* grads) {
+  if (wire_ != DType::F32) {
+    to_wire(grads + b.begin, staging_ + b.begin, b.end - b.begin, wire_);
+    return dp.iallreduce(staging_ + b.begin, b.end - b.begin, wire_, ReduceOp::Sum);
+  }
   if (!scatter_layout_) return dp.iallreduce_sum(grads + b.begin, b.end - b.begin);
   // This rank's piece of the bucket starts where the bucket meets its shard (or nowhere: a count of 0).
   const size_t first = std::min(std::max(b.begin, shard_.begin), shard_.end);
@@ -63,6 +68,8 @@ void GradBuckets::finish(Comm& dp, float* grads, const std::function<void()>& be
   for (auto& r : reqs_)
     if (r) r->wait();
   reqs_.clear();
+  if (wire_ != DType::F32)
+    for (const Bucket& b : buckets_) from_wire(staging_ + b.begin, grads + b.begin, b.end - b.begin, wire_);
 }
 
 void GradBuckets::finish_compressed(Comm& dp, float* grads) {

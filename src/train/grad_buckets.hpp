@@ -4,7 +4,7 @@
 // it is final, while the rest of backward goes on. With compress.method = topk each bucket is instead
 // compressed (error feedback + top-k, src/train/compress) and sent in finish(), blocking: not yet overlapped.
 // Under ZeRO-2 each bucket is reduce-scattered: every DP rank receives the sum of the bucket's piece that lies
-// in its shard, into its shard-sized buffer.
+// in its shard, into its shard-sized buffer. With a 16-bit wire type each bucket travels as bf16/fp16.
 #include <functional>
 #include <vector>
 
@@ -30,6 +30,10 @@ class GradBuckets {
     float* residual = nullptr;
   };
   void set_compression(const Compression& c) { compression_ = c; compress_ = true; }
+  // compress.method = bf16 | fp16 (or parallel.grad_reduce_dtype = bf16): each bucket rounded to `t` into
+  // `staging` (a TrainState buffer of the gradient's size in `t`, same offsets), all-reduced in `t`, widened
+  // back in finish() (src/train/half_wire.hpp). Not with ZeRO-2 or top-k.
+  void set_wire(DType t, uint16_t* staging) { wire_ = t; staging_ = staging; }
   // What the last step's compressed buckets did: bytes this rank sent (transport formulas), entries sent,
   // entries in all buckets, and the residual's squared norm after the step.
   struct CompressStats {
@@ -59,6 +63,8 @@ class GradBuckets {
 
   std::vector<Bucket> buckets_;  // in launch order (end of the buffer first)
   bool compress_ = false;
+  DType wire_ = DType::F32;
+  uint16_t* staging_ = nullptr;
   Compression compression_;
   CompressStats stats_;
   long step_ = 0;

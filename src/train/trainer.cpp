@@ -9,6 +9,7 @@
 
 #include "src/core/error.hpp"
 #include "src/core/stop_signal.hpp"
+#include "src/train/half_wire.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
@@ -92,6 +93,13 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                                              sizeof(float));
     if (zero_.stage >= 2)
       buckets_->reduce_scatter_into(state_->layout(), zero_.shard, state_->data<float>("grads_shard"));
+  }
+  const DType wire = grad_wire_dtype(cfg_.compress.method, cfg_.parallel.grad_reduce_dtype);
+  if (buckets_ && wire != DType::F32) {  // the dense 16-bit all-reduce (config.cpp refuses it with top-k)
+    if (zero_.stage >= 2)
+      throw Error("a 16-bit gradient all-reduce (compress.method / parallel.grad_reduce_dtype) with parallel.zero = 2: "
+                  "a 16-bit reduce-scatter is not implemented");
+    buckets_->set_wire(wire, static_cast<uint16_t*>(state_->add_buffer("grad_wire", wire).data));
   }
   if (buckets_ && cfg_.compress.method == "topk") {
     // the compressor reads and writes gradients on the host

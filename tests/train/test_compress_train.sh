@@ -10,19 +10,11 @@
 #   test_compress_train.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_compress_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 common=(train --config tiny parallel.dp=2 train.steps=60 output.log_every=20 output.peak_gflops=1
         checkpoint.save_final=false)
-run() {  # NAME overrides...
-  local name=$1; shift
-  "$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/$name" "$@" >"$work/$name.log" 2>&1 \
-    || fail "$name run failed: $(tail -3 "$work/$name.log")"
-}
-final() { python3 -c 'import json,sys; print(repr(json.load(open(sys.argv[1]+"/summary.json"))["final_loss"]))' "$work/$1"; }
-losses() { python3 -c 'import json,sys
-for l in open(sys.argv[1]+"/metrics.jsonl"): print(repr(json.loads(l)["loss"]))' "$work/$1"; }
+TAG=compress
+source "$(dirname "$0")/../common/train_runs.sh"
+run() { run_np 2 "$@"; }
 
 run dense compress.method=none
 run full compress.method=topk compress.density=1
@@ -49,7 +41,5 @@ if not nl >= el + GAP:
 sys.exit(0 if ok else 1)
 PY
 
-"$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/bad" compress.density=0 >"$work/bad.log" 2>&1 \
-  && fail "compress.density=0 was accepted"
-grep -q "compress.density" "$work/bad.log" || fail "the error does not name compress.density: $(tail -2 "$work/bad.log")"
+bad_run 2 "compress.density=0" compress.density compress.density=0
 echo "ok"

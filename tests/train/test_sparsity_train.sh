@@ -7,15 +7,10 @@
 #   test_sparsity_train.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_sparsity_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 common=(train --config tiny train.steps=60 output.log_every=20 output.peak_gflops=1 checkpoint.save_final=false)
-run() {  # NAME overrides...
-  local name=$1; shift
-  "$bin" "${common[@]}" output.dir="$work/$name" "$@" >"$work/$name.log" 2>&1 \
-    || fail "$name run failed: $(tail -3 "$work/$name.log")"
-}
+TAG=sparsity
+source "$(dirname "$0")/../common/train_runs.sh"
+run() { run_np 1 "$@"; }
 run dense
 run srste sparsity.pattern=2:4 sparsity.recipe=srste
 run asp sparsity.pattern=2:4 sparsity.recipe=asp sparsity.asp_step=20
@@ -45,11 +40,6 @@ if "sparse_skipped_flop_fraction" in s["dense"]:
 sys.exit(0 if ok else 1)
 PY
 
-bad() {  # WHAT KEY ranks overrides...: must fail on every rank with one line naming KEY
-  local what=$1 key=$2 np=$3; shift 3
-  "$mpiexec" -n "$np" "$bin" "${common[@]}" output.dir="$work/bad" "$@" >"$work/bad.log" 2>&1 && fail "$what was accepted"
-  grep -q "$key" "$work/bad.log" || fail "the error for $what does not name $key: $(tail -2 "$work/bad.log")"
-}
-bad "an unknown pattern" sparsity.pattern 1 sparsity.pattern=1:4
-bad "2:4 with ZeRO-1" sparsity.pattern 2 sparsity.pattern=2:4 parallel.dp=2 parallel.zero=1
+bad_run 1 "an unknown pattern" sparsity.pattern sparsity.pattern=1:4
+bad_run 2 "2:4 with ZeRO-1" sparsity.pattern sparsity.pattern=2:4 parallel.dp=2 parallel.zero=1
 echo "ok"
