@@ -19,8 +19,13 @@ struct TensorShard {
   std::vector<int64_t> global_shape;
   std::vector<int64_t> start;
   std::vector<int64_t> count;
-  float* data = nullptr;               // prod(count) floats
+  float* data = nullptr;               // prod(count) floats, or flat_end - flat_begin with a flat range
   bool writer = true;                  // false: a replica that another rank writes (this rank selects none)
+  // Only the elements [flat_begin, flat_end) of the hyperslab, in its row-major order (-1: all of it). A ZeRO
+  // shard is a range of the flat buffers and may cut a tensor anywhere, even mid-row; the range is written as
+  // the few boxes that tile it (src/io/shard_pieces.hpp).
+  int64_t flat_begin = 0;
+  int64_t flat_end = -1;
 };
 
 // Scalar metadata stored as attributes of the root group.

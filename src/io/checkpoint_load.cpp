@@ -38,15 +38,14 @@ void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorS
     const bool collective = io::use_collective(e.global_shape, read_opt);
     if (collective) errors.agree();
     TensorShard* t = e.local >= 0 ? &tensors[e.local] : nullptr;
-    const bool mine = t && io::num_elements(t->count) > 0;
+    const bool mine = t && io::shard_elements(*t) > 0;
     if (!mine && !collective) continue;
     errors.attempt([&] {
       H5Handle dset(h5check(H5Dopen2(file.get(), e.name.c_str(), H5P_DEFAULT),
                             path + ": cannot open dataset '" + e.name + "'"));
       H5Handle space(h5check(H5Dget_space(dset.get()), path + ": cannot read dataspace of '" + e.name + "'"));
-      io::select_box(space.get(), mine ? t->start : std::vector<int64_t>(), mine ? t->count : std::vector<int64_t>(),
-                     mine);
-      const hsize_t n = mine ? static_cast<hsize_t>(io::num_elements(t->count)) : 1;
+      io::select_shard(space.get(), mine ? *t : TensorShard{}, mine);
+      const hsize_t n = mine ? static_cast<hsize_t>(io::shard_elements(*t)) : 1;
       H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
       if (!mine) H5Sselect_none(mem.get());
       h5check(H5Dread(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), collective ? coll.get() : indep.get(),
@@ -69,7 +68,7 @@ void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorS
       reread_index.push_back(i);
     } else if (e.local >= 0 && tensors[e.local].writer) {
       const TensorShard& t = tensors[e.local];
-      partial[i] = io::hyperslab_checksum(t.data, t.global_shape, t.start, t.count);
+      partial[i] = io::shard_checksum(t);
     }
   }
   const std::vector<uint64_t> reread = io::partial_checksums_by_rows(comm, file.get(), path, reread_names);
@@ -80,7 +79,7 @@ void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorS
   // A NaN or inf with a valid checksum (saved by a diverged run, or written by a tool) would resume into a run
   // that trains on NaN: an error naming the tensor.
   io::run_agreed(comm, [&] {
-    for (const TensorShard& t : tensors) io::check_finite(path, t.name, t.data, io::num_elements(t.count), -1);
+    for (const TensorShard& t : tensors) io::check_finite(path, t.name, t.data, io::shard_elements(t), -1);
   });
   meta = file_meta;
 }

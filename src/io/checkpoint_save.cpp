@@ -131,12 +131,11 @@ void write_contents(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, c
     if (collective) errors.agree();
     else if (errors.failed()) continue;
     const TensorShard* t = e.local >= 0 ? &tensors[e.local] : nullptr;
-    const bool mine = t && t->writer && io::num_elements(t->count) > 0;
+    const bool mine = t && t->writer && io::shard_elements(*t) > 0;
     if (!mine && !collective) continue;
     errors.attempt([&] {
-      io::select_box(space.get(), mine ? t->start : std::vector<int64_t>(), mine ? t->count : std::vector<int64_t>(),
-                     mine);
-      const hsize_t n = mine ? static_cast<hsize_t>(io::num_elements(t->count)) : 1;
+      io::select_shard(space.get(), mine ? *t : TensorShard{}, mine);
+      const hsize_t n = mine ? static_cast<hsize_t>(io::shard_elements(*t)) : 1;
       H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
       if (!mine) H5Sselect_none(mem.get());
       h5check(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), collective ? coll.get() : indep.get(),
@@ -204,7 +203,7 @@ std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
     for (const TensorShard& t : tensors) {
       if (!t.writer) continue;
       try {
-        io::check_finite(final_path, t.name, t.data, io::num_elements(t.count), -1);
+        io::check_finite(final_path, t.name, t.data, io::shard_elements(t), -1);
       } catch (const Error& e) {
         throw Error(std::string(e.what()) + "; not saved, the previous checkpoints are kept");
       }
@@ -216,7 +215,7 @@ std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
   for (size_t i = 0; i < table.size(); ++i) {
     if (table[i].local < 0) continue;
     const TensorShard& t = tensors[table[i].local];
-    if (t.writer) partial[i] = io::hyperslab_checksum(t.data, t.global_shape, t.start, t.count);
+    if (t.writer) partial[i] = io::shard_checksum(t);
   }
   MPI_Allreduce(partial.data(), checksums.data(), static_cast<int>(table.size()), MPI_UINT64_T, MPI_SUM, comm);
 

@@ -9,15 +9,10 @@
 
 namespace gt::io {
 
-int64_t num_elements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 namespace {
 
-// Flat int64 encoding of one rank's shards: [name_len, name bytes (8 per word), ndim, shape, start, count, writer]
+// Flat int64 encoding of one rank's shards:
+// [name_len, name bytes (8 per word), ndim, shape, start, count, writer, flat_begin, flat_end]
 void encode(const TensorShard& t, std::vector<int64_t>& out) {
   out.push_back(static_cast<int64_t>(t.name.size()));
   for (size_t i = 0; i < t.name.size(); i += 8) {
@@ -28,6 +23,8 @@ void encode(const TensorShard& t, std::vector<int64_t>& out) {
   out.push_back(static_cast<int64_t>(t.global_shape.size()));
   for (auto* v : {&t.global_shape, &t.start, &t.count}) out.insert(out.end(), v->begin(), v->end());
   out.push_back(t.writer ? 1 : 0);
+  out.push_back(t.flat_begin);
+  out.push_back(t.flat_end);
 }
 
 void check_shard(const TensorShard& t) {
@@ -43,7 +40,10 @@ void check_shard(const TensorShard& t) {
     if (t.global_shape[d] < 0 || t.start[d] < 0 || t.count[d] < 0 || t.start[d] + t.count[d] > t.global_shape[d])
       throw Error(what + "hyperslab start " + shape_str(t.start) + " count " + shape_str(t.count) +
                   " lies outside the global shape " + shape_str(t.global_shape));
-  if (!t.data && num_elements(t.count) > 0) throw Error(what + "no data buffer");
+  if (t.flat_end >= 0 && (t.flat_begin < 0 || t.flat_begin > t.flat_end || t.flat_end > num_elements(t.count)))
+    throw Error(what + "flat range [" + std::to_string(t.flat_begin) + ", " + std::to_string(t.flat_end) +
+                ") lies outside the hyperslab's " + std::to_string(num_elements(t.count)) + " elements");
+  if (!t.data && shard_elements(t) > 0) throw Error(what + "no data buffer");
 }
 
 bool disjoint(const Box& a, const Box& b) {
@@ -110,7 +110,13 @@ std::vector<TableEntry> gather_shard_table(MPI_Comm comm, const std::vector<Tens
       std::vector<int64_t> shape(&all[p], &all[p] + nd), start(&all[p + nd], &all[p + 2 * nd]),
           count(&all[p + 2 * nd], &all[p + 3 * nd]);
       p += 3 * nd;
-      const bool writer = all[p++] != 0;
+      TensorShard piece;  // the geometry only, to cut it into boxes
+      piece.global_shape = shape;
+      piece.start = start;
+      piece.count = count;
+      piece.writer = all[p++] != 0;
+      piece.flat_begin = all[p++];
+      piece.flat_end = all[p++];
       auto [it, inserted] = by_name.try_emplace(name);
       TableEntry& e = it->second;
       if (inserted) {
@@ -121,7 +127,8 @@ std::vector<TableEntry> gather_shard_table(MPI_Comm comm, const std::vector<Tens
                     " vs " + shape_str(shape) + " (rank " + std::to_string(r) + ")");
       }
       if (r == rank) e.local = local_index;
-      if (writer) e.writer_boxes.push_back({start, count});
+      if (piece.writer)
+        for (Box& b : shard_boxes(piece)) e.writer_boxes.push_back(std::move(b));
       ++local_index;
     }
   }

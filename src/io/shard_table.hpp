@@ -9,12 +9,9 @@
 #include <vector>
 
 #include "src/io/checkpoint.hpp"
+#include "src/io/shard_pieces.hpp"
 
 namespace gt::io {
-
-struct Box {
-  std::vector<int64_t> start, count;
-};
 
 struct TableEntry {
   std::string name;
@@ -22,13 +19,11 @@ struct TableEntry {
   int local = -1;               // index into this rank's tensor list, -1 if this rank holds no part of it
   bool tiled = false;           // the writer hyperslabs cover every element exactly once
   std::string tiling_problem;   // why not, for messages
-  std::vector<Box> writer_boxes;  // of all ranks
+  std::vector<Box> writer_boxes;  // of all ranks (a shard with a flat range gives several)
 };
 
 // Collective. Entries sorted by name. Throws gt::Error (on every rank) for malformed shards, duplicate
 // names or ranks that disagree on a tensor's global shape.
 std::vector<TableEntry> gather_shard_table(MPI_Comm comm, const std::vector<TensorShard>& tensors);
-
-int64_t num_elements(const std::vector<int64_t>& shape);
 
 }  // namespace gt::io

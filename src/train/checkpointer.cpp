@@ -22,7 +22,7 @@ std::string model_signature(const ModelConfig& m) {
 }  // namespace
 
 Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
-                           std::string data_description, int64_t global_batch, ZeroStaging* zero,
+                           std::string data_description, int64_t global_batch, const ZeroPlan& zero,
                            MirrorMode mirror)
     : cfg_(cfg),
       grid_(grid),
@@ -35,12 +35,11 @@ Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& con
       dir_(cfg.checkpoint_dir()) {}
 
 // Host mirrors (CPU builds: the buffers themselves) of the state buffers a checkpoint holds: the fp32 masters,
-// the moments (under ZeRO they come from the staging's full-size host copies instead) and the 2:4 masks.
+// the moments and the 2:4 masks, each of the extent its buffer holds (the shard, under ZeRO).
 struct Checkpointer::HostState {
   std::map<std::string, HostMirror<float>> mirrors;
-  HostState(TrainState& s, bool staged, MirrorMode mode) {
-    std::vector<std::string> names = {s.has_buffer("master") ? "master" : "params"};
-    if (!staged) names.insert(names.end(), {"adam_m", "adam_v"});
+  HostState(TrainState& s, MirrorMode mode) {
+    std::vector<std::string> names = {s.has_buffer("master") ? "master" : "params", "adam_m", "adam_v"};
     if (s.has_buffer("sparse_mask")) names.push_back("sparse_mask");
     for (const std::string& n : names)
       mirrors.try_emplace(n == "params" ? "master" : n, s.data<float>(n), s.buffer(n).extent.size(), mode);
@@ -56,19 +55,28 @@ struct Checkpointer::HostState {
 
 std::vector<TensorShard> Checkpointer::shards(HostState& h) {
   std::vector<TensorShard> out;
-  const std::pair<const char*, float*> groups[] = {
-      {"params/", h["master"]},
-      {"adam_m/", zero_ ? zero_->full("adam_m") : h["adam_m"]},
-      {"adam_v/", zero_ ? zero_->full("adam_v") : h["adam_v"]}};
-  for (const auto& [prefix, base] : groups) {
+  const std::pair<const char*, const char*> groups[] = {
+      {"params/", state_.has_buffer("master") ? "master" : "params"}, {"adam_m/", "adam_m"}, {"adam_v/", "adam_v"}};
+  // Under ZeRO every DP rank writes (and reads) the elements of its shard, also of the buffers it holds in
+  // full: the writers tile each tensor with no gather. Without, DP rank 0 writes everything (every rank reads it).
+  const Range mine = zero_.sharded() ? zero_.shard : Range{0, state_.layout().size()};
+  for (const auto& [prefix, buffer] : groups) {
+    const Range extent = state_.buffer(buffer).extent;
+    float* base = h[buffer == std::string("params") ? "master" : buffer];  // host memory: holds `extent`
     for (const TensorSpec& s : state_.layout().tensors()) {
+      Range r = intersect(s, mine);  // inside `extent`: a sharded buffer holds the shard
+      if (r.size() == 0) r = Range{s.offset, s.offset};  // no element of s in this shard
       TensorShard t;
       t.name = std::string(prefix) + s.name;
       t.global_shape = s.global_shape;
       t.start = s.local_start();
       t.count = s.local_shape();
-      t.data = base + s.offset;  // host memory: a mirror of the device buffer
-      t.writer = grid_.dp_rank() == 0 && owner(s, grid_);  // one writer per global element
+      t.data = r.size() > 0 ? base + (r.begin - extent.begin) : base;
+      if (zero_.sharded()) {  // the part of the tensor in this shard, maybe cut mid-row
+        t.flat_begin = static_cast<int64_t>(r.begin - s.offset);
+        t.flat_end = static_cast<int64_t>(r.end - s.offset);
+      }
+      t.writer = (zero_.sharded() || grid_.dp_rank() == 0) && owner(s, grid_);  // one writer per global element
       out.push_back(std::move(t));
     }
   }
@@ -124,11 +132,9 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
   opt.dir = dir_;
   opt.keep = cfg_.checkpoint.keep;
   const double t0 = MPI_Wtime();
-  if (zero_) zero_->gather();
-  HostState h(state_, zero_ != nullptr, mirror_);
+  HostState h(state_, mirror_);
   h.pull();
   std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, shards(h), meta(p));
-  if (zero_) zero_->release();
   last_saved_step_ = p.step;
   if (grid_.world_rank() == 0)
     std::printf("gridtrain: checkpoint %s (%s, %.2f s)\n", path.c_str(), reason.c_str(), MPI_Wtime() - t0);
@@ -137,7 +143,7 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
 bool Checkpointer::resume(TrainProgress* p) {
   std::string path = cfg_.checkpoint.resume;
   if (path == "none") return false;
-  HostState h(state_, zero_ != nullptr, mirror_);
+  HostState h(state_, mirror_);
   std::vector<TensorShard> s = shards(h);
   // Any damage (a missing or reshaped tensor, bad counters, NaN) makes resume=auto fall back to an older one.
   const CheckpointRequirements req = training_requirements(s, model_signature(cfg_.model));
@@ -153,10 +159,9 @@ bool Checkpointer::resume(TrainProgress* p) {
   check_checkpoint_meta(path, meta, req);  // the same text on every rank: they read the same file
   load_checkpoint(grid_.world_mpi(), path, s, meta);
   h.push();
-  if (zero_) {
-    zero_->scatter();
-    zero_->release();
-  }
+  // Each rank read its shard; the parameters it computes with are the whole layout (ZeRO 1 and 2). A separate
+  // fp32 master (sparsity, lower precisions) is refreshed into the working copy by its owner's resume path.
+  if (!state_.has_buffer("master")) allgather_params(state_, zero_, grid_.dp());
   p->step = static_cast<int>(meta.ints.at("step"));  // present and in range: checked above
   p->samples_done = meta.ints.at("samples_done");
   if (meta.reals.count("loss")) p->loss = meta.reals["loss"];

@@ -1,6 +1,7 @@
 #pragma once
 // The run's checkpoints: the TrainState's fp32 parameters and AdamW moments as shards of global-shape
-// tensors (one writer per global element), the metadata that makes a resume exact (step, sampler position,
+// tensors (one writer per global element; under ZeRO each DP rank writes and reads its own shard's part of
+// every tensor, so no rank ever holds a full copy of sharded state), the metadata that makes a resume exact (step, sampler position,
 // seed, layout, config), saving and resuming.
 #include <cmath>
 #include <string>
@@ -28,7 +29,7 @@ struct TrainProgress {
 class Checkpointer {
  public:
   Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
-               std::string data_description, int64_t global_batch, ZeroStaging* zero = nullptr,
+               std::string data_description, int64_t global_batch, const ZeroPlan& zero,
                MirrorMode mirror = MirrorMode::Auto);
 
   const std::string& dir() const { return dir_; }
@@ -43,7 +44,7 @@ class Checkpointer {
 
  private:
   // The fp32 parameters and moments as the host sees them (HDF5 and the checksums read host memory): host
-  // mirrors of the state's device buffers, or the ZeRO staging's full-size host copies of the moments.
+  // mirrors of the state's device buffers (of the shard a sharded buffer holds).
   struct HostState;
   std::vector<TensorShard> shards(HostState& h);
   CheckpointMeta meta(const TrainProgress& p) const;
@@ -52,7 +53,7 @@ class Checkpointer {
   Grid& grid_;
   const std::string& config_text_;
   TrainState& state_;
-  ZeroStaging* zero_;  // sharded moments (ZeRO): saved and resumed through full-size copies
+  const ZeroPlan& zero_;  // sharded: each DP rank saves and loads its shard
   MirrorMode mirror_;
   std::string data_description_;
   int64_t global_batch_;

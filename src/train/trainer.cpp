@@ -125,9 +125,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
-  if (zero_.sharded()) zero_staging_ = std::make_unique<ZeroStaging>(*state_, zero_, grid_.dp());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
-                                                 loader_->global_batch(), zero_staging_.get(), mirror_mode_);
+                                                 loader_->global_batch(), zero_, mirror_mode_);
   if (grid_.world_rank() == 0) {  // the memory ledger of rank 0 (stage 0 of the pipeline, TP rank 0)
     const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage);
     const StateLedger have = allocated_state_bytes(*state_);

@@ -80,7 +80,6 @@ class Trainer {
   ZeroPlan zero_;
   // How the host reads device state (checkpoints, gathers); Copy only under GRIDTRAIN_TEST_HOST_MIRROR=copy.
   MirrorMode mirror_mode_ = host_mirror_mode_from_env();
-  std::unique_ptr<ZeroStaging> zero_staging_;  // ZeRO: full-size moments while a checkpoint is written or read
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<RunReport> report_;
   TrainProgress progress_;

@@ -77,31 +77,4 @@ StateLedger allocated_state_bytes(const TrainState& state) {
   return l;
 }
 
-float* ZeroStaging::full(const std::string& moment) {
-  std::vector<float>& f = moment == "adam_m" ? m_ : v_;
-  if (f.empty()) f.assign(state_.layout().size(), 0.0f);
-  return f.data();
-}
-
-void ZeroStaging::gather() {
-  for (const char* name : {"adam_m", "adam_v"}) {
-    float* f = full(name);
-    // device shard -> host (a plain copy on CPU builds)
-    Kokkos::deep_copy(HostView<float>(f + plan_.shard.begin, plan_.shard.size()),
-                      DeviceView<float>(state_.data<float>(name), plan_.shard.size()));
-    dp_.allgather(f + plan_.shard.begin, f, plan_.shard.size(), DType::F32);
-  }
-}
-
-void ZeroStaging::scatter() {
-  for (const char* name : {"adam_m", "adam_v"})
-    Kokkos::deep_copy(DeviceView<float>(state_.data<float>(name), plan_.shard.size()),
-                      HostView<float>(full(name) + plan_.shard.begin, plan_.shard.size()));
-}
-
-void ZeroStaging::release() {
-  std::vector<float>().swap(m_);
-  std::vector<float>().swap(v_);
-}
-
 }  // namespace gt

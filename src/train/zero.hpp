@@ -58,22 +58,4 @@ StateLedger predicted_state_bytes(size_t psi, int dp, int stage);
 // The bytes the TrainState's buffers hold, by category (params/master; grads*; adam_*).
 StateLedger allocated_state_bytes(const TrainState& state);
 
-// Checkpoints keep global shapes and one writer per element: the sharded moments are all-gathered into
-// full-size staging copies for a save, and a resume reads into them and keeps this rank's shard.
-class ZeroStaging {
- public:
-  ZeroStaging(TrainState& state, const ZeroPlan& plan, Comm& dp) : state_(state), plan_(plan), dp_(dp) {}
-  // Full-size moment buffers (allocated on first use, released by release()).
-  float* full(const std::string& moment);
-  void gather();   // collective over dp: the shards into the full copies
-  void scatter();  // the full copies' shard into the state
-  void release();
-
- private:
-  TrainState& state_;
-  ZeroPlan plan_;
-  Comm& dp_;
-  std::vector<float> m_, v_;
-};
-
 }  // namespace gt

@@ -62,6 +62,23 @@ TEST(CheckpointRoundTrip, WorldRowsReadByHalfColumnsAndOneRank) {
 
 // The same round trips with every tensor collective, and with a mix (wte 240 B and qkv 336 B collective,
 // the two small ones independent), written with one choice and read with another.
+// ZeRO's shards: flat ranges cut mid-row (several boxes per rank and tensor, 3-d tensors included) written by
+// every replica, read back by whole-tensor and row layouts, and a row-written file read by flat ranges.
+TEST(CheckpointRoundTrip, FlatRangesCutMidRow) {
+  const std::string dir = scratch_dir(MPI_COMM_WORLD, "flat");
+  for (int64_t min : {int64_t(0), int64_t(1) << 40}) {  // collective and independent transfers
+    g_collective_min = min;
+    write_with(MPI_COMM_WORLD, dir, Layout::TpZero, 7, 17);
+    MPI_Comm one = first_ranks(1);
+    EXPECT_EQ(read_with(one, path_of(dir), Layout::WholeAllWriters, 17), 0);
+    EXPECT_EQ(read_with(MPI_COMM_WORLD, path_of(dir), Layout::Rows, 17), 0);
+    write_with(MPI_COMM_WORLD, dir, Layout::Cols, 7, 18);
+    EXPECT_EQ(read_with(MPI_COMM_WORLD, path_of(dir), Layout::TpZero, 18), 0);
+    if (one != MPI_COMM_NULL) MPI_Comm_free(&one);
+  }
+  g_collective_min = gt::CheckpointOptions{}.collective_min_bytes;
+}
+
 TEST(CheckpointRoundTrip, CollectiveAndIndependentTransfers) {
   const int world = comm_size(MPI_COMM_WORLD);
   const int64_t saved = g_collective_min;

@@ -3,6 +3,7 @@
 // independent (test-side) copy of the documented checksum formula, and a scratch directory per test.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -88,13 +89,24 @@ inline void split_dim(const std::vector<int64_t>& shape, int dim, int part, int 
   count[dim] = (part + 1) * n / parts - start[dim];
 }
 
+// The elements of a hyperslab's data that a shard with a flat range holds.
+inline std::vector<float> flat_part(const std::vector<float>& box, const gt::TensorShard& t) {
+  if (t.flat_end < 0) return box;
+  return std::vector<float>(box.begin() + t.flat_begin, box.begin() + t.flat_end);
+}
+
 // Owns the buffers behind a list of TensorShard.
 struct Shards {
   std::vector<gt::TensorShard> list;
   std::vector<std::vector<float>> bufs;
 };
 
-enum class Layout { Rows, Cols, WholeWriter0, WholeAllWriters, TpDp };
+// TpZero: as TpDp, but the dp replicas split each hyperslab into flat ranges cut one element past an even
+// split (mid-row, as a ZeRO shard does) and each writes its own range.
+enum class Layout { Rows, Cols, WholeWriter0, WholeAllWriters, TpDp, TpZero };
+
+// Cut point q of Q of n elements: one past the even split, so the ranges begin and end mid-row.
+inline int64_t flat_cut(int64_t n, int q, int Q) { return q == 0 ? 0 : q == Q ? n : std::min(n, q * n / Q + 1); }
 
 // Shards of this rank under a layout; data filled from the seeded reference (or zero when fill is false).
 inline Shards make_shards(const std::vector<Spec>& specs, Layout layout, int rank, int size, uint64_t seed, bool fill) {
@@ -116,9 +128,17 @@ inline Shards make_shards(const std::vector<Spec>& specs, Layout layout, int ran
         t.writer = rank / tp == 0;
         break;
       }
+      case Layout::TpZero: {
+        const int tp = size >= 2 ? 2 : 1, dp = size / tp, q = rank / tp;
+        split_dim(sp.shape, last, rank % tp, tp, t.start, t.count);
+        t.flat_begin = flat_cut(numel(t.count), q, dp);
+        t.flat_end = flat_cut(numel(t.count), q + 1, dp);
+        break;
+      }
     }
     const std::vector<float> full = global_tensor(sp.name, sp.shape, seed);
-    s.bufs.push_back(fill ? slice(full, sp.shape, t.start, t.count) : std::vector<float>(numel(t.count), 0.f));
+    s.bufs.push_back(fill ? flat_part(slice(full, sp.shape, t.start, t.count), t)
+                          : std::vector<float>(flat_part(std::vector<float>(numel(t.count)), t).size(), 0.f));
     t.data = s.bufs.back().data();
     s.list.push_back(t);
   }
@@ -130,7 +150,8 @@ inline int64_t count_wrong(const Shards& s, uint64_t seed) {
   int64_t wrong = 0;
   for (size_t i = 0; i < s.list.size(); ++i) {
     const gt::TensorShard& t = s.list[i];
-    const std::vector<float> want = slice(global_tensor(t.name, t.global_shape, seed), t.global_shape, t.start, t.count);
+    const std::vector<float> want =
+        flat_part(slice(global_tensor(t.name, t.global_shape, seed), t.global_shape, t.start, t.count), t);
     for (size_t k = 0; k < want.size(); ++k) wrong += std::memcmp(&want[k], &t.data[k], 4) != 0;
   }
   return wrong;
