@@ -90,6 +90,7 @@ std::vector<Field> schema(Config& c) {
       {"compress.error_feedback", Kind::Bool, &c.compress.error_feedback},
       {"compress.warmup_steps", Kind::Int, &c.compress.warmup_steps},
       {"compress.select", Kind::String, &c.compress.select, {"sampled", "exact"}},
+      {"compress.transport", Kind::String, &c.compress.transport, {"auto", "allgather", "shared_index"}},
       {"sparsity.pattern", Kind::String, &c.sparsity.pattern, {"none", "2:4"}},
       {"sparsity.recipe", Kind::String, &c.sparsity.recipe, {"srste", "asp"}},
       {"sparsity.asp_step", Kind::Int, &c.sparsity.asp_step},

@@ -4,6 +4,7 @@
 #include "src/train/zero.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gt {
 
@@ -70,6 +71,21 @@ void GradBuckets::finish(Comm& dp, float* grads, const std::function<void()>& be
   reqs_.clear();
   if (wire_ != DType::F32)
     for (const Bucket& b : buckets_) from_wire(staging_ + b.begin, grads + b.begin, b.end - b.begin, wire_);
+}
+
+GradBuckets::WireStats GradBuckets::wire_stats(int ranks) const {
+  WireStats w;
+  const double ring = ranks > 1 ? 2.0 * (ranks - 1) / ranks : 0.0;
+  double elements = 0;
+  for (const Bucket& b : buckets_) elements += double(b.end - b.begin);
+  w.dense_fp32_bytes = ring * 4 * elements;
+  if (compress_) {
+    w.bytes = stats_.wire_bytes;
+    w.residual_norm = std::sqrt(stats_.residual_norm2);
+  } else {
+    w.bytes = (scatter_layout_ ? ring / 2 : ring) * double(dtype_size(wire_)) * elements;
+  }
+  return w;
 }
 
 void GradBuckets::finish_compressed(Comm& dp, float* grads) {

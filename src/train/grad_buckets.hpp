@@ -41,6 +41,13 @@ class GradBuckets {
     size_t sent = 0, total = 0;
   };
   const CompressStats& compress_stats() const { return stats_; }
+  // The last step on the wire, for any method: bytes this rank sent (top-k: its transports' formulas; dense
+  // buckets: ring all-reduces, 2(P-1)/P * v * n, or reduce-scatters under ZeRO-2, (P-1)/P * 4 * n), what dense
+  // fp32 all-reduces of the same buckets send, and the residual's L2 norm (-1 without top-k).
+  struct WireStats {
+    double bytes = 0, dense_fp32_bytes = 0, residual_norm = -1;
+  };
+  WireStats wire_stats(int ranks) const;
 
   // Start of the last micro-batch's backward of step `step` (counted from 0).
   void begin_step(long step = 0);

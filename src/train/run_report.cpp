@@ -61,6 +61,8 @@ void RunReport::log_step(int step, const StepStats& s) const {
       .num("exposed_comm_share", comm / s.ms).num("compute_ms", s.compute_ms).num("compute_ms_max", s.compute_ms_max);
   if (s.val_loss >= 0) j.num("val_loss", s.val_loss);
   j.num("loss_scale", s.loss_scale).integer("skipped", s.skipped ? 1 : 0);
+  if (s.wire_bytes >= 0) j.num("wire_bytes", s.wire_bytes).num("compression_ratio", s.compression_ratio);
+  if (s.residual_norm >= 0) j.num("residual_norm", s.residual_norm);
   if (s.skipped) j.str("skip_reason", "overflow: inf/NaN gradients");
   std::ofstream out(cfg_.output.dir + "/metrics.jsonl", std::ios::app);
   out << j.dump() << "\n";
@@ -119,6 +121,12 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
   if (cfg_.parallel.layout == "auto")
     j.str("layout_choice", cfg_.parallel.auto_choice).str("layout_runner_up", cfg_.parallel.auto_runner_up)
         .str("layout_cluster", cfg_.parallel.auto_cluster);
+  if (!h.empty() && h.back().wire_bytes >= 0) {  // the DP gradient reduction: means over this invocation's steps
+    double bytes = 0, ratio = 0;
+    for (const StepStats& s : h) bytes += s.wire_bytes, ratio += s.compression_ratio;
+    j.num("wire_bytes_per_step", bytes / double(h.size())).num("compression_ratio", ratio / double(h.size()));
+    if (h.back().residual_norm >= 0) j.num("residual_norm", h.back().residual_norm);
+  }
   if (cfg_.sparsity.pattern == "2:4") {
     // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
     // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the

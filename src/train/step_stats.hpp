@@ -30,6 +30,10 @@ struct StepStats {
   double loss_scale = 1;        // the scale this step ran with
   bool skipped = false;         // overflow: no update on any rank
   bool stop_requested = false;  // some rank was asked to stop (signal or stop file)
+  // The DP gradient reduction of this rank (GradBuckets::wire_stats): bytes sent by the transport formulas
+  // (-1: no DP reduction), a dense fp32 all-reduce's bytes over those, the error-feedback residual's norm
+  // (-1: no residual). Not reduced over ranks.
+  double wire_bytes = -1, compression_ratio = 0, residual_norm = -1;
 
   double comm_ms() const { return comm_tp_ms + comm_pp_ms + comm_dp_ms + comm_other_ms; }
 };

@@ -111,6 +111,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     c.warmup_steps = cfg_.compress.warmup_steps;
     c.topk.error_feedback = cfg_.compress.error_feedback;
     c.topk.select = cfg_.compress.select == "exact" ? compress::Select::Exact : compress::Select::Sampled;
+    c.topk.force = cfg_.compress.transport != "auto";
+    c.topk.forced = cfg_.compress.transport == "shared_index" ? compress::Transport::Shared : compress::Transport::AllGather;
     // per DP rank, not in checkpoints yet: a resumed run starts its residuals at zero
     c.residual = state_->data<float>(state_->add_buffer("ef_residual", DType::F32).name);
     buckets_->set_compression(c);
@@ -174,6 +176,8 @@ StepStats Trainer::train_step() {
     buckets_->finish(grid_.dp(), state_->grads(), wte_first ? std::function<void()>(sum_tied_wte) : nullptr);
   else if (wte_first) sum_tied_wte();
   if (embed && !wte_first) sum_tied_wte();
+  GradBuckets::WireStats wire;
+  if (buckets_) wire = buckets_->wire_stats(grid_.dp().size());
 
   const double t_opt0 = MPI_Wtime();
   const TrainConfig& tc = cfg_.train;
@@ -212,6 +216,9 @@ StepStats Trainer::train_step() {
   s.grad_norm = norm / loss_scale;
   s.loss_scale = loss_scale;
   s.skipped = skip;
+  s.wire_bytes = buckets_ ? wire.bytes : -1;  // this rank's (logged: world rank 0, DP rank 0 of stage 0)
+  s.compression_ratio = wire.bytes > 0 ? wire.dense_fp32_bytes / wire.bytes : 0;
+  s.residual_norm = wire.residual_norm;
   if (s.stop_requested) request_stop_locally();  // some rank was asked to stop: every rank stops at this step
   progress_.step += 1;
   progress_.samples_done += loader_->global_batch();

@@ -6,6 +6,11 @@
 #   - at 0.1% density, top-k without error feedback ends measurably worse than with it (by more than GAP):
 #     error feedback is what keeps the dropped 99.9% from being lost. At 4% it is not worse with AdamW in this
 #     run (measured: 0.994 without, 1.023 with; docs/compression.md), so the test does not claim it there.
+#   - the wire figures in summary.json follow the transport formulas (docs/compression.md) from the parameter
+#     count N at P = 2: dense fp32 sends 2(P-1)/P * 4 N = 4N bytes per step (ratio 1); all-gather at 4% sends
+#     (P-1) * 8 * ceil(0.04 n) per bucket (ratio just under 12.5); the residual norm is reported for top-k only;
+#   - compress.transport=shared_index sends the same bytes as all-gather at P = 2 but another sum (the leader's
+#     indices): its losses differ from the all-gather run's;
 #   - a bad compress key is a one-line error naming the key.
 #   test_compress_train.sh GRIDTRAIN MPIEXEC
 set -u
@@ -21,6 +26,27 @@ run full compress.method=topk compress.density=1
 run ef compress.method=topk compress.density=0.04 compress.error_feedback=true
 run ef_low compress.method=topk compress.density=0.001 compress.error_feedback=true
 run noef_low compress.method=topk compress.density=0.001 compress.error_feedback=false
+run shared compress.method=topk compress.density=0.04 compress.transport=shared_index
+[[ "$(losses ef)" != "$(losses shared)" ]] || fail "compress.transport=shared_index gives the all-gather run's losses"
+python3 - "$work" <<'PY' || exit 1
+import json, sys
+w = sys.argv[1]
+s = {k: json.load(open(f"{w}/{k}/summary.json")) for k in ("dense", "ef", "shared")}
+N = s["dense"]["params"]
+ok = True
+def expect(cond, msg):
+    global ok
+    if not cond: print("FAIL:", msg); ok = False
+expect(s["dense"]["wire_bytes_per_step"] == 4 * N and s["dense"]["compression_ratio"] == 1,
+       f"dense: {s['dense']['wire_bytes_per_step']} bytes, ratio {s['dense']['compression_ratio']}; expected {4 * N}, 1")
+expect("residual_norm" not in s["dense"], "dense reports a residual")
+r = s["ef"]["compression_ratio"]
+expect(12.0 < r <= 12.5, f"top-k 4% all-gather: ratio {r}, expected just under 12.5 (ceil per bucket)")
+expect(s["ef"].get("residual_norm", 0) > 0, "top-k with error feedback reports no residual norm")
+expect(s["shared"]["wire_bytes_per_step"] == s["ef"]["wire_bytes_per_step"],
+       "shared index and all-gather should send the same bytes at P = 2")
+sys.exit(0 if ok else 1)
+PY
 
 [[ "$(losses dense)" == "$(losses full)" ]] || fail "top-k at density 1 differs from dense: $(paste <(losses dense) <(losses full) | head -3)"
 d=$(final dense) e=$(final ef) el=$(final ef_low) nl=$(final noef_low)

@@ -32,6 +32,14 @@ bad = [k for k in ("bf16", "fp16") if not abs(f[k] - f["fp32"]) <= TOL]
 for k in bad: print(f"FAIL: {k} ends at {f[k]:.6f}, more than {TOL} from fp32 {f['fp32']:.6f}")
 sys.exit(1 if bad else 0)
 PY
+python3 - "$work" <<'PY' || exit 1
+import json, sys
+s = json.load(open(sys.argv[1] + "/bf16/summary.json"))
+# a ring all-reduce of 2-byte values at P = 2 sends 2(P-1)/P * 2 N = 2N bytes: half of fp32's
+if not (s["wire_bytes_per_step"] == 2 * s["params"] and s["compression_ratio"] == 2):
+    print(f"FAIL: bf16 wire {s['wire_bytes_per_step']} bytes, ratio {s['compression_ratio']}; expected {2 * s['params']}, 2")
+    sys.exit(1)
+PY
 bad() { bad_run 2 "$@"; }
 bad "bf16 reduce with top-k" parallel.grad_reduce_dtype parallel.grad_reduce_dtype=bf16 compress.method=topk
 bad "bf16 with ZeRO-2" compress.method compress.method=bf16 parallel.zero=2

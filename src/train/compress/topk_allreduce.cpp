@@ -16,7 +16,7 @@ TopkResult topk_allreduce(Comm& c, ErrorFeedback& ef, float* grad, size_t n, con
   if (o.leader < 0 || o.leader >= c.size()) throw Error("top-k leader rank " + std::to_string(o.leader) + " is not in the group");
   TopkResult res;
   res.k = topk_count(n, o.density);
-  res.transport = choose_transport(c.size(), n, res.k, sizeof(V), o.allow_shared);
+  res.transport = o.force ? o.forced : choose_transport(c.size(), n, res.k, sizeof(V), o.allow_shared);
   const WireBytes w = wire_bytes(c.size(), n, res.k, sizeof(V));
   const float* acc = ef.accumulate(grad);
   std::vector<int32_t> idx;

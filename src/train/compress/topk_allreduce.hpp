@@ -15,6 +15,8 @@ struct TopkOptions {
   Select select = Select::Exact;
   bool error_feedback = true;  // false: what is not sent is forgotten (to show what error feedback is worth)
   bool allow_shared = false;   // let the chooser pick the shared-index transport
+  bool force = false;          // send by `forced` whatever the chooser says (compress.transport)
+  Transport forced = Transport::AllGather;
   int leader = 0;              // whose top-k the shared transport uses (rotate it per step, as ScaleCom does)
   uint64_t seed = 0;           // for the sampled selection; vary per step and bucket
 };
