@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -98,8 +99,35 @@ RunSample read_run(const std::string& dir) {
   r.compute_ms = get("forward_ms") + get("backward_ms");
   r.optimizer_ms = get("optimizer_ms");
   r.tp_ms = get("comm_tp_ms");
+  if (j.count("comm_dp_ms")) r.dp_ms = get("comm_dp_ms");
   if (!(r.step_ms > 0)) throw Error("calibrate: '" + sfile + "' has no timed steps (ms_per_step 0)");
   return r;
+}
+
+std::vector<LinkSample> read_allreduce_bench(const std::string& path, const std::string& algo) {
+  std::ifstream in(path);
+  if (!in) throw Error("calibrate: cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  // {"ranks":2, ..., "rows":[{flat}, {flat}, ...]}: the rows are flat objects, the header's numbers come first.
+  const size_t rows = text.find("\"rows\"");
+  const size_t ranks_at = text.find("\"ranks\"");
+  if (rows == std::string::npos || ranks_at == std::string::npos)
+    throw Error("calibrate: '" + path + "' is not a bench_allreduce figures file (no \"ranks\" or \"rows\")");
+  const int ranks = std::atoi(text.c_str() + text.find(':', ranks_at) + 1);
+  std::vector<LinkSample> out;
+  for (size_t b = text.find('{', rows); b != std::string::npos; b = text.find('{', b + 1)) {
+    const size_t e = text.find('}', b);
+    if (e == std::string::npos) throw Error("calibrate: '" + path + "': unterminated row");
+    const auto row = parse_flat_json(text.substr(b, e - b + 1), path);
+    if (!row.count("algo") || !row.count("bytes") || !row.count("time_s"))
+      throw Error("calibrate: '" + path + "': a row without algo, bytes or time_s");
+    if (row.at("algo") == algo)
+      out.push_back({ranks, std::strtod(row.at("bytes").c_str(), nullptr), std::strtod(row.at("time_s").c_str(), nullptr)});
+  }
+  if (out.empty()) throw Error("calibrate: '" + path + "' has no rows of algorithm '" + algo + "'");
+  return out;
 }
 
 namespace {
@@ -107,7 +135,8 @@ namespace {
 TimeBreakdown predict(const RunSample& r, const Cluster& c) { return step_time(r.model, r.layout, c, Framework::Gridtrain); }
 }  // namespace
 
-Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base) {
+Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base,
+                      const std::vector<LinkSample>& allreduce_bench) {
   if (runs.empty()) throw Error("calibrate: no runs given");
   Calibration cal;
   Cluster c = base;
@@ -153,16 +182,28 @@ Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base) {
     c.attention_efficiency = ratio / inv;
     cal.notes.push_back("GEMM efficiency " + std::to_string(1.0 / inv) + " from " + std::to_string(used) + " pp=1 runs");
   }
-  // 3. TP alpha and beta: exposed TP time = n_msg * alpha + bytes_term * beta (ring all-reduce, linear in both).
+  // 3. The node link's alpha and beta, one joint fit (TP and DP use the same link on one node): exposed TP
+  // time, DP time and benchmark all-reduces are each n_msg * alpha + bytes_term / bandwidth, linear in both.
+  // DP: against the model's whole DP traffic (dp_total), not its exposed share: on CPU nodes the ranks' own
+  // cores do the reduction, so the trainer's blocked DP time is all of it (docs/planner.md, "Calibration").
   {
     std::vector<std::array<double, 3>> rows;  // coefficient of alpha (s), of 1/bandwidth (s GB/s), measured (s)
+    int n_tp = 0, n_dp = 0;
     for (const RunSample& r : runs) {
-      if (r.layout.tp < 2) continue;
       Cluster a = c, b = c;
       a.intra = {1e30, 1.0, 1.0};   // latency only: 1 us each
       b.intra = {1.0, 0.0, 1.0};    // bandwidth only: 1 GB/s
-      rows.push_back({predict(r, a).tp, predict(r, b).tp, r.tp_ms * 1e-3});
+      if (r.layout.tp >= 2) {
+        rows.push_back({predict(r, a).tp, predict(r, b).tp, r.tp_ms * 1e-3});
+        ++n_tp;
+      }
+      if (r.layout.dp >= 2 && r.dp_ms >= 0) {
+        rows.push_back({predict(r, a).dp_total, predict(r, b).dp_total, r.dp_ms * 1e-3});
+        ++n_dp;
+      }
     }
+    for (const LinkSample& s : allreduce_bench)  // ring all-reduce: 2(k-1) alpha + 2(k-1)/k n / B
+      rows.push_back({2.0 * (s.ranks - 1) * 1e-6, 2.0 * (s.ranks - 1) / s.ranks * s.bytes * 1e-9, s.seconds});
     if (!rows.empty()) {
       double saa = 0, sab = 0, sbb = 0, sam = 0, sbm = 0;
       for (auto& w : rows) {
@@ -179,14 +220,16 @@ Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base) {
         inv_gbs = rest / sbb;
       }
       if (alpha_us < 0 || !(inv_gbs > 0))
-        throw Error("calibrate: the TP times do not fit a latency-bandwidth model (negative latency or bandwidth)");
+        throw Error("calibrate: the TP/DP/benchmark times do not fit a latency-bandwidth model (negative latency or "
+                    "bandwidth)");
       c.intra.latency_us = alpha_us;
       c.intra.gbs = 1.0 / inv_gbs;
       c.intra.efficiency = 1.0;
       cal.notes.push_back("node link " + std::to_string(c.intra.gbs) + " GB/s, " + std::to_string(alpha_us) +
-                          " us from " + std::to_string(rows.size()) + " tp>1 runs");
+                          " us from " + std::to_string(n_tp) + " tp>1 runs, " + std::to_string(n_dp) + " dp>1 runs and " +
+                          std::to_string(allreduce_bench.size()) + " benchmark all-reduces");
     } else {
-      cal.notes.push_back("node link kept from the base description (no tp>1 runs)");
+      cal.notes.push_back("node link kept from the base description (no tp>1 or dp>1 runs, no benchmark)");
     }
   }
   // 4. Per-step overhead: the mean of what the model leaves unexplained, never negative.

@@ -18,7 +18,17 @@ struct RunSample {
   ModelShape model;
   Layout layout;
   double step_ms = 0, compute_ms = 0 /* forward + backward */, optimizer_ms = 0, tp_ms = 0;
+  double dp_ms = -1;  // comm_dp_ms (-1: the summary has none)
 };
+
+// One all-reduce timing of bench_allreduce (its figures file, runs/bench/allreduce.json): ranks, bytes, seconds.
+struct LinkSample {
+  int ranks = 2;
+  double bytes = 0, seconds = 0;
+};
+// The rows of one algorithm ("mpi", "ring", "shm", "shm-reg": the trainer's DP path on one node with
+// parallel.allreduce = auto is shm-reg) of a bench_allreduce figures file; throws gt::Error naming the file.
+std::vector<LinkSample> read_allreduce_bench(const std::string& path, const std::string& algo);
 
 // A flat JSON object of numbers and strings (what summary.json is); numbers and strings as text.
 std::map<std::string, std::string> parse_flat_json(const std::string& text, const std::string& file);
@@ -30,8 +40,10 @@ struct Calibration {
   std::vector<std::string> notes;  // what was fitted from how many runs, and what was kept from the base
 };
 
-// Least squares over the runs (docs/planner.md): needs at least one pp = 1 run; TP alpha/beta need tp > 1 runs
+// Least squares over the runs (docs/planner.md): needs at least one pp = 1 run. The node link's alpha/beta come
+// from one joint fit of every TP time (tp > 1 runs), DP time (dp > 1 runs) and all-reduce benchmark row given
 // (two or more distinct sizes for both, else alpha stays the base's). Runs are fp32 (what gridtrain trains).
-Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base);
+Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base,
+                      const std::vector<LinkSample>& allreduce_bench = {});
 
 }  // namespace gt::plan

@@ -21,7 +21,8 @@ const char* kPlanUsage =
     "                      [--framework gridtrain|megatron] [--precision fp32,bf16,fp16] [--zero 0,1,2,3]\n"
     "                      [--recompute none,selective,full] [--micro-batch 1,2,4] [--tp N] [--pp N] [--gpipe]\n"
     "                      [--tp-across-nodes] [--top N] [--json] [--plot OUT.png]\n"
-    "       gridtrain plan --calibrate RUN_DIR... [--cluster BASE] [--out FILE.toml]\n";
+    "       gridtrain plan --calibrate RUN_DIR... [ALLREDUCE.json...] [--allreduce-algo shm-reg] [--cluster BASE]\n"
+    "                      [--out FILE.toml]   (ALLREDUCE.json: bench_allreduce's figures file)\n";
 
 namespace {
 
@@ -53,14 +54,20 @@ void write_text(const std::string& path, const std::string& text) {
   if (!f || std::rename((path + ".tmp").c_str(), path.c_str()) != 0) throw Error("plan: cannot write '" + path + "'");
 }
 
-int calibrate_main(const std::vector<std::string>& dirs, const std::string& base_name, const std::string& out) {
+int calibrate_main(const std::vector<std::string>& args, const std::string& base_name, const std::string& algo,
+                   const std::string& out) {
+  std::vector<std::string> dirs, benches;
+  for (const auto& a : args) (a.size() > 5 && a.substr(a.size() - 5) == ".json" ? benches : dirs).push_back(a);
   if (dirs.empty()) throw Error("plan: --calibrate needs at least one run directory");
   const Cluster base = load_cluster(resolve_cluster(base_name.empty() ? "cpu-2core" : base_name));
   std::vector<RunSample> runs;
   for (const auto& d : dirs) runs.push_back(read_run(d));
-  const Calibration cal = calibrate(runs, base);
+  std::vector<LinkSample> links;
+  for (const auto& b : benches)
+    for (const LinkSample& l : read_allreduce_bench(b, algo)) links.push_back(l);
+  const Calibration cal = calibrate(runs, base, links);
   std::string text = "# written by gridtrain plan --calibrate from:";
-  for (const auto& d : dirs) text += " " + d;
+  for (const auto& d : args) text += " " + d;
   text += "\n";
   for (const auto& n : cal.notes) text += "# " + n + "\n";
   text += cluster_to_toml(cal.cluster);
@@ -87,7 +94,7 @@ std::string resolve_cluster(const std::string& name) {
 }
 
 int plan_main(const std::vector<std::string>& args) {
-  std::string deck, cluster_name, plot, out;
+  std::string deck, cluster_name, plot, out, allreduce_algo = "shm-reg";
   std::vector<std::string> overrides, calib_dirs;
   bool json = false, calibrating = false;
   int top = 15;
@@ -109,6 +116,7 @@ int plan_main(const std::vector<std::string>& args) {
     else if (a == "--top") top = int(to_long(a, value()));
     else if (a == "--plot") plot = value();
     else if (a == "--out") out = value();
+    else if (a == "--allreduce-algo") allreduce_algo = value();
     else if (a == "--json") json = true;
     else if (a == "--gpipe") o.gpipe = true;
     else if (a == "--tp-across-nodes") o.tp_across_nodes = true;
@@ -141,7 +149,7 @@ int plan_main(const std::vector<std::string>& args) {
       throw Error("plan: unexpected argument '" + a + "'");
     }
   }
-  if (calibrating) return calibrate_main(calib_dirs, cluster_name, out);
+  if (calibrating) return calibrate_main(calib_dirs, cluster_name, allreduce_algo, out);
 
   if (deck.empty()) throw Error("plan: --config DECK is required");
   if (cluster_name.empty()) throw Error("plan: --cluster NAME|FILE is required (inputs/clusters/*.toml)");

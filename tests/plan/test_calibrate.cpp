@@ -57,9 +57,10 @@ std::string write_run(const std::string& root, int id, const gt::ModelConfig& mc
   std::snprintf(buf, sizeof buf,
                 "{\"status\": \"finished\", \"tp\": %d, \"pp\": %d, \"dp\": %d, \"micro_batch_size\": %d, "
                 "\"micro_batches\": %d, \"schedule\": \"1f1b\", \"ms_per_step\": %.17g, \"forward_ms\": %.17g, "
-                "\"backward_ms\": %.17g, \"optimizer_ms\": %.17g, \"comm_tp_ms\": %.17g, \"data\": \"x \\\" y\"}\n",
+                "\"backward_ms\": %.17g, \"optimizer_ms\": %.17g, \"comm_tp_ms\": %.17g, \"comm_dp_ms\": %.17g, "
+                "\"data\": \"x \\\" y\"}\n",
                 l.tp, l.pp, l.dp, l.micro_batch, l.micro_batches, t.step * 1e3, t.compute * 1e3 / 3,
-                t.compute * 2e3 / 3, t.optimizer * 1e3, t.tp * 1e3);
+                t.compute * 2e3 / 3, t.optimizer * 1e3, t.tp * 1e3, t.dp_total * 1e3);
   std::ofstream(dir + "/summary.json") << buf;
   return dir;
 }
@@ -107,5 +108,53 @@ TEST(PlanCalibrate, RoundTrip) {
 
   // A run directory without a summary is an error naming the file.
   EXPECT_THROW(read_run(root + "/missing"), gt::Error);
+  std::system(("rm -rf " + root).c_str());
+}
+
+// The DP all-reduce's alpha and beta from DP runs alone (no tp > 1 run) plus bench_allreduce's figures file:
+// the summaries' comm_dp_ms are the true machine's whole DP traffic, the benchmark rows of "shm-reg" its ring
+// all-reduce times; rows of another algorithm in the same file (here ten times slower) must be ignored.
+TEST(PlanCalibrate, AllreduceFromDpRunsAndBenchmark) {
+  char tmpl[] = "/tmp/gridtrain_calib_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  gt::ModelConfig small;
+  small.n_layer = 6, small.d_model = 384, small.n_head = 6, small.seq_len = 256, small.vocab_size = 8192;
+  std::vector<RunSample> runs;
+  int id = 0;
+  for (int dp : {1, 2}) {
+    Layout l;
+    l.dp = dp, l.micro_batch = 4;
+    runs.push_back(read_run(write_run(root, id++, small, l, true_cluster())));
+  }
+  const Cluster want = true_cluster();
+  std::string json = "{\"ranks\":2,\"memcpy_GBs\":9.5,\"loadavg\":\"0.1 0.2\",\"rows\":[";
+  for (double bytes : {4096.0, 65536.0, 1048576.0, 16777216.0})
+    for (const char* algo : {"mpi", "shm-reg"}) {
+      const double t = allreduce_seconds(bytes, 2, want.intra) * (std::string(algo) == "mpi" ? 10 : 1);
+      char row[200];
+      std::snprintf(row, sizeof row, "%s{\"bytes\":%.0f,\"algo\":\"%s\",\"time_s\":%.17g,\"busbw_GBs\":1}",
+                    json.back() == '[' ? "" : ",", bytes, algo, t);
+      json += row;
+    }
+  json += "]}\n";
+  std::ofstream(root + "/allreduce.json") << json;
+  const std::vector<LinkSample> bench = read_allreduce_bench(root + "/allreduce.json", "shm-reg");
+  ASSERT_EQ(bench.size(), 4u);
+  auto rel = [](double a, double b) { return std::abs(a - b) / std::abs(b); };
+  // the benchmark alone (plus the runs for the compute fit: their DP run carries the same link)
+  for (bool with_runs_dp : {false, true}) {
+    std::vector<RunSample> rs = runs;
+    if (!with_runs_dp) rs[1].dp_ms = -1;
+    const Cluster got = calibrate(rs, base_cluster(), bench).cluster;
+    EXPECT_LT(rel(got.intra.gbs, want.intra.gbs), 1e-6) << with_runs_dp;
+    EXPECT_LT(rel(got.intra.latency_us, want.intra.latency_us), 1e-6) << with_runs_dp;
+  }
+  // the DP run alone fits the bandwidth with the base's latency (one size: alpha is not identifiable)
+  const Cluster dp_only = calibrate(runs, base_cluster()).cluster;
+  EXPECT_DOUBLE_EQ(dp_only.intra.latency_us, base_cluster().intra.latency_us);
+  EXPECT_GT(dp_only.intra.gbs, 0.0);
+  EXPECT_THROW(read_allreduce_bench(root + "/allreduce.json", "nccl"), gt::Error);
+  EXPECT_THROW(read_allreduce_bench(root + "/none.json", "shm-reg"), gt::Error);
   std::system(("rm -rf " + root).c_str());
 }
