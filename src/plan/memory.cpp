@@ -104,6 +104,10 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   const double psi = stage_params(m, l.tp, blocks, first, last, f);
   MemoryBreakdown r = zero_states(psi, state_bytes(l.precision), l.zero, l.dp);
   r.stage = stage;
+  // gridtrain's ZeRO-2 reduce-scatters each bucket out of the full gradient store (the backward accumulates
+  // into it) into a gradient shard, so it holds both (src/train/zero.cpp, predicted_state_bytes).
+  if (f == Framework::Gridtrain && l.zero == 2 && l.dp > 1)
+    r.grads = psi * state_bytes(l.precision).g * (1.0 + 1.0 / l.dp);
   const double e = elem_bytes(l.precision), sbh = double(m.s) * l.micro_batch * m.h;
   const int slots = in_flight(l, stage);
   if (f == Framework::Gridtrain) {
