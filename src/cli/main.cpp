@@ -17,6 +17,7 @@
 #include "kernels/gemm.hpp"
 #include "src/cli/auto_layout.hpp"
 #include "kernels/kokkos_compat.hpp"
+#include "src/comm/watchdog.hpp"
 #include "src/core/config.hpp"
 #include "src/core/error.hpp"
 #include "src/core/orphan.hpp"
@@ -29,6 +30,7 @@
 #include "src/model/gpt.hpp"
 #include "src/plan/plan_cli.hpp"
 #include "src/data/dataset_inspect.hpp"
+#include "src/train/memory_check.hpp"
 #include "src/train/trainer.hpp"
 
 namespace {
@@ -192,12 +194,15 @@ int cmd_train(const std::vector<std::string>& args) {
     throw gt::Error("test hook: rank " + std::string(r) + " failed alone");
   // Before any training time is spent: the directories are writable with room for a checkpoint, and no other
   // run uses the checkpoint directory (held until the run ends).
+  gt::check_memory_fits(cfg, grid);  // before anything is allocated: one line instead of a failed allocation
   gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(), checkpoint_bytes(cfg.model));
   gt::io::RunDirLock lock(grid.world_mpi(), cfg.checkpoint_dir());
   // parallel.rebalance = auto may end a trainer's run to continue on a new pipeline partition: the next trainer
   // resumes from the checkpoint the first just wrote. In this process rather than through exit code 75 and a
   // restart: the grid and the world stay as they are, only stage boundaries move, so nothing needs a new job,
   // and it works the same under mpiexec alone as in the Slurm chain (docs/planner.md, "Adaptive").
+  // From here a rank blocked in one communication call for train.watchdog_s names the missing ranks and aborts.
+  gt::watchdog::Watchdog watchdog(cfg.train.watchdog_s, cfg.output.dir + "/heartbeat", grid.world_rank());
   for (;;) {
     gt::Trainer trainer(cfg, grid, cfg.to_toml());
     const int code = trainer.run();

@@ -17,6 +17,7 @@
 
 #include "src/comm/comm.hpp"
 #include "src/comm/half_sum.hpp"
+#include "src/comm/watchdog.hpp"
 #include "src/comm/ring_allreduce.hpp"
 #include "src/comm/shm_allreduce.hpp"
 #include "src/core/error.hpp"
@@ -144,14 +145,39 @@ int mpi_count(size_t n, const char* what) {
 bool float_sum(DType t, ReduceOp op) { return op == ReduceOp::Sum && (t == DType::F32 || t == DType::F64); }
 
 // Adds the wall time of its scope to blocked_seconds; counts an operation (bytes, calls) when asked.
+// The name Grid gave the communicator (MPI_Comm_set_name) and the world ranks of its members.
+watchdog::Group watch_group_of(MPI_Comm c, int size) {
+  watchdog::Group g;
+  char name[MPI_MAX_OBJECT_NAME] = {0};
+  int len = 0;
+  MPI_Comm_get_name(c, name, &len);
+  g.name = len > 0 ? std::string(name, size_t(len)) : "unnamed";
+  MPI_Group world, mine;
+  MPI_Comm_group(MPI_COMM_WORLD, &world);
+  MPI_Comm_group(c, &mine);
+  std::vector<int> ranks(size_t(size), 0);
+  for (int r = 0; r < size; ++r) ranks[size_t(r)] = r;
+  g.world_ranks.assign(size_t(size), 0);
+  MPI_Group_translate_ranks(mine, size, ranks.data(), world, g.world_ranks.data());
+  MPI_Group_free(&mine);
+  MPI_Group_free(&world);
+  return g;
+}
+
+// The scope is what the watchdog (src/comm/watchdog.hpp) watches: operation `what` on `group`.
 class Timer {
  public:
-  Timer(CommStats& s) : s_(s), t0_(MPI_Wtime()) {}
-  Timer(CommStats& s, double bytes) : s_(s), t0_(MPI_Wtime()) {
+  Timer(CommStats& s, const char* what, const watchdog::Group* group) : s_(s), t0_(MPI_Wtime()) {
+    watchdog::enter(what, group);
+  }
+  Timer(CommStats& s, double bytes, const char* what, const watchdog::Group* group) : Timer(s, what, group) {
     s_.bytes += bytes;
     s_.calls += 1;
   }
-  ~Timer() { s_.blocked_seconds += MPI_Wtime() - t0_; }
+  ~Timer() {
+    s_.blocked_seconds += MPI_Wtime() - t0_;
+    watchdog::leave();
+  }
 
  private:
   CommStats& s_;
@@ -161,44 +187,49 @@ class Timer {
 class MpiRequest : public Request {
  public:
   // keep: what MPI reads until completion (the counts of a v-collective)
-  MpiRequest(MPI_Request r, CommStats& s, std::unique_ptr<std::vector<int>> keep = nullptr)
-      : req_(r), stats_(s), keep_(std::move(keep)) {}
+  MpiRequest(MPI_Request r, CommStats& s, const char* what, const watchdog::Group* g,
+             std::unique_ptr<std::vector<int>> keep = nullptr)
+      : req_(r), stats_(s), what_(what), group_(g), keep_(std::move(keep)) {}
   ~MpiRequest() override {
     if (req_ != MPI_REQUEST_NULL && !unwinding()) MPI_Wait(&req_, MPI_STATUS_IGNORE);
   }
   bool test() override {
-    Timer t(stats_);
+    Timer t(stats_, what_, group_);
     int flag = 1;
     if (req_ != MPI_REQUEST_NULL) MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
     return flag != 0;
   }
   void wait() override {
-    Timer t(stats_);
+    Timer t(stats_, what_, group_);
     if (req_ != MPI_REQUEST_NULL) MPI_Wait(&req_, MPI_STATUS_IGNORE);
   }
 
  private:
   MPI_Request req_;
   CommStats& stats_;
+  const char* what_;
+  const watchdog::Group* group_;
   std::unique_ptr<std::vector<int>> keep_;
 };
 
 template <class T>
 class RingRequest : public Request {
  public:
-  RingRequest(std::unique_ptr<RingAllreduce<T>> ring, CommStats& s) : ring_(std::move(ring)), stats_(s) {}
+  RingRequest(std::unique_ptr<RingAllreduce<T>> ring, CommStats& s, const watchdog::Group* g)
+      : ring_(std::move(ring)), stats_(s), group_(g) {}
   bool test() override {
-    Timer t(stats_);
+    Timer t(stats_, "iallreduce (ring)", group_);
     return ring_->progress(false);
   }
   void wait() override {
-    Timer t(stats_);
+    Timer t(stats_, "iallreduce (ring)", group_);
     ring_->progress(true);
   }
 
  private:
   std::unique_ptr<RingAllreduce<T>> ring_;  // its destructor completes an unfinished ring
   CommStats& stats_;
+  const watchdog::Group* group_;
 };
 
 // A queued Shm all-reduce; `done` flips when the queue has run it.
@@ -229,6 +260,7 @@ class MpiComm : public Comm {
   MpiComm(MPI_Comm c, AllreduceAlgo algo) : comm_(c), algo_(algo) {
     MPI_Comm_rank(c, &rank_);
     MPI_Comm_size(c, &size_);
+    group_ = watch_group_of(c, size_);
     MPI_Comm_dup(c, &algo_comm_);
     algo_ = resolved(algo, c);
   }
@@ -245,9 +277,10 @@ class MpiComm : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
+  const watchdog::Group* watch_group() const { return &group_; }
 
   void allreduce(void* buf, size_t n, DType t, ReduceOp op) override {
-    Timer tm(stats_, double(n) * dtype_size(t));
+    Timer tm(stats_, double(n) * dtype_size(t), "allreduce", &group_);
     if (size_ == 1 || n == 0) return;
     if (float_sum(t, op) && algo_ == AllreduceAlgo::Ring) {
       if (t == DType::F32) RingAllreduce<float>(algo_comm_, static_cast<float*>(buf), n, next_tag()).progress(true);
@@ -267,9 +300,9 @@ class MpiComm : public Comm {
     if (size_ > 1 && n > 0 && float_sum(t, op) && algo_ == AllreduceAlgo::Ring) {
       if (t == DType::F32)
         return std::make_unique<RingRequest<float>>(
-            std::make_unique<RingAllreduce<float>>(algo_comm_, static_cast<float*>(buf), n, next_tag()), stats_);
+            std::make_unique<RingAllreduce<float>>(algo_comm_, static_cast<float*>(buf), n, next_tag()), stats_, &group_);
       return std::make_unique<RingRequest<double>>(
-          std::make_unique<RingAllreduce<double>>(algo_comm_, static_cast<double*>(buf), n, next_tag()), stats_);
+          std::make_unique<RingAllreduce<double>>(algo_comm_, static_cast<double*>(buf), n, next_tag()), stats_, &group_);
     }
     if (size_ > 1 && n > 0 && float_sum(t, op) && algo_ == AllreduceAlgo::Shm) {
       auto job = std::make_shared<ShmJob>(ShmJob{buf, n, t});
@@ -279,14 +312,14 @@ class MpiComm : public Comm {
     MPI_Request r = MPI_REQUEST_NULL;
     if (size_ > 1 && n > 0)
       MPI_Iallreduce(MPI_IN_PLACE, buf, mpi_count(n, "iallreduce"), mpi_type(t), mpi_op(op, t), comm_, &r);
-    return std::make_unique<MpiRequest>(r, stats_);
+    return std::make_unique<MpiRequest>(r, stats_, "iallreduce", &group_);
   }
   void reduce_scatter(const void* send, void* recv, size_t rc, DType t, ReduceOp op) override {
-    Timer tm(stats_, double(rc) * size_ * dtype_size(t));
+    Timer tm(stats_, double(rc) * size_ * dtype_size(t), "reduce_scatter", &group_);
     MPI_Reduce_scatter_block(send, recv, mpi_count(rc, "reduce_scatter"), mpi_type(t), mpi_op(op, t), comm_);
   }
   void allgather(const void* send, void* recv, size_t sc, DType t) override {
-    Timer tm(stats_, double(sc) * size_ * dtype_size(t));
+    Timer tm(stats_, double(sc) * size_ * dtype_size(t), "allgather", &group_);
     const int c = mpi_count(sc, "allgather");
     MPI_Allgather(in_place(send, recv, sc, t), c, mpi_type(t), recv, c, mpi_type(t), comm_);
   }
@@ -297,7 +330,7 @@ class MpiComm : public Comm {
     stats_.calls += 1;
     MPI_Request r = MPI_REQUEST_NULL;
     MPI_Ireduce_scatter_block(send, recv, mpi_count(rc, "ireduce_scatter"), mpi_type(t), mpi_op(op, t), comm_, &r);
-    return std::make_unique<MpiRequest>(r, stats_);
+    return std::make_unique<MpiRequest>(r, stats_, "ireduce_scatter", &group_);
   }
   RequestPtr iallgather(const void* send, void* recv, size_t sc, DType t) override {
     stats_.bytes += double(sc) * size_ * dtype_size(t);
@@ -305,7 +338,7 @@ class MpiComm : public Comm {
     const int c = mpi_count(sc, "iallgather");
     MPI_Request r = MPI_REQUEST_NULL;
     MPI_Iallgather(in_place(send, recv, sc, t), c, mpi_type(t), recv, c, mpi_type(t), comm_, &r);
-    return std::make_unique<MpiRequest>(r, stats_);
+    return std::make_unique<MpiRequest>(r, stats_, "iallgather", &group_);
   }
   RequestPtr ireduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& counts, DType t,
                                ReduceOp op) override {
@@ -322,20 +355,20 @@ class MpiComm : public Comm {
     stats_.calls += 1;
     MPI_Request r = MPI_REQUEST_NULL;
     MPI_Ireduce_scatter(send, recv, c->data(), mpi_type(t), mpi_op(op, t), comm_, &r);
-    return std::make_unique<MpiRequest>(r, stats_, std::move(c));
+    return std::make_unique<MpiRequest>(r, stats_, "ireduce_scatter_v", &group_, std::move(c));
   }
   void broadcast(void* buf, size_t n, DType t, int root) override {
-    Timer tm(stats_, double(n) * dtype_size(t));
+    Timer tm(stats_, double(n) * dtype_size(t), "broadcast", &group_);
     check_peer(root, "broadcast root");
     MPI_Bcast(buf, mpi_count(n, "broadcast"), mpi_type(t), root, comm_);
   }
   void send(const void* buf, size_t n, DType t, int peer, int tag) override {
-    Timer tm(stats_, double(n) * dtype_size(t));
+    Timer tm(stats_, double(n) * dtype_size(t), "send", &group_);
     check_peer(peer, "send peer");
     MPI_Send(buf, mpi_count(n, "send"), mpi_type(t), peer, tag, comm_);
   }
   void recv(void* buf, size_t n, DType t, int peer, int tag) override {
-    Timer tm(stats_, double(n) * dtype_size(t));
+    Timer tm(stats_, double(n) * dtype_size(t), "recv", &group_);
     check_peer(peer, "recv peer");
     MPI_Recv(buf, mpi_count(n, "recv"), mpi_type(t), peer, tag, comm_, MPI_STATUS_IGNORE);
   }
@@ -345,7 +378,7 @@ class MpiComm : public Comm {
     check_peer(peer, "isend peer");
     MPI_Request r;
     MPI_Isend(buf, mpi_count(n, "isend"), mpi_type(t), peer, tag, comm_, &r);
-    return std::make_unique<MpiRequest>(r, stats_);
+    return std::make_unique<MpiRequest>(r, stats_, "isend", &group_);
   }
   RequestPtr irecv(void* buf, size_t n, DType t, int peer, int tag) override {
     stats_.bytes += double(n) * dtype_size(t);
@@ -353,10 +386,10 @@ class MpiComm : public Comm {
     check_peer(peer, "irecv peer");
     MPI_Request r;
     MPI_Irecv(buf, mpi_count(n, "irecv"), mpi_type(t), peer, tag, comm_, &r);
-    return std::make_unique<MpiRequest>(r, stats_);
+    return std::make_unique<MpiRequest>(r, stats_, "irecv", &group_);
   }
   void barrier() override {
-    Timer tm(stats_, 0);
+    Timer tm(stats_, 0, "barrier", &group_);
     MPI_Barrier(comm_);
   }
   void* alloc_registered(size_t bytes) override {
@@ -404,6 +437,7 @@ class MpiComm : public Comm {
   MPI_Comm algo_comm_ = MPI_COMM_NULL;
   AllreduceAlgo algo_;
   int rank_ = 0, size_ = 1;
+  watchdog::Group group_;  // the communicator's name and members, for the watchdog's report
   unsigned long ring_ops_ = 0;
   std::unique_ptr<ShmAllreduce> shm_;
   std::deque<std::shared_ptr<ShmJob>> shm_queue_;
@@ -414,7 +448,7 @@ ShmRequest::~ShmRequest() {
 }
 
 bool ShmRequest::test() {
-  Timer t(stats_);
+  Timer t(stats_, "iallreduce (shm)", owner_.watch_group());
   if (!job_->done) owner_.run_shm_queue(job_.get());
   return true;
 }

@@ -46,6 +46,13 @@ std::vector<Field> schema(Config& c) {
       {"train.grad_clip", Kind::Double, &c.train.grad_clip},
       {"train.max_steps_per_run", Kind::Int, &c.train.max_steps_per_run},
       {"train.stop_file", Kind::String, &c.train.stop_file},
+      {"train.nonfinite", Kind::String, &c.train.nonfinite, {"stop", "skip", "rollback"}},
+      {"train.nonfinite_max_consecutive", Kind::Int, &c.train.nonfinite_max_consecutive},
+      {"train.loss_bound", Kind::Double, &c.train.loss_bound},
+      {"train.gnorm_bound", Kind::Double, &c.train.gnorm_bound},
+      {"train.spike_zscore", Kind::Double, &c.train.spike_zscore},
+      {"train.spike_window", Kind::Int, &c.train.spike_window},
+      {"train.watchdog_s", Kind::Double, &c.train.watchdog_s},
       {"parallel.tp", Kind::Int, &c.parallel.tp},
       {"parallel.pp", Kind::Int, &c.parallel.pp},
       {"parallel.dp", Kind::Int, &c.parallel.dp},
@@ -302,6 +309,12 @@ void Config::validate() const {
   positive("train.eps", train.eps);
   nonneg("train.grad_clip", train.grad_clip);
   nonneg("train.max_steps_per_run", train.max_steps_per_run);
+  positive("train.nonfinite_max_consecutive", train.nonfinite_max_consecutive);
+  nonneg("train.loss_bound", train.loss_bound);
+  nonneg("train.gnorm_bound", train.gnorm_bound);
+  nonneg("train.spike_zscore", train.spike_zscore);
+  positive("train.spike_window", train.spike_window);
+  nonneg("train.watchdog_s", train.watchdog_s);
   positive("parallel.tp", parallel.tp);
   positive("parallel.pp", parallel.pp);
   nonneg("parallel.dp", parallel.dp);

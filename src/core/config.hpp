@@ -34,6 +34,14 @@ struct TrainConfig {
   double grad_clip = 1.0;     // global gradient-norm clip; 0 disables
   int max_steps_per_run = 0;  // stop (checkpoint, exit 75) after this many steps in one invocation; 0: no limit
   std::string stop_file;      // if this file exists at a step boundary: stop as on SIGUSR1 (checkpoint, exit 75)
+  // Bad steps (src/train/step_guard.hpp, docs/reliability.md): non-finite, beyond a bound, or a spike.
+  std::string nonfinite = "stop";     // "stop", "skip" or "rollback"
+  int nonfinite_max_consecutive = 5;  // skip: bad steps in a row; rollback: rollbacks to one checkpoint; then stop
+  double loss_bound = 1000.0;         // a loss above this is bad (a diverged cross-entropy); 0: no bound
+  double gnorm_bound = 0.0;           // an (unscaled) gradient norm above this is bad; 0: no bound
+  double spike_zscore = 0.0;          // > 0: a loss or norm this many deviations above its window mean is bad
+  int spike_window = 100;             // good steps in the spike detector's window
+  double watchdog_s = 300;            // a rank blocked this long in one communication call aborts the job; 0: off
   // Mixed precision (docs/precision.md): the working type of weights and stored activations.
   std::string precision = "fp32";    // "fp32", "bf16" or "fp16"
   // Dynamic loss scaling (Megatron/DeepSpeed semantics): "auto" (dynamic for fp16, none otherwise),

@@ -37,6 +37,11 @@ Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo, CommBacke
   MPI_Comm_split(world_comm_, dp_rank_, pp_rank_ * tp + tp_rank_, &mp_comm_);
   const bool in_embed = pp > 1 && (first_stage() || last_stage());
   MPI_Comm_split(world_comm_, in_embed ? dp_rank_ * tp + tp_rank_ : MPI_UNDEFINED, pp_rank_, &embed_comm_);
+  // Names for reports (the communication watchdog names the group a rank waits in).
+  const std::pair<MPI_Comm, const char*> names[] = {{world_comm_, "world"}, {tp_comm_, "tp"}, {pp_comm_, "pp"},
+      {dp_comm_, "dp"}, {mp_comm_, "model-parallel"}, {embed_comm_, "embedding"}};
+  for (const auto& [c, name] : names)
+    if (c != MPI_COMM_NULL) MPI_Comm_set_name(c, name);
 
   // Device-buffer groups on the chosen backend; every rank creates them in the same order (NCCL's
   // initialisation is collective over each group).

@@ -140,21 +140,8 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
     std::printf("gridtrain: checkpoint %s (%s, %.2f s)\n", path.c_str(), reason.c_str(), MPI_Wtime() - t0);
 }
 
-bool Checkpointer::resume(TrainProgress* p) {
-  std::string path = cfg_.checkpoint.resume;
-  if (path == "none") return false;
-  HostState h(state_, mirror_);
-  std::vector<TensorShard> s = shards(h);
-  // Any damage (a missing or reshaped tensor, bad counters, NaN) makes resume=auto fall back to an older one.
-  const CheckpointRequirements req = training_requirements(s, model_signature(cfg_.model));
-  if (path == "auto") {
-    auto found = find_latest_checkpoint(grid_.world_mpi(), dir_, req);
-    if (!found) {
-      if (grid_.world_rank() == 0) std::printf("gridtrain: no checkpoint in %s, starting fresh\n", dir_.c_str());
-      return false;
-    }
-    path = *found;
-  }
+CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::vector<TensorShard>& s,
+                                  const CheckpointRequirements& req, TrainProgress* p) {
   CheckpointMeta meta = read_checkpoint_meta(grid_.world_mpi(), path);
   check_checkpoint_meta(path, meta, req);  // the same text on every rank: they read the same file
   load_checkpoint(grid_.world_mpi(), path, s, meta);
@@ -173,6 +160,42 @@ bool Checkpointer::resume(TrainProgress* p) {
     p->scaler.hysteresis_left = static_cast<int>(meta.ints.at("loss_scale.hysteresis_left"));
   }
   last_saved_step_ = p->step;
+  return meta;
+}
+
+int Checkpointer::rollback(TrainProgress* p) {
+  HostState h(state_, mirror_);
+  std::vector<TensorShard> s = shards(h);
+  const CheckpointRequirements req = training_requirements(s, model_signature(cfg_.model));
+  auto found = find_latest_checkpoint(grid_.world_mpi(), dir_, req);
+  if (!found)
+    throw Error("train.nonfinite = rollback: no checkpoint in " + dir_ +
+                " to roll back to (set checkpoint.every, or train.nonfinite = skip)");
+  const int64_t samples_done = p->samples_done;
+  load(*found, h, s, req, p);
+  p->samples_done = samples_done;
+  if (grid_.world_rank() == 0)
+    std::printf("gridtrain: rolled back to %s (step %d); the data go on at sample %lld\n", found->c_str(), p->step,
+                (long long)samples_done);
+  return p->step;
+}
+
+bool Checkpointer::resume(TrainProgress* p) {
+  std::string path = cfg_.checkpoint.resume;
+  if (path == "none") return false;
+  HostState h(state_, mirror_);
+  std::vector<TensorShard> s = shards(h);
+  // Any damage (a missing or reshaped tensor, bad counters, NaN) makes resume=auto fall back to an older one.
+  const CheckpointRequirements req = training_requirements(s, model_signature(cfg_.model));
+  if (path == "auto") {
+    auto found = find_latest_checkpoint(grid_.world_mpi(), dir_, req);
+    if (!found) {
+      if (grid_.world_rank() == 0) std::printf("gridtrain: no checkpoint in %s, starting fresh\n", dir_.c_str());
+      return false;
+    }
+    path = *found;
+  }
+  CheckpointMeta meta = load(path, h, s, req, p);
   resumed_from_ = path;
   const int64_t saved_batch = meta.ints.count("global_batch") ? meta.ints["global_batch"] : global_batch_;
   if (saved_batch != global_batch_ && grid_.world_rank() == 0)

@@ -41,6 +41,10 @@ class Checkpointer {
   // Collective: per checkpoint.resume ("none", "auto" or a path) restores the state and returns true, or
   // returns false for a fresh start.
   bool resume(TrainProgress* p);
+  // Collective: the bad-step policy's rollback (src/train/step_guard.hpp): reloads the newest valid checkpoint
+  // of this run's directory; p keeps its samples_done, so the data go on past the bad step instead of replaying
+  // the batches that led to it. Returns the step rolled back to; throws gt::Error when there is no checkpoint.
+  int rollback(TrainProgress* p);
 
  private:
   // The fp32 parameters and moments as the host sees them (HDF5 and the checksums read host memory): host
@@ -48,6 +52,8 @@ class Checkpointer {
   struct HostState;
   std::vector<TensorShard> shards(HostState& h);
   CheckpointMeta meta(const TrainProgress& p) const;
+  CheckpointMeta load(const std::string& path, HostState& h, std::vector<TensorShard>& s,
+                      const CheckpointRequirements& req, TrainProgress* p);
 
   const Config& cfg_;
   Grid& grid_;

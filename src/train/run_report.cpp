@@ -49,10 +49,17 @@ void RunReport::log_step(int step, const StepStats& s) const {
                 step, cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, 100.0 * mfu, 100.0 * comm / s.ms);
     if (s.val_loss >= 0) std::printf(" | val %.4f", s.val_loss);
     if (cfg_.dynamic_loss_scale()) std::printf(" | scale %g", s.loss_scale);
-    if (s.skipped) std::printf(" | skipped (overflow: inf/NaN gradients)");
+    if (s.skipped && s.bad.empty()) std::printf(" | skipped (overflow: inf/NaN gradients)");
     std::printf("\n");
     std::fflush(stdout);
   }
+  if (!s.bad.empty())  // every bad step gets its line, whatever output.log_every says
+    std::printf("gridtrain: warning: step %d: %s; %s (train.nonfinite = %s)\n", step, s.bad.c_str(),
+                s.rolled_back_to >= 0 ? ("rolled back to step " + std::to_string(s.rolled_back_to)).c_str()
+                : s.skipped           ? "update skipped"
+                                      : "update kept (the loss is known only after the update)",
+                cfg_.train.nonfinite.c_str());
+  std::fflush(stdout);
   JsonObject j;
   j.integer("step", step).num("loss", s.loss).num("lr", s.lr).num("grad_norm", s.grad_norm).num("ms", s.ms)
       .num("ms_max", s.ms_max).num("tokens_per_s", tok_s).num("mfu", mfu).num("mfu_sgemm", mfu * peak_gflops_ / sgemm_gflops_).num("forward_ms", s.fwd_ms)
@@ -63,7 +70,9 @@ void RunReport::log_step(int step, const StepStats& s) const {
   j.num("loss_scale", s.loss_scale).integer("skipped", s.skipped ? 1 : 0);
   if (s.wire_bytes >= 0) j.num("wire_bytes", s.wire_bytes).num("compression_ratio", s.compression_ratio);
   if (s.residual_norm >= 0) j.num("residual_norm", s.residual_norm);
-  if (s.skipped) j.str("skip_reason", "overflow: inf/NaN gradients");
+  if (s.skipped) j.str("skip_reason", s.bad.empty() ? "overflow: inf/NaN gradients" : s.bad);
+  if (!s.bad.empty()) j.str("bad_step", s.bad);
+  if (s.rolled_back_to >= 0) j.integer("rolled_back_to", s.rolled_back_to);
   std::ofstream out(cfg_.output.dir + "/metrics.jsonl", std::ios::app);
   out << j.dump() << "\n";
 }
@@ -117,7 +126,10 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .str("data", in.data).str("checkpoint_dir", in.checkpoint_dir).str("precision", cfg_.train.precision)
       .str("grad_reduce_dtype", cfg_.parallel.grad_reduce_dtype)
       .str("loss_scaling", cfg_.dynamic_loss_scale() ? "dynamic" : "none").num("loss_scale", in.loss_scale)
-      .integer("skipped_steps", in.skipped).str("layout", cfg_.parallel.layout);
+      .integer("skipped_steps", in.skipped).str("layout", cfg_.parallel.layout)
+      .raw("bad_steps", JsonObject().str("policy", in.nonfinite_policy).integer("bad", in.bad_steps.bad)
+                            .integer("skipped", in.bad_steps.skipped).integer("rollbacks", in.bad_steps.rollbacks)
+                            .integer("spikes", in.bad_steps.spikes).dump());
   if (cfg_.parallel.layout == "auto")
     j.str("layout_choice", cfg_.parallel.auto_choice).str("layout_runner_up", cfg_.parallel.auto_runner_up)
         .str("layout_cluster", cfg_.parallel.auto_cluster);

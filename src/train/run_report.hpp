@@ -6,6 +6,7 @@
 
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
+#include "src/train/step_guard.hpp"
 #include "src/train/step_stats.hpp"
 
 namespace gt {
@@ -18,6 +19,8 @@ struct RunSummaryInputs {
   std::string resumed_from, data, checkpoint_dir;
   size_t state_bytes = 0, activation_bytes = 0;  // the analytic memory ledger of one rank
   int skipped = 0;                         // steps skipped on overflow, over the whole run
+  BadStepCounts bad_steps;                 // the bad-step policy's counts, this invocation
+  std::string nonfinite_policy;
   double loss_scale = 1;                   // the loss scale at the end
   // Model-state bytes of this rank by kind (params, grads, optimizer): the ZeRO formula and what the TrainState
   // allocated (src/train/zero.hpp); summary.json gives the largest over ranks.

@@ -2,6 +2,7 @@
 // Figures of one training step: what each rank measured locally (StepTimes), and what the run reports after
 // one reduction over the world (StepStats: means over ranks, the slowest rank, the loss).
 #include <cmath>
+#include <string>
 
 #include "src/comm/comm.hpp"
 
@@ -29,6 +30,8 @@ struct StepStats {
   double val_loss = -1;
   double loss_scale = 1;        // the scale this step ran with
   bool skipped = false;         // overflow: no update on any rank
+  std::string bad;              // why the step was bad (step_guard.hpp), "" when it was good
+  int rolled_back_to = -1;      // the bad step rolled the run back to this checkpoint step
   bool stop_requested = false;  // some rank was asked to stop (signal or stop file)
   // The DP gradient reduction of this rank (GradBuckets::wire_stats): bytes sent by the transport formulas
   // (-1: no DP reduction), a dense fp32 all-reduce's bytes over those, the error-feedback residual's norm

@@ -33,13 +33,17 @@ void test_fail_hook(int world_rank, int step) {
 
 // Test hook (tests/train/test_loss_scale.cpp): GRIDTRAIN_TEST_INF_RANK=r with GRIDTRAIN_TEST_INF_STEP=s puts an
 // inf (GRIDTRAIN_TEST_INF_NAN=1: a NaN) into one gradient element of world rank r as step s begins; backward
-// accumulates onto it, the reductions carry it.
+// accumulates onto it, the reductions carry it. GRIDTRAIN_TEST_INF_VALUE=x puts x instead (a finite spike:
+// tests/cli/test_bad_steps.sh).
 void test_overflow_hook(int world_rank, int step, float* grads) {
   static const char* r = std::getenv("GRIDTRAIN_TEST_INF_RANK");
   static const char* s = std::getenv("GRIDTRAIN_TEST_INF_STEP");
   static const char* nan = std::getenv("GRIDTRAIN_TEST_INF_NAN");
-  if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step) {
-    const float v = nan && std::atoi(nan) ? std::nanf("") : HUGE_VALF;
+  static const char* value = std::getenv("GRIDTRAIN_TEST_INF_VALUE");
+  static bool fired = false;  // once: a rollback repeats the step number
+  if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step && !fired) {
+    fired = true;
+    const float v = value && *value ? std::strtof(value, nullptr) : nan && std::atoi(nan) ? std::nanf("") : HUGE_VALF;
     Kokkos::deep_copy(Kokkos::subview(DeviceView<float>(grads, 1), 0), v);
   }
 }
@@ -125,6 +129,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero_);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
+  guard_ = std::make_unique<StepGuard>(cfg_.train);
   progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
@@ -186,7 +191,11 @@ StepStats Trainer::train_step() {
   const double lr = learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
   if (sparsity_) sparsity_->before_update(updates, loss_scale);  // part of the gradient: clipped with it
   const double norm = optimizer_->grad_norm();  // the same value on every rank: every rank decides alike
-  const bool skip = scaler_->update(!std::isfinite(norm), progress_.step + 1);
+  // An fp16 overflow is the loss scaler's (it backs the scale off and skips); anything else non-finite or out of
+  // bounds is the bad-step policy's. Both read the norm every rank holds alike.
+  const bool overflow = scaler_->dynamic() && scaler_->update(!std::isfinite(norm), progress_.step + 1);
+  std::string bad = overflow ? "" : guard_->judge_grad_norm(norm / loss_scale);
+  const bool skip = overflow || !bad.empty();
   if (!skip) {
     optimizer_->step(updates + 1, lr, norm, loss_scale);
     allgather_params(*state_, zero_, grid_.dp());  // ZeRO: every rank's updated shard to every rank
@@ -219,7 +228,17 @@ StepStats Trainer::train_step() {
   s.wire_bytes = buckets_ ? wire.bytes : -1;  // this rank's (logged: world rank 0, DP rank 0 of stage 0)
   s.compression_ratio = wire.bytes > 0 ? wire.dense_fp32_bytes / wire.bytes : 0;
   s.residual_norm = wire.residual_norm;
+  if (bad.empty() && !overflow) bad = guard_->judge_loss(s.loss);  // the loss: known on every rank only now
+  s.bad = bad;
+  const BadStepAction act = guard_->settle(progress_.step + 1, bad, s.grad_norm, s.loss, !skip);  // may throw
   if (s.stop_requested) request_stop_locally();  // some rank was asked to stop: every rank stops at this step
+  if (act == BadStepAction::Rollback) {
+    progress_.samples_done += loader_->global_batch();  // the data go on past the bad step
+    s.rolled_back_to = checkpointer_->rollback(&progress_);
+    if (sparsity_) sparsity_->write_working();  // as after a resume: masters and masks loaded
+    scaler_->restore(progress_.scaler);
+    return s;
+  }
   progress_.step += 1;
   progress_.samples_done += loader_->global_batch();
   progress_.loss = s.loss;
@@ -241,6 +260,7 @@ double Trainer::validate() {
 void Trainer::save(const std::string& reason) {
   loader_->quiesce();  // no HDF5 read in flight while the checkpoint is written
   checkpointer_->save(progress_, reason);
+  guard_->on_checkpoint();
 }
 
 void Trainer::finish(const std::string& status) {
@@ -254,6 +274,8 @@ void Trainer::finish(const std::string& status) {
   in.checkpoint_dir = checkpointer_->dir();
   in.state_bytes = state_->bytes();
   in.skipped = progress_.skipped;
+  in.bad_steps = guard_->counts();
+  in.nonfinite_policy = guard_->policy();
   in.loss_scale = scaler_->scale();
   const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage);
   const StateLedger have = allocated_state_bytes(*state_);
@@ -277,11 +299,16 @@ int Trainer::run() {
   }
   while (progress_.step < steps) {
     test_fail_hook(grid_.world_rank(), progress_.step + 1);
+    const int attempted = progress_.step + 1;
     StepStats s = train_step();
-    const int step = progress_.step;
-    if (cfg_.data.val_every > 0 && step % cfg_.data.val_every == 0) s.val_loss = validate();
     history_.push_back(s);
-    report_->log_step(step, s);
+    if (s.rolled_back_to >= 0) {  // nothing of the bad step is kept: no validation, no checkpoint
+      report_->log_step(attempted, s);
+      continue;
+    }
+    const int step = progress_.step;
+    if (cfg_.data.val_every > 0 && step % cfg_.data.val_every == 0) history_.back().val_loss = validate();
+    report_->log_step(step, history_.back());
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
     if (step < steps && rebalancer_->after_step(int(history_.size()))) {

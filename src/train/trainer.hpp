@@ -8,6 +8,7 @@
 //   Optimizer       global norm, clipping, AdamW (over this rank's ZeRO shard: zero.hpp)
 //   Sparsity        2:4 masks and the masked working copy of the weights (sparsity.hpp; when configured)
 //   LossScaler      the dynamic loss scale and the skip decision on overflow
+//   StepGuard       bad steps (non-finite, beyond a bound, spikes): stop, skip or roll back
 //   Checkpointer    save and resume
 //   RunReport       the per-step line, metrics.jsonl and summary.json
 #include <functional>
@@ -28,6 +29,7 @@
 #include "src/train/rebalancer.hpp"
 #include "src/train/run_report.hpp"
 #include "src/train/sparsity.hpp"
+#include "src/train/step_guard.hpp"
 #include "src/train/step_stats.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
@@ -77,6 +79,7 @@ class Trainer {
   std::unique_ptr<Sparsity> sparsity_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<StepGuard> guard_;  // the bad-step policy (train.nonfinite)
   ZeroPlan zero_;
   // How the host reads device state (checkpoints, gathers); Copy only under GRIDTRAIN_TEST_HOST_MIRROR=copy.
   MirrorMode mirror_mode_ = host_mirror_mode_from_env();

@@ -1,0 +1,201 @@
+#include "src/comm/watchdog.hpp"
+
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace gt::watchdog {
+
+namespace {
+
+// What the main thread is blocked in. Written by the main thread only, read by the helper thread.
+std::atomic<unsigned long> g_seq{0};
+std::atomic<bool> g_in_op{false};
+std::atomic<const char*> g_what{nullptr};
+std::atomic<const Group*> g_group{nullptr};
+std::atomic<int64_t> g_since_ns{0};  // steady clock, when the current (or last) operation began
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double wall_s() {
+  timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+std::string fmt(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", s);
+  return b;
+}
+
+// One heartbeat: key=value fields separated by tabs (group descriptions hold spaces).
+std::map<std::string, std::string> parse(const std::string& line) {
+  std::map<std::string, std::string> kv;
+  std::stringstream ss(line);
+  std::string f;
+  while (std::getline(ss, f, '\t')) {
+    const size_t eq = f.find('=');
+    if (eq != std::string::npos) kv[f.substr(0, eq)] = f.substr(eq + 1);
+  }
+  return kv;
+}
+
+}  // namespace
+
+std::string Group::describe() const {
+  std::string s = name + " group (world ranks ";
+  for (size_t i = 0; i < world_ranks.size(); ++i) s += (i ? "," : "") + std::to_string(world_ranks[i]);
+  return s + ")";
+}
+
+void enter(const char* what, const Group* group) {
+  g_what.store(what, std::memory_order_relaxed);
+  g_group.store(group, std::memory_order_relaxed);
+  g_since_ns.store(steady_ns(), std::memory_order_relaxed);
+  g_seq.fetch_add(1, std::memory_order_relaxed);
+  g_in_op.store(true, std::memory_order_release);
+}
+
+void leave() {
+  g_since_ns.store(steady_ns(), std::memory_order_relaxed);  // from now on: time since the last operation
+  g_in_op.store(false, std::memory_order_release);
+}
+
+struct Watchdog::Impl {
+  double timeout_s, period_s;
+  std::string dir;
+  int rank;
+  std::string host;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::thread thread;
+
+  std::string path(int r) const { return dir + "/rank_" + std::to_string(r); }
+
+  void beat() {
+    const bool in = g_in_op.load(std::memory_order_acquire);
+    const char* what = g_what.load(std::memory_order_relaxed);
+    const Group* g = g_group.load(std::memory_order_relaxed);
+    const double for_s = 1e-9 * double(steady_ns() - g_since_ns.load(std::memory_order_relaxed));
+    std::ostringstream os;
+    os << "seq=" << g_seq.load(std::memory_order_relaxed) << "\tin_op=" << (in ? 1 : 0)
+       << "\top=" << (in && what ? what : "-") << "\tgroup=" << (in && g ? g->describe() : "-")
+       << "\tfor_s=" << fmt(for_s) << "\tpid=" << getpid() << "\thost=" << host << "\n";
+    const std::string tmp = path(rank) + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::trunc);
+      if (!f) return;  // the report will say this rank's heartbeat is missing
+      f << os.str();
+    }
+    std::rename(tmp.c_str(), path(rank).c_str());
+  }
+
+  // Where rank r is, as far as its heartbeat tells; *arrived: it waits in the same operation of the same group.
+  std::string where(int r, const char* what, const Group& g, bool* arrived) const {
+    *arrived = false;
+    struct stat st;
+    std::ifstream f(path(r));
+    std::string line;
+    if (::stat(path(r).c_str(), &st) != 0 || !std::getline(f, line))
+      return "rank " + std::to_string(r) + " (no heartbeat in " + dir + ": never started, or not on a shared file system)";
+    const double age = wall_s() - (double(st.st_mtim.tv_sec) + 1e-9 * double(st.st_mtim.tv_nsec));
+    std::map<std::string, std::string> kv = parse(line);
+    const std::string who = "rank " + std::to_string(r) + " (pid " + kv["pid"] + " on " + kv["host"];
+    if (age > 3 * period_s + 1) return who + ": no heartbeat for " + fmt(age) + " s: stopped, hung or dead)";
+    if (kv["in_op"] == "1" && kv["op"] == what && kv["group"] == g.describe()) {
+      *arrived = true;
+      return "";
+    }
+    if (kv["in_op"] == "1") return who + ": alive, in " + kv["op"] + " on the " + kv["group"] + " for " + kv["for_s"] + " s)";
+    return who + ": alive, computing or elsewhere, " + kv["for_s"] + " s since its last communication)";
+  }
+
+  void fire(double waited) {
+    const char* what = g_what.load(std::memory_order_relaxed);
+    const Group* g = g_group.load(std::memory_order_relaxed);
+    std::string missing;
+    if (g)
+      for (int r : g->world_ranks) {
+        if (r == rank) continue;
+        bool arrived = false;
+        const std::string w = where(r, what, *g, &arrived);
+        if (!arrived) missing += (missing.empty() ? "" : "; ") + w;
+      }
+    if (missing.empty()) missing = "none by their heartbeats (every rank of the group waits: a deadlock or a lost message)";
+    std::fprintf(stderr,
+                 "gridtrain: error: watchdog: rank %d has waited %.0f s in %s on the %s; not arrived: %s; aborting the "
+                 "job (train.watchdog_s = %g)\n",
+                 rank, waited, what ? what : "?", g ? g->describe().c_str() : "?", missing.c_str(), timeout_s);
+    std::fflush(stderr);
+    alarm(15);  // should the abort itself hang in the stuck library: SIGALRM's default action ends the process
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
+  void loop() {
+    double last_beat = -1e30;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, std::chrono::milliseconds(200));
+      if (stopping) break;
+      const double now = 1e-9 * double(steady_ns());
+      if (now - last_beat >= period_s) {
+        beat();
+        last_beat = now;
+      }
+      if (g_in_op.load(std::memory_order_acquire)) {
+        const double waited = now - 1e-9 * double(g_since_ns.load(std::memory_order_relaxed));
+        if (waited > timeout_s) {
+          beat();  // our own state is current for the others' reports
+          fire(waited);
+        }
+      }
+    }
+  }
+};
+
+Watchdog::Watchdog(double timeout_s, const std::string& heartbeat_dir, int world_rank) {
+  if (!(timeout_s > 0)) return;
+  impl_ = new Impl;
+  impl_->timeout_s = timeout_s;
+  impl_->period_s = std::clamp(timeout_s / 4, 0.25, 5.0);  // fresh enough that staleness means "not running"
+  impl_->dir = heartbeat_dir;
+  impl_->rank = world_rank;
+  char h[256] = {0};
+  gethostname(h, sizeof h - 1);
+  impl_->host = h;
+  if (!g_in_op.load()) g_since_ns.store(steady_ns());  // "since the last communication" starts now
+  ::mkdir(heartbeat_dir.c_str(), 0755);  // every rank: the directory may not be shared (then each has its own)
+  impl_->beat();
+  impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+Watchdog::~Watchdog() {
+  if (!impl_) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  impl_->thread.join();
+  std::remove(impl_->path(impl_->rank).c_str());
+  ::rmdir(impl_->dir.c_str());  // the last rank out removes the directory (the others fail: not empty)
+  delete impl_;
+}
+
+}  // namespace gt::watchdog
