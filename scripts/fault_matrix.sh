@@ -40,3 +40,23 @@ if unshare -m true 2>/dev/null; then
     printf '| disk full at 2nd save (tmpfs 8 MiB) | %d | %.1f | %s | %s | %s |\n' $n "$(echo "$(date +%s.%N) - $t0" | bc)" "$(cat "$w/code")" "$(cat "$w/kept")" "$(grep -m1 '^gridtrain: error' "$w/log" | cut -c1-110)" | tee -a "$out"
   done
 fi
+# Bad steps (train.nonfinite), the memory pre-check and the watchdog (cases 3, 5, 6, 12)
+for n in 1 2; do
+  row "loss explodes (model.init_std=1e30)" $n 'ls $w/b$n/checkpoints | grep step_ | tr "\n" " "' -- "${c[@]}" output.dir="$w/b$n" model.init_std=1e30 train.steps=6 checkpoint.every=1
+  export GRIDTRAIN_TEST_INF_RANK=$((n - 1)) GRIDTRAIN_TEST_INF_STEP=3 GRIDTRAIN_TEST_INF_NAN=1
+  row "NaN gradient at step 3, nonfinite=stop" $n 'cat $w/s$n/checkpoints/latest' -- "${c[@]}" output.dir="$w/s$n" train.steps=6 checkpoint.every=2
+  row "NaN gradient at step 3, nonfinite=skip" $n 'echo skipped $(grep -c bad_step $w/k$n/metrics.jsonl), final step $(tail -1 $w/k$n/metrics.jsonl | sed "s/.*\"step\": \([0-9]*\).*/\1/")' -- "${c[@]}" output.dir="$w/k$n" train.steps=6 train.nonfinite=skip
+  export GRIDTRAIN_TEST_INF_STEP=5
+  row "NaN gradient at step 5, nonfinite=rollback" $n 'grep -h "rolled back to" $w/log | head -1 | sed "s|.*/||" | cut -c1-40' -- "${c[@]}" output.dir="$w/rb$n" train.steps=8 checkpoint.every=2 train.nonfinite=rollback
+  unset GRIDTRAIN_TEST_INF_RANK GRIDTRAIN_TEST_INF_STEP GRIDTRAIN_TEST_INF_NAN
+  row "model cannot fit (train.micro_batch_size=200000)" $n 'echo no metrics: $(test -s $w/mb$n/metrics.jsonl && echo NO || echo yes)' -- "${c[@]}" output.dir="$w/mb$n" train.micro_batch_size=200000
+done
+( ulimit -v 1048576; row "model over ulimit -v 1 GiB (n_layer=300, tiny)" 1 'echo no metrics' -- train --config tiny model.n_layer=300 output.dir="$w/ul2" output.peak_gflops=1 )
+# the watchdog: one rank of 2 SIGSTOPped once training runs; the time is from the SIGSTOP to the job's end
+timeout -k 5 300 mpiexec -n 2 "$bin" "${c[@]}" output.dir="$w/wd" train.steps=100000000 train.watchdog_s=10 >"$w/log" 2>&1 &
+job=$!
+until [ -s "$w/wd/metrics.jsonl" ] && [ -s "$w/wd/heartbeat/rank_1" ]; do sleep 0.2; done
+pid=$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$w/wd/heartbeat/rank_1")
+t0=$(date +%s.%N); kill -STOP "$pid"; wait $job; code=$?
+printf '| rank 1 of 2 SIGSTOPped (train.watchdog_s=10) | 2 | %.1f after the stop | %d | the last checkpoint (none here: no checkpoint.every) | %s |\n' "$(echo "$(date +%s.%N) - $t0" | bc)" $code "$(grep -m1 '^gridtrain: error' "$w/log" | sed "s|$w|W|g" | cut -c1-160)" | tee -a "$out"
+kill -CONT "$pid" 2>/dev/null
