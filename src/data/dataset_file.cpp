@@ -1,10 +1,13 @@
 #include "src/data/dataset_file.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "src/core/error.hpp"
 #include "src/data/dataset_format.hpp"
+#include "src/data/hash.hpp"
 
 namespace gt {
 
@@ -85,7 +88,39 @@ DatasetFile::DatasetFile(const std::string& path) {
     if (attr_docs != len)
       throw Error(path + ": /" + split + "/doc_offsets holds " + std::to_string(len) + " entries but attribute " +
                   split + "_documents says " + std::to_string(attr_docs));
+    const int64_t chunks = (info_.tokens[s] + kTokenChunk - 1) / kTokenChunk;
+    if (io::has_link(root, split + "/token_checksums")) {
+      io::H5Handle d = open_1d(root, split + "/token_checksums", path, &len, &sgn, &bytes);
+      if (sgn || bytes != 8 || len != chunks)
+        throw Error(path + ": /" + split + "/token_checksums must hold " + std::to_string(chunks) +
+                    " uint64 values (one per " + std::to_string(kTokenChunk) + " tokens), it holds " + std::to_string(len));
+      chunk_sums_[s].resize(size_t(chunks));
+      if (chunks > 0 &&
+          H5Dread(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, chunk_sums_[s].data()) < 0)
+        throw Error(path + ": cannot read /" + split + "/token_checksums");
+      verified_[s].assign(size_t(chunks), false);
+    } else if (s == 0) {
+      // Once per process: every file opened before checksums existed says so, then loads as before.
+      static bool warned = false;
+      if (!warned)
+        std::fprintf(stderr, "gridtrain: warning: %s has no token checksums (written before they existed): damage to "
+                     "its tokens cannot be detected; `gridtrain prepare` writes them\n", path.c_str());
+      warned = true;
+    }
   }
+}
+
+void DatasetFile::verify_chunk(int k, int64_t c) {
+  const int64_t first = c * kTokenChunk, n = std::min(kTokenChunk, info_.tokens[k] - first);
+  std::vector<int32_t> buf(static_cast<size_t>(n));
+  read_raw(k, first, n, buf.data(), false);  // the checksum first: damage is named as such, not as a bad id
+  uint64_t h = kFnvOffset;
+  for (int32_t t : buf) h = fnv1a64(&t, sizeof t, h);
+  if (h != chunk_sums_[k][size_t(c)])
+    throw Error(info_.path + ": /" + (k == 0 ? "train" : "val") + "/tokens chunk " + std::to_string(c) + " (tokens " +
+                std::to_string(first) + "-" + std::to_string(first + n - 1) +
+                ") does not match its checksum: the file is damaged (write it again with gridtrain prepare)");
+  verified_[k][size_t(c)] = true;
 }
 
 void DatasetFile::read_tokens(Split s, int64_t start, int64_t count, int32_t* out) {
@@ -94,6 +129,14 @@ void DatasetFile::read_tokens(Split s, int64_t start, int64_t count, int32_t* ou
     throw Error(info_.path + ": token range [" + std::to_string(start) + ", " + std::to_string(start + count) +
                 ") is outside the " + split_name(s) + " split (" + std::to_string(info_.tokens[k]) + " tokens)");
   if (count == 0) return;
+  if (!chunk_sums_[k].empty())
+    for (int64_t c = start / kTokenChunk; c <= (start + count - 1) / kTokenChunk; ++c)
+      if (!verified_[k][size_t(c)]) verify_chunk(k, c);
+  read_raw(k, start, count, out, true);
+}
+
+void DatasetFile::read_raw(int k, int64_t start, int64_t count, int32_t* out, bool check_vocab) {
+  const Split s = k == 0 ? Split::Train : Split::Val;
   io::H5Quiet quiet;
   const hsize_t st[1] = {hsize_t(start)}, cnt[1] = {hsize_t(count)};
   io::H5Handle fspace(H5Dget_space(tokens_[k].get()));
@@ -113,6 +156,7 @@ void DatasetFile::read_tokens(Split s, int64_t start, int64_t count, int32_t* ou
     const uint16_t* p = reinterpret_cast<const uint16_t*>(out);
     for (int64_t i = count; i-- > 0;) out[i] = int32_t(p[i]);
   }
+  if (!check_vocab) return;
   for (int64_t i = 0; i < count; ++i) bad |= uint32_t(out[i]) >= vocab;
   if (bad) throw Error(info_.path + ": token id >= vocab_size in /" + split_name(s) + "/tokens (corrupt file?)");
 }

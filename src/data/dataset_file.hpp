@@ -29,14 +29,22 @@ class DatasetFile {
   const DatasetInfo& info() const { return info_; }
   int64_t tokens(Split s) const { return info_.tokens[s == Split::Train ? 0 : 1]; }
   int64_t documents(Split s) const { return info_.documents[s == Split::Train ? 0 : 1]; }
-  // out: count tokens [start, start + count) of the split's token stream.
+  // out: count tokens [start, start + count) of the split's token stream. Each chunk of kTokenChunk tokens is
+  // checked against its stored checksum the first time a read touches it (a one-line error naming file and chunk).
   void read_tokens(Split s, int64_t start, int64_t count, int32_t* out);
   // out: count document offsets [start, start + count).
   void read_doc_offsets(Split s, int64_t start, int64_t count, int64_t* out);
 
  private:
+  // Tokens as stored, widened to int32; check_vocab: refuse ids >= vocab_size.
+  void read_raw(int k, int64_t start, int64_t count, int32_t* out, bool check_vocab);
+  void verify_chunk(int k, int64_t chunk);
+
   DatasetInfo info_;
   io::H5Handle file_, tokens_[2], offsets_[2];
+  // FNV-1a 64 of each kTokenChunk tokens (empty: a dataset written before checksums) and which chunks passed
+  std::vector<uint64_t> chunk_sums_[2];
+  std::vector<bool> verified_[2];
 };
 
 }  // namespace gt

@@ -2,6 +2,8 @@
 // The HDF5 token dataset (docs/data.md has the full description):
 //   /train/tokens       1-D, uint8 | uint16 | uint32 (the smallest that holds vocab_size), chunked, extendible
 //   /train/doc_offsets  1-D int64: start of each document in tokens (every document ends with eot_id)
+//   /train/token_checksums  1-D uint64: FNV-1a 64 of each kTokenChunk tokens taken as little-endian int32 (the
+//                       last chunk may be partial); absent in files written before it (they load with a warning)
 //   /val/...            the same for the validation split
 //   root attributes     gridtrain_kind = "dataset", format_version, tokenizer, vocab_size, eot_id,
 //                       train_tokens, val_tokens, train_documents, val_documents,

@@ -87,6 +87,14 @@ void DatasetWriter::add_source(const std::string& file, int64_t bytes, uint64_t 
 
 void DatasetWriter::flush_tokens(Part& p) {
   io::H5Quiet quiet;
+  for (int32_t t : p.buf) {  // per-chunk checksums (dataset_format.hpp), verified by DatasetFile as chunks are read
+    if (p.in_chunk == 0) p.chunk_hash = kFnvOffset;
+    p.chunk_hash = fnv1a64(&t, sizeof t, p.chunk_hash);
+    if (++p.in_chunk == kTokenChunk) {
+      p.chunk_sums.push_back(p.chunk_hash);
+      p.in_chunk = 0;
+    }
+  }
   // narrow to the stored width here, so that HDF5 does no type conversion
   if (token_bytes_ == 1) {
     std::vector<uint8_t> v(p.buf.begin(), p.buf.end());
@@ -118,6 +126,18 @@ void DatasetWriter::write_attributes() {
   for (Split s : {Split::Train, Split::Val}) {
     io::write_attr_int(root, std::string(split_name(s)) + "_tokens", part(s).written);
     io::write_attr_int(root, std::string(split_name(s)) + "_documents", part(s).docs_written);
+  }
+  for (Split s : {Split::Train, Split::Val}) {
+    Part& p = part(s);
+    if (p.in_chunk > 0) p.chunk_sums.push_back(p.chunk_hash);  // the last, partial chunk
+    p.in_chunk = 0;
+    const hsize_t n[1] = {p.chunk_sums.size()};
+    io::H5Handle space(H5Screate_simple(1, n, nullptr));
+    io::H5Handle d(H5Dcreate2(p.group.get(), "token_checksums", H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                              H5P_DEFAULT));
+    if (!d.valid() || (n[0] > 0 && H5Dwrite(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                            p.chunk_sums.data()) < 0))
+      throw Error(std::string("cannot write /") + split_name(s) + "/token_checksums (disk full?)");
   }
   io::write_attr_strings(root, "source_files", src_files_);
   io::write_attr_i64s(root, "source_bytes", src_bytes_);

@@ -31,6 +31,10 @@ class DatasetWriter {
     std::vector<int32_t> buf;        // tokens not yet written
     std::vector<int64_t> offsets;    // document starts not yet written
     int64_t written = 0, docs_written = 0;
+    // FNV-1a 64 of each kTokenChunk tokens (as little-endian int32, whatever the stored width), in order
+    std::vector<uint64_t> chunk_sums;
+    uint64_t chunk_hash = 0;
+    int64_t in_chunk = 0;
   };
   Part& part(Split s) { return parts_[s == Split::Train ? 0 : 1]; }
   const Part& part(Split s) const { return parts_[s == Split::Train ? 0 : 1]; }
