@@ -97,6 +97,7 @@ std::vector<Field> schema(Config& c) {
       {"compress.error_feedback", Kind::Bool, &c.compress.error_feedback},
       {"compress.warmup_steps", Kind::Int, &c.compress.warmup_steps},
       {"compress.select", Kind::String, &c.compress.select, {"sampled", "exact"}},
+      {"compress.local_clip", Kind::Double, &c.compress.local_clip},
       {"compress.transport", Kind::String, &c.compress.transport, {"auto", "allgather", "shared_index"}},
       {"sparsity.pattern", Kind::String, &c.sparsity.pattern, {"none", "2:4"}},
       {"sparsity.recipe", Kind::String, &c.sparsity.recipe, {"srste", "asp"}},
@@ -369,6 +370,7 @@ void Config::validate() const {
   if (!(compress.density > 0 && compress.density <= 1))
     throw Error("config key 'compress.density' must be in (0, 1], got " + std::to_string(compress.density));
   nonneg("compress.warmup_steps", compress.warmup_steps);
+  nonneg("compress.local_clip", compress.local_clip);
   nonneg("sparsity.asp_step", sparsity.asp_step);
   nonneg("sparsity.srste_decay", sparsity.srste_decay);
   // 2:4 groups run along each linear layer's input dimension, which TP splits for attn.proj and mlp.proj:

@@ -117,6 +117,7 @@ struct CompressConfig {
   bool error_feedback = true;         // top-k: keep what was not sent for the next step (false: forget it)
   int warmup_steps = 0;               // top-k: DGC's density warm-up from 25% to `density` over these steps
   std::string select = "sampled";     // top-k: "exact" (nth_element) or "sampled" (DGC's threshold)
+  double local_clip = 0;              // top-k: clip each rank's local gradient to this L2 norm before error feedback (0: off)
   std::string transport = "auto";     // top-k: "auto" (fewer bytes of dense / all-gather), "allgather", "shared_index"
 };
 

@@ -41,6 +41,7 @@ struct Checkpointer::HostState {
   HostState(TrainState& s, MirrorMode mode) {
     std::vector<std::string> names = {s.has_buffer("master") ? "master" : "params", "adam_m", "adam_v"};
     if (s.has_buffer("sparse_mask")) names.push_back("sparse_mask");
+    if (s.has_buffer("ef_residual")) names.push_back("ef_residual");
     for (const std::string& n : names)
       mirrors.try_emplace(n == "params" ? "master" : n, s.data<float>(n), s.buffer(n).extent.size(), mode);
   }
@@ -96,6 +97,21 @@ std::vector<TensorShard> Checkpointer::shards(HostState& h) {
   return out;
 }
 
+// Top-k's error-feedback residuals (compress.method = topk) are per rank, not a model tensor: one dataset of
+// [world size, the largest layout over ranks], row = world rank, each rank writing its own row. Collective.
+TensorShard Checkpointer::residual_shard(HostState& h) {
+  double n = double(state_.layout().size()), n_max = n;
+  grid_.world().allreduce(&n_max, 1, DType::F64, ReduceOp::Max);
+  TensorShard t;
+  t.name = "ef_residual";
+  t.global_shape = {grid_.world_size(), int64_t(n_max)};
+  t.start = {grid_.world_rank(), 0};
+  t.count = {1, int64_t(n)};
+  t.data = h["ef_residual"];
+  t.writer = true;
+  return t;
+}
+
 CheckpointMeta Checkpointer::meta(const TrainProgress& p) const {
   const TrainConfig& t = cfg_.train;
   CheckpointMeta meta;
@@ -134,7 +150,13 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
   const double t0 = MPI_Wtime();
   HostState h(state_, mirror_);
   h.pull();
-  std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, shards(h), meta(p));
+  std::vector<TensorShard> s = shards(h);
+  CheckpointMeta m = meta(p);
+  if (state_.has_buffer("ef_residual")) {
+    s.push_back(residual_shard(h));
+    m.ints["ef_residual"] = 1;
+  }
+  std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, s, m);
   last_saved_step_ = p.step;
   if (grid_.world_rank() == 0)
     std::printf("gridtrain: checkpoint %s (%s, %.2f s)\n", path.c_str(), reason.c_str(), MPI_Wtime() - t0);
@@ -145,6 +167,7 @@ CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::ve
   CheckpointMeta meta = read_checkpoint_meta(grid_.world_mpi(), path);
   check_checkpoint_meta(path, meta, req);  // the same text on every rank: they read the same file
   load_checkpoint(grid_.world_mpi(), path, s, meta);
+  if (state_.has_buffer("ef_residual")) resume_residuals(path, meta, h);
   h.push();
   // Each rank read its shard; the parameters it computes with are the whole layout (ZeRO 1 and 2). A separate
   // fp32 master (sparsity, lower precisions) is refreshed into the working copy by its owner's resume path.
@@ -208,6 +231,26 @@ bool Checkpointer::resume(TrainProgress* p) {
     std::printf("gridtrain: resumed from %s at step %d (written on tp=%lld pp=%lld dp=%lld)\n", path.c_str(), p->step,
                 (long long)meta.ints["grid.tp"], (long long)meta.ints["grid.pp"], (long long)meta.ints["grid.dp"]);
   return true;
+}
+
+void Checkpointer::resume_residuals(const std::string& path, CheckpointMeta& meta, HostState& h) {
+  const GridShape& g = grid_.shape();
+  const bool has = meta.ints.count("ef_residual") > 0;
+  const bool same = meta.ints["grid.tp"] == g.tp && meta.ints["grid.pp"] == g.pp && meta.ints["grid.dp"] == g.dp;
+  if (has && same) {  // the same ranks hold the same residuals: the run continues bit for bit
+    std::vector<TensorShard> r = {residual_shard(h)};
+    load_checkpoint(grid_.world_mpi(), path, r, meta);
+    return;
+  }
+  // Another layout splits the gradient differently over ranks and buckets: the residuals (already zero) start
+  // afresh, as 1-bit Adam does when it resumes on another layout.
+  if (grid_.world_rank() == 0)
+    std::fprintf(stderr, "gridtrain: warning: %s; the error-feedback residuals start at zero, so the run is no "
+                 "longer the same as the uninterrupted one\n",
+                 has ? ("the checkpoint was written on tp=" + std::to_string(meta.ints["grid.tp"]) + " pp=" +
+                        std::to_string(meta.ints["grid.pp"]) + " dp=" + std::to_string(meta.ints["grid.dp"]) +
+                        " and residuals are per rank of that layout").c_str()
+                     : "the checkpoint holds no error-feedback residuals (written without compress.method = topk)");
 }
 
 }  // namespace gt

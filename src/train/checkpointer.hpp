@@ -51,6 +51,8 @@ class Checkpointer {
   // mirrors of the state's device buffers (of the shard a sharded buffer holds).
   struct HostState;
   std::vector<TensorShard> shards(HostState& h);
+  TensorShard residual_shard(HostState& h);
+  void resume_residuals(const std::string& path, CheckpointMeta& meta, HostState& h);
   CheckpointMeta meta(const TrainProgress& p) const;
   CheckpointMeta load(const std::string& path, HostState& h, std::vector<TensorShard>& s,
                       const CheckpointRequirements& req, TrainProgress* p);

@@ -46,7 +46,8 @@ RequestPtr GradBuckets::launch(const Bucket& b, Comm& dp, float* grads) {
                               shard_counts(*scatter_layout_, Range{b.begin, b.end}), DType::F32, ReduceOp::Sum);
 }
 
-void GradBuckets::begin_step(long step) {
+void GradBuckets::begin_step(long step, double loss_scale) {
+  loss_scale_ = loss_scale;
   reqs_.clear();
   next_ = 0;
   step_ = step;
@@ -93,6 +94,17 @@ void GradBuckets::finish_compressed(Comm& dp, float* grads) {
   compress::TopkOptions o = compression_.topk;
   o.density = compress::warmup_density(step_, compression_.warmup_steps, compression_.density);
   o.leader = int(step_ % dp.size());  // the shared-index transport's leader rotates, as in ScaleCom
+  if (compression_.local_clip > 0) {  // before accumulation: a spike is clipped, not stored in the residual
+    double sumsq = 0;
+    for (const Bucket& k : buckets_)
+      for (size_t i = k.begin; i < k.end; ++i) sumsq += double(grads[i]) * grads[i];
+    const double limit = compression_.local_clip * loss_scale_, norm = std::sqrt(sumsq);
+    if (norm > limit) {  // a non-finite norm is left alone: the step is skipped on every rank anyway
+      const float s = float(limit / norm);
+      for (const Bucket& k : buckets_)
+        for (size_t i = k.begin; i < k.end; ++i) grads[i] *= s;
+    }
+  }
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const Bucket& k = buckets_[b];
     const size_t n = k.end - k.begin;

@@ -28,6 +28,9 @@ class GradBuckets {
     double density = 0.04;
     int warmup_steps = 0;
     float* residual = nullptr;
+    // DGC's local clipping: this rank's gradient (all its buckets, before error feedback) scaled down to at
+    // most this L2 norm (times the loss scale of begin_step); 0: off.
+    double local_clip = 0;
   };
   void set_compression(const Compression& c) { compression_ = c; compress_ = true; }
   // compress.method = bf16 | fp16 (or parallel.grad_reduce_dtype = bf16): each bucket rounded to `t` into
@@ -50,7 +53,7 @@ class GradBuckets {
   WireStats wire_stats(int ranks) const;
 
   // Start of the last micro-batch's backward of step `step` (counted from 0).
-  void begin_step(long step = 0);
+  void begin_step(long step = 0, double loss_scale = 1);
   // Backward finished unit u (units complete from the highest down): launch every bucket now complete and
   // give the ones in flight a chance to progress.
   void unit_done(int unit, Comm& dp, float* grads);
@@ -75,6 +78,7 @@ class GradBuckets {
   Compression compression_;
   CompressStats stats_;
   long step_ = 0;
+  double loss_scale_ = 1;
   const TensorLayout* scatter_layout_ = nullptr;  // ZeRO-2 when set
   Range shard_;
   float* shard_grads_ = nullptr;

@@ -115,9 +115,10 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     c.warmup_steps = cfg_.compress.warmup_steps;
     c.topk.error_feedback = cfg_.compress.error_feedback;
     c.topk.select = cfg_.compress.select == "exact" ? compress::Select::Exact : compress::Select::Sampled;
+    c.local_clip = cfg_.compress.local_clip;
     c.topk.force = cfg_.compress.transport != "auto";
     c.topk.forced = cfg_.compress.transport == "shared_index" ? compress::Transport::Shared : compress::Transport::AllGather;
-    // per DP rank, not in checkpoints yet: a resumed run starts its residuals at zero
+    // per rank; in checkpoints, resumed on the same layout only (Checkpointer::resume_residuals)
     c.residual = state_->data<float>(state_->add_buffer("ef_residual", DType::F32).name);
     buckets_->set_compression(c);
   }
@@ -168,7 +169,7 @@ StepStats Trainer::train_step() {
   double loss_sum = 0;
   std::function<void(int)> on_unit;
   if (buckets_) {
-    buckets_->begin_step(progress_.step);
+    buckets_->begin_step(progress_.step, loss_scale);
     on_unit = [this](int u) { buckets_->unit_done(u, grid_.dp(), state_->grads()); };
   }
   pipeline_->train_step(progress_.samples_done, loss_scale, &loss_sum, on_unit);

@@ -11,6 +11,11 @@
 #     (P-1) * 8 * ceil(0.04 n) per bucket (ratio just under 12.5); the residual norm is reported for top-k only;
 #   - compress.transport=shared_index sends the same bytes as all-gather at P = 2 but another sum (the leader's
 #     indices): its losses differ from the all-gather run's;
+#   - residuals in checkpoints: the 4% run stopped at step 30 and resumed on the same layout continues bit for bit
+#     (with the residuals zeroed it would not: they hold 96% of the gradient's entries); resumed at dp=4 (the same
+#     global batch) it warns that the residuals start at zero and finishes;
+#   - compress.local_clip: far above every local norm (1e9) it changes nothing (bit for bit the 4% run); at 0.05,
+#     below the local norms, the losses differ;
 #   - a bad compress key is a one-line error naming the key.
 #   test_compress_train.sh GRIDTRAIN MPIEXEC
 set -u
@@ -67,5 +72,17 @@ if not nl >= el + GAP:
 sys.exit(0 if ok else 1)
 PY
 
+run clip_high compress.method=topk compress.density=0.04 compress.local_clip=1e9
+run clip_low compress.method=topk compress.density=0.04 compress.local_clip=0.05
+[[ "$(losses clip_high)" == "$(losses ef)" ]] || fail "compress.local_clip=1e9 changed the run"
+[[ "$(losses clip_low)" != "$(losses ef)" ]] || fail "compress.local_clip=0.05 did not change the run"
+ck=(compress.method=topk compress.density=0.04 compress.error_feedback=true checkpoint.dir="$work/ck")
+"$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/ck_first" "${ck[@]}" train.max_steps_per_run=30 \
+  >"$work/ck_first.log" 2>&1; [[ $? == 75 ]] || fail "the sliced run did not stop at step 30: $(tail -2 "$work/ck_first.log")"
+run ck_same "${ck[@]}" checkpoint.resume=auto
+[[ "$(losses ck_same)" == "$(losses ef | tail -n 30)" ]] || fail "resume with residuals on the same layout is not bitwise"
+"$mpiexec" -n 4 "$bin" "${common[@]}" output.dir="$work/ck_four" "${ck[@]}" checkpoint.resume=auto parallel.dp=4 \
+  train.micro_batch_size=4 >"$work/ck_four.log" 2>&1 || fail "resume on dp=4 failed: $(tail -2 "$work/ck_four.log")"
+grep -q "error-feedback residuals start at zero" "$work/ck_four.log" || fail "no warning on another layout"
 bad_run 2 "compress.density=0" compress.density compress.density=0
 echo "ok"
