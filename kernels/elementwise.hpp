@@ -58,25 +58,32 @@ void copy(T* dst, const T* src, long N) {
 // partial sums), then the block sums are combined by parallel_reduce, whose order is fixed for a given
 // backend and size (sequential on Serial): two runs give the same bits.
 constexpr long kSumBlock = 4096;
+namespace detail {
+// sum of x[i]^2 over i0 <= i < i1 in double: kLanes partial sums in a fixed order, then combined.
+template <class T>
+KOKKOS_INLINE_FUNCTION double block_sum_squares(const T* x, long i0, long i1) {
+  double lane[kLanes] = {};
+  long i = i0;
+  for (; i + kLanes <= i1; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const double v = static_cast<double>(x[i + k]);
+      lane[k] += v * v;
+    }
+  for (int k = 0; i + k < i1; ++k) {
+    const double v = static_cast<double>(x[i + k]);
+    lane[k] += v * v;
+  }
+  return combine_sum(lane);
+}
+}  // namespace detail
+
 template <class T>
 double sum_squares(const T* x, long N) {
   const long nblk = (N + kSumBlock - 1) / kSumBlock;
   double total = 0.0;
   Kokkos::parallel_reduce("sum_squares", range(0, nblk), KOKKOS_LAMBDA(long blk, double& acc) {
     const long i0 = blk * kSumBlock;
-    const long i1 = i0 + kSumBlock < N ? i0 + kSumBlock : N;
-    double lane[kLanes] = {};
-    long i = i0;
-    for (; i + kLanes <= i1; i += kLanes)
-      for (int k = 0; k < kLanes; ++k) {
-        const double v = static_cast<double>(x[i + k]);
-        lane[k] += v * v;
-      }
-    for (int k = 0; i + k < i1; ++k) {
-      const double v = static_cast<double>(x[i + k]);
-      lane[k] += v * v;
-    }
-    acc += detail::combine_sum(lane);
+    acc += detail::block_sum_squares(x, i0, i0 + kSumBlock < N ? i0 + kSumBlock : N);
   }, total);
   return total;
 }

@@ -3,6 +3,7 @@
 // the model-parallel group, and under ZeRO over the DP shards too), clipping, and AdamW on the fp32 master
 // parameters with the TrainState's moments, over the elements this rank updates (all of them, or its ZeRO
 // shard: src/train/zero.hpp).
+#include "kernels/adamw_flat.hpp"
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/train/train_state.hpp"
@@ -28,6 +29,9 @@ class Optimizer {
   Grid& grid_;
   TrainState& state_;
   ZeroPlan plan_;
+  // The element ranges of the two fused passes, made once (kernels/adamw_flat.hpp): the owned tensors within this
+  // rank's shard (the norm), and every tensor within it with its weight decay (AdamW).
+  PieceView norm_pieces_, adam_pieces_;
 };
 
 }  // namespace gt

@@ -1,5 +1,6 @@
 // Instantiates every kernel template for float and double so that check.sh compiles all kernel bodies for
 // the device (sm_90) through the mock Kokkos layer. Compile-only: nothing here runs.
+#include "kernels/adamw_flat.hpp"
 #include "kernels/kernels.hpp"
 template void gt::embedding_forward<float>(float*, const int32_t*, const float*, const float*, int,int,int,int,int);
 template void gt::embedding_backward<float>(float*, float*, const float*, const int32_t*, int,int,int,int,int);
@@ -17,6 +18,9 @@ template void gt::scale_inplace<float>(float*, long, float);
 template void gt::fill<float>(float*, long, float);
 template void gt::copy<float>(float*, const float*, long);
 template double gt::sum_squares<float>(const float*, long);
+template double gt::sum_squares_pieces<float>(const float*, long, const gt::PieceView&);
+template void gt::adamw_pieces<float>(float*, long, const float*, long, float*, float*, long, const gt::PieceView&, float,
+                                      float, float, float, int, float);
 template void gt::ce_row_max<float>(float*, const float*, int, int);
 template void gt::ce_row_sumexp<float>(float*, float*, const float*, const float*, const int32_t*, int, int, int);
 template void gt::ce_loss<float>(float*, const float*, const float*, const float*, int);
