@@ -1,5 +1,7 @@
 #include "src/train/run_report.hpp"
 
+#include "kernels/device_peak.hpp"
+#include "kernels/kokkos_compat.hpp"
 #include "kernels/peak_flops.hpp"
 
 #include <algorithm>
@@ -32,7 +34,11 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
   // measured; output.peak_gflops overrides). The sgemm-relative figure (how close to the GEMM library's own rate
   // the step runs) stays as a second, named number, measured through the GEMM backend the run uses.
   double peaks[2] = {cfg.output.peak_gflops, measure_sgemm_gflops(1536, 3)};
-  if (peaks[0] <= 0) peaks[0] = measure_peak_flops().fp32_gflops;
+  // GPU builds: the device's datasheet peak for the precision the GEMMs run in (fp32: plain FP32 FMA, cuBLAS
+  // SGEMM without TF32; bf16/fp16: dense tensor-core rate), kernels/device_peak.cpp. A device missing from the
+  // table falls back to the measured sgemm rate (the start line names the peak it used).
+  if (peaks[0] <= 0 && !exec_on_host) peaks[0] = 1e3 * device_peak_tflops(device_name(), cfg.train.precision);
+  if (peaks[0] <= 0 && exec_on_host) peaks[0] = measure_peak_flops().fp32_gflops;
   if (peaks[0] <= 0) peaks[0] = peaks[1];  // no FMA loop for this CPU: fall back to the sgemm rate
   grid_.world().allreduce(peaks, 2, DType::F64, ReduceOp::Min);
   peak_gflops_ = peaks[0];
