@@ -48,8 +48,12 @@ void check_memory_fits(const Config& cfg, Grid& grid) {
   l.zero = cfg.parallel.zero;
   l.precision = plan::parse_precision(cfg.train.precision);
   l.gpipe = cfg.parallel.schedule == "gpipe";
-  const plan::MemoryBreakdown b =
-      plan::stage_memory(plan::ModelShape::from(cfg.model), l, plan::Framework::Gridtrain, grid.pp_rank());
+  plan::MemoryBreakdown b;
+  try {
+    b = plan::stage_memory(plan::ModelShape::from(cfg.model), l, plan::Framework::Gridtrain, grid.pp_rank());
+  } catch (const Error&) {
+    return;  // a layout the planner cannot split (n_layer < pp): the trainer names the problem in its own words
+  }
   const double mine = b.total();
 
   // The ranks of this node share its memory.
