@@ -6,6 +6,9 @@
 // taken in row blocks of kAttRowBlock so that a block only multiplies against the keys it can see: the
 // GEMMs skip most of the masked upper triangle (T=256: 62% of the full work instead of 100%). No fences between
 // the GEMMs and the softmax kernels: all of them run in order on one stream (kernels/device_stream.hpp).
+// Storage type T for qkv, the probabilities and the outputs; with a 16-bit T the GEMMs take T inputs and
+// accumulate in fp32 (kernels/gemm.hpp) and the softmax computes in fp32 (A = acc_t<T>), each stored value
+// rounded once.
 #include <cmath>
 
 #include "kernels/fastmath.hpp"
@@ -20,27 +23,28 @@ constexpr int kAttRowBlock = 64;
 // keys 0..t, and every entry above the diagonal (to the end of the row) is set to 0.
 template <class T>
 void causal_softmax_rows(T* S, int r0, int r1, int T_) {
+  using A = acc_t<T>;
   if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
     Kokkos::parallel_for("attention_softmax", row_teams(r1 - r0), KOKKOS_LAMBDA(const RowTeam& tm) {
       const long t = r0 + tm.league_rank();
       T* row = S + t * T_;
       const int n = static_cast<int>(t) + 1;
-      T m = row[0], sum = 0;
-      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, T& a) { a = row[j] > a ? row[j] : a; },
-                              Kokkos::Max<T>(m));
-      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, T& a) { a += kexp(row[j] - m); }, sum);
-      const T inv = T(1) / sum;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, T_), [&](int j) { row[j] = j < n ? kexp(row[j] - m) * inv : T(0); });
+      A m = row[0], sum = 0;
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, A& a) { a = A(row[j]) > a ? A(row[j]) : a; },
+                              Kokkos::Max<A>(m));
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, A& a) { a += kexp(row[j] - m); }, sum);
+      const A inv = A(1) / sum;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, T_), [&](int j) { row[j] = T(j < n ? kexp(row[j] - m) * inv : A(0)); });
     });
     return;
   }
   Kokkos::parallel_for("attention_softmax", range(r0, r1), KOKKOS_LAMBDA(long t) {
     T* row = S + t * T_;
     const int n = static_cast<int>(t) + 1;
-    const T m = lanes_max(row, n);
-    for (int j = 0; j < n; ++j) row[j] = kexp(row[j] - m);
-    const T inv = T(1) / lanes_sum(row, n);
-    for (int j = 0; j < n; ++j) row[j] *= inv;
+    const A m = lanes_max(row, n);
+    for (int j = 0; j < n; ++j) row[j] = T(kexp(row[j] - m));
+    const A inv = A(1) / lanes_sum(row, n);
+    for (int j = 0; j < n; ++j) row[j] = T(row[j] * inv);
     for (int j = n; j < T_; ++j) row[j] = T(0);
   });
 }
@@ -49,15 +53,16 @@ void causal_softmax_rows(T* S, int r0, int r1, int T_) {
 // 0..t and 0 above the diagonal (softmax backward; the 1/sqrt(hd) is applied by the following GEMMs).
 template <class T>
 void causal_softmax_backward_rows(T* dS, const T* P, int r0, int r1, int T_) {
+  using A = acc_t<T>;
   if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
     Kokkos::parallel_for("attention_softmax_backward", row_teams(r1 - r0), KOKKOS_LAMBDA(const RowTeam& tm) {
       const long t = r0 + tm.league_rank();
       T* d = dS + t * T_;
       const T* p = P + t * T_;
       const int n = static_cast<int>(t) + 1;
-      T dot = 0;
-      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, T& a) { a += p[j] * d[j]; }, dot);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, T_), [&](int j) { d[j] = j < n ? p[j] * (d[j] - dot) : T(0); });
+      A dot = 0;
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, n), [&](int j, A& a) { a += A(p[j]) * A(d[j]); }, dot);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, T_), [&](int j) { d[j] = T(j < n ? p[j] * (d[j] - dot) : A(0)); });
     });
     return;
   }
@@ -65,8 +70,8 @@ void causal_softmax_backward_rows(T* dS, const T* P, int r0, int r1, int T_) {
     T* d = dS + t * T_;
     const T* p = P + t * T_;
     const int n = static_cast<int>(t) + 1;
-    const T dot = lanes_dot(p, d, n);
-    for (int j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot);
+    const A dot = lanes_dot(p, d, n);
+    for (int j = 0; j < n; ++j) d[j] = T(p[j] * (d[j] - dot));
     for (int j = n; j < T_; ++j) d[j] = T(0);
   });
 }
@@ -76,7 +81,8 @@ template <class T>
 void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int NH, int hd) {
   const int Cl = NH * hd;
   const int ld = 3 * Cl;
-  const T scale = T(1) / T(std::sqrt(double(hd)));
+  using A = acc_t<T>;
+  const A scale = A(1) / A(std::sqrt(double(hd)));
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h) {
       const T* Q = qkv + static_cast<long>(b) * T_ * ld + h * hd;
@@ -87,11 +93,11 @@ void attention_forward(T* out, T* att, const T* qkv, int B, int T_, int NH, int 
       for (int r0 = 0; r0 < T_; r0 += kAttRowBlock) {
         const int r1 = r0 + kAttRowBlock < T_ ? r0 + kAttRowBlock : T_;
         // S[r0:r1, 0:r1] = scale * Q[r0:r1] K[0:r1]^T
-        gemm(Op::N, Op::T, r1 - r0, r1, hd, scale, Q + static_cast<long>(r0) * ld, ld, K, ld, T(0),
+        gemm(Op::N, Op::T, r1 - r0, r1, hd, scale, Q + static_cast<long>(r0) * ld, ld, K, ld, A(0),
              P + static_cast<long>(r0) * T_, T_);
         causal_softmax_rows(P, r0, r1, T_);
         // O[r0:r1] = P[r0:r1, 0:r1] V[0:r1]
-        gemm(Op::N, Op::N, r1 - r0, hd, r1, T(1), P + static_cast<long>(r0) * T_, T_, V, ld, T(0),
+        gemm(Op::N, Op::N, r1 - r0, hd, r1, A(1), P + static_cast<long>(r0) * T_, T_, V, ld, A(0),
              O + static_cast<long>(r0) * Cl, Cl);
       }
     }
@@ -105,7 +111,8 @@ void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const 
                         int hd) {
   const int Cl = NH * hd;
   const int ld = 3 * Cl;
-  const T scale = T(1) / T(std::sqrt(double(hd)));
+  using A = acc_t<T>;
+  const A scale = A(1) / A(std::sqrt(double(hd)));
   T* dS = scratch;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h) {
@@ -121,19 +128,19 @@ void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const 
       // Query row blocks: dP, dS and dQ only need keys 0..r1-1.
       for (int r0 = 0; r0 < T_; r0 += kAttRowBlock) {
         const int r1 = r0 + kAttRowBlock < T_ ? r0 + kAttRowBlock : T_;
-        gemm(Op::N, Op::T, r1 - r0, r1, hd, T(1), dO + static_cast<long>(r0) * Cl, Cl, V, ld, T(0),
+        gemm(Op::N, Op::T, r1 - r0, r1, hd, A(1), dO + static_cast<long>(r0) * Cl, Cl, V, ld, A(0),
              dS + static_cast<long>(r0) * T_, T_);
         causal_softmax_backward_rows(dS, P, r0, r1, T_);
-        gemm(Op::N, Op::N, r1 - r0, hd, r1, scale, dS + static_cast<long>(r0) * T_, T_, K, ld, T(0),
+        gemm(Op::N, Op::N, r1 - r0, hd, r1, scale, dS + static_cast<long>(r0) * T_, T_, K, ld, A(0),
              dQ + static_cast<long>(r0) * ld, ld);
       }
       // Key row blocks: key j is seen by queries j..T-1 only (dS and P are 0 above the diagonal).
       for (int c0 = 0; c0 < T_; c0 += kAttRowBlock) {
         const int c1 = c0 + kAttRowBlock < T_ ? c0 + kAttRowBlock : T_;
         const long diag = static_cast<long>(c0) * T_ + c0;
-        gemm(Op::T, Op::N, c1 - c0, hd, T_ - c0, scale, dS + diag, T_, Q + static_cast<long>(c0) * ld, ld, T(0),
+        gemm(Op::T, Op::N, c1 - c0, hd, T_ - c0, scale, dS + diag, T_, Q + static_cast<long>(c0) * ld, ld, A(0),
              dK + static_cast<long>(c0) * ld, ld);
-        gemm(Op::T, Op::N, c1 - c0, hd, T_ - c0, T(1), P + diag, T_, dO + static_cast<long>(c0) * Cl, Cl, T(0),
+        gemm(Op::T, Op::N, c1 - c0, hd, T_ - c0, A(1), P + diag, T_, dO + static_cast<long>(c0) * Cl, Cl, A(0),
              dV + static_cast<long>(c0) * ld, ld);
       }
     }

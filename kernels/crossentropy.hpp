@@ -6,6 +6,8 @@
 //   2. ce_row_sumexp       -> all-reduce SUM of sumexp and tlogit (only the owning rank has a nonzero tlogit)
 //   3. ce_loss             loss_i = log(sumexp_i) + rowmax_i - tlogit_i
 //   4. ce_backward_inplace logits <- scale * (softmax - onehot(target))
+// The logits are in the storage type T; the row statistics, the loss and all arithmetic in A = acc_t<T>
+// (fp32 for the 16-bit types), so the reductions over the vocabulary never round to 16 bits.
 #include <cstdint>
 
 #include "kernels/fastmath.hpp"
@@ -15,14 +17,15 @@ namespace gt {
 
 // logits: (N,Vl)  rowmax: (N) set
 template <class T>
-void ce_row_max(T* rowmax, const T* logits, int N, int Vl) {
+void ce_row_max(acc_t<T>* rowmax, const T* logits, int N, int Vl) {
+  using A = acc_t<T>;
   if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
     Kokkos::parallel_for("ce_row_max", row_teams(N), KOKKOS_LAMBDA(const RowTeam& tm) {
       const long i = tm.league_rank();
       const T* x = logits + i * Vl;
-      T m = x[0];
-      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, Vl), [&](int j, T& a) { a = x[j] > a ? x[j] : a; },
-                              Kokkos::Max<T>(m));
+      A m = x[0];
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, Vl), [&](int j, A& a) { a = A(x[j]) > a ? A(x[j]) : a; },
+                              Kokkos::Max<A>(m));
       Kokkos::single(Kokkos::PerTeam(tm), [&]() { rowmax[i] = m; });
     });
     return;
@@ -35,40 +38,41 @@ void ce_row_max(T* rowmax, const T* logits, int N, int Vl) {
 // logits: (N,Vl)  rowmax: (N, global)  targets: (N) global ids
 // sumexp (N) set = sum_j exp(logits[i,j] - rowmax[i]);  tlogit (N) set = logits[i, tgt-v0] if owned, else 0
 template <class T>
-void ce_row_sumexp(T* sumexp, T* tlogit, const T* logits, const T* rowmax, const int32_t* targets, int N, int Vl,
-                   int v0) {
+void ce_row_sumexp(acc_t<T>* sumexp, acc_t<T>* tlogit, const T* logits, const acc_t<T>* rowmax,
+                   const int32_t* targets, int N, int Vl, int v0) {
+  using A = acc_t<T>;
   if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
     Kokkos::parallel_for("ce_row_sumexp", row_teams(N), KOKKOS_LAMBDA(const RowTeam& tm) {
       const long i = tm.league_rank();
       const T* x = logits + i * Vl;
-      const T m = rowmax[i];
-      T sum = 0;
-      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, Vl), [&](int j, T& a) { a += kexp(x[j] - m); }, sum);
+      const A m = rowmax[i];
+      A sum = 0;
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, Vl), [&](int j, A& a) { a += kexp(x[j] - m); }, sum);
       Kokkos::single(Kokkos::PerTeam(tm), [&]() {
         sumexp[i] = sum;
         const long t = static_cast<long>(targets[i]) - v0;
-        tlogit[i] = (t >= 0 && t < Vl) ? x[t] : T(0);
+        tlogit[i] = (t >= 0 && t < Vl) ? A(x[t]) : A(0);
       });
     });
     return;
   }
   Kokkos::parallel_for("ce_row_sumexp", range(0, N), KOKKOS_LAMBDA(long i) {
     const T* x = logits + i * Vl;
-    const T m = rowmax[i];
-    T acc[kLanes] = {};
+    const A m = rowmax[i];
+    A acc[kLanes] = {};
     int j = 0;
     for (; j + kLanes <= Vl; j += kLanes)
       for (int k = 0; k < kLanes; ++k) acc[k] += kexp(x[j + k] - m);
     for (int k = 0; j + k < Vl; ++k) acc[k] += kexp(x[j + k] - m);
     sumexp[i] = detail::combine_sum(acc);
     const long t = static_cast<long>(targets[i]) - v0;
-    tlogit[i] = (t >= 0 && t < Vl) ? x[t] : T(0);
+    tlogit[i] = (t >= 0 && t < Vl) ? A(x[t]) : A(0);
   });
 }
 
 // sumexp, rowmax, tlogit: (N, all reduced)  loss: (N) set
-template <class T>
-void ce_loss(T* loss, const T* sumexp, const T* rowmax, const T* tlogit, int N) {
+template <class A>
+void ce_loss(A* loss, const A* sumexp, const A* rowmax, const A* tlogit, int N) {
   Kokkos::parallel_for("ce_loss", range(0, N), KOKKOS_LAMBDA(long i) {
     loss[i] = math::log(sumexp[i]) + rowmax[i] - tlogit[i];
   });
@@ -76,26 +80,27 @@ void ce_loss(T* loss, const T* sumexp, const T* rowmax, const T* tlogit, int N) 
 
 // logits: (N,Vl) in, dlogits out = scale * (exp(l - rowmax)/sumexp - [j == tgt-v0])
 template <class T>
-void ce_backward_inplace(T* logits, const T* rowmax, const T* sumexp, const int32_t* targets, int N, int Vl,
-                         int v0, no_deduce_t<T> scale) {
+void ce_backward_inplace(T* logits, const acc_t<T>* rowmax, const acc_t<T>* sumexp, const int32_t* targets, int N,
+                         int Vl, int v0, acc_t<T> scale) {
+  using A = acc_t<T>;
   if constexpr (!kHostBlocking) {  // one work item per element, consecutive items on consecutive columns
     Kokkos::parallel_for("ce_backward_inplace", range(0, long(N) * Vl), KOKKOS_LAMBDA(long e) {
       const long i = e / Vl;
       const long j = e - i * Vl;
-      const T p = kexp(logits[e] - rowmax[i]) / sumexp[i];
-      logits[e] = scale * (j == static_cast<long>(targets[i]) - v0 ? p - T(1) : p);
+      const A p = kexp(logits[e] - rowmax[i]) / sumexp[i];
+      logits[e] = T(scale * (j == static_cast<long>(targets[i]) - v0 ? p - A(1) : p));
     });
     return;
   }
   Kokkos::parallel_for("ce_backward_inplace", range(0, N), KOKKOS_LAMBDA(long i) {
     T* x = logits + i * Vl;
-    const T m = rowmax[i];
-    const T inv = T(1) / sumexp[i];
+    const A m = rowmax[i];
+    const A inv = A(1) / sumexp[i];
     const long t = static_cast<long>(targets[i]) - v0;
     const bool own = t >= 0 && t < Vl;
-    const T xt = own ? x[t] : T(0);
-    for (int j = 0; j < Vl; ++j) x[j] = scale * (kexp(x[j] - m) * inv);
-    if (own) x[t] = scale * (kexp(xt - m) * inv - T(1));
+    const A xt = own ? A(x[t]) : A(0);
+    for (int j = 0; j < Vl; ++j) x[j] = T(scale * (kexp(x[j] - m) * inv));
+    if (own) x[t] = T(scale * (kexp(xt - m) * inv - A(1)));
   });
 }
 

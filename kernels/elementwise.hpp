@@ -1,6 +1,7 @@
 #pragma once
 // Flat elementwise kernels over N elements (long), and a deterministic sum of squares for gradient norms.
 // Host builds give each work item a chunk of kChunk elements so that its plain inner loop vectorises.
+// The arithmetic is in A = acc_t<T> (float for the 16-bit storage types), each result rounded to T once.
 #include "kernels/lanes.hpp"
 
 namespace gt {
@@ -14,7 +15,7 @@ template <class T>
 void residual_forward(T* out, const T* a, const T* b, long N) {
   Kokkos::parallel_for("residual_forward", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = detail::chunk_end(ch, N);
-    for (long i = ch * kChunk; i < i1; ++i) out[i] = a[i] + b[i];
+    for (long i = ch * kChunk; i < i1; ++i) out[i] = T(acc_t<T>(a[i]) + acc_t<T>(b[i]));
   });
 }
 
@@ -23,16 +24,16 @@ template <class T>
 void add_inplace(T* y, const T* x, long N) {
   Kokkos::parallel_for("add_inplace", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = detail::chunk_end(ch, N);
-    for (long i = ch * kChunk; i < i1; ++i) y[i] += x[i];
+    for (long i = ch * kChunk; i < i1; ++i) y[i] = T(acc_t<T>(y[i]) + acc_t<T>(x[i]));
   });
 }
 
 // y *= s   (N)
 template <class T>
-void scale_inplace(T* y, long N, no_deduce_t<T> s) {
+void scale_inplace(T* y, long N, acc_t<T> s) {
   Kokkos::parallel_for("scale_inplace", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = detail::chunk_end(ch, N);
-    for (long i = ch * kChunk; i < i1; ++i) y[i] *= s;
+    for (long i = ch * kChunk; i < i1; ++i) y[i] = T(y[i] * s);
   });
 }
 
@@ -51,6 +52,16 @@ void copy(T* dst, const T* src, long N) {
   Kokkos::parallel_for("copy", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = detail::chunk_end(ch, N);
     for (long i = ch * kChunk; i < i1; ++i) dst[i] = src[i];
+  });
+}
+
+// dst = src converted (N) set: widening to float is exact, narrowing rounds to nearest even (kernels/half.hpp).
+// The refresh of a half working copy from the fp32 master, and the fp32 staging of half buffers.
+template <class D, class S>
+void convert(D* dst, const S* src, long N) {
+  Kokkos::parallel_for("convert", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = detail::chunk_end(ch, N);
+    for (long i = ch * kChunk; i < i1; ++i) dst[i] = D(acc_t<S>(src[i]));
   });
 }
 

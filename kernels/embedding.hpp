@@ -1,6 +1,8 @@
 #pragma once
 // Token + position embedding. Vocab-parallel: this rank holds rows [v0, v0+Vl) of the token table; a token
 // outside that range contributes zero here (another tensor-parallel rank adds it; the caller all-reduces).
+// Tables and outputs in the storage type T; sums and the table gradients in A = acc_t<T> (fp32 for the
+// 16-bit types: the gradients go to the fp32 gradient buffer).
 #include <cstdint>
 
 #include "kernels/lanes.hpp"
@@ -20,7 +22,7 @@ void embedding_forward(T* out, const int32_t* tokens, const T* wte, const no_ded
     if (wpe != nullptr) {
       const T* p = wpe + (i % T_) * C;
       if (have_tok)
-        for (int c = 0; c < C; ++c) o[c] = w[c] + p[c];
+        for (int c = 0; c < C; ++c) o[c] = T(acc_t<T>(w[c]) + acc_t<T>(p[c]));
       else
         for (int c = 0; c < C; ++c) o[c] = p[c];
     } else {
@@ -36,8 +38,8 @@ void embedding_forward(T* out, const int32_t* tokens, const T* wte, const no_ded
 // Work items own disjoint column blocks (and positions, for dwpe), so repeated tokens never race and need
 // no atomics; tokens are visited in order, so the sums are the same bits on every run.
 template <class T>
-void embedding_backward(T* dwte, no_deduce_t<T>* dwpe, const T* dout, const int32_t* tokens, int BT, int T_, int C, int v0,
-                        int Vl) {
+void embedding_backward(acc_t<T>* dwte, acc_t<T>* dwpe, const T* dout, const int32_t* tokens, int BT, int T_, int C,
+                        int v0, int Vl) {
   const int nblk = col_block_count(C);
   Kokkos::parallel_for("embedding_backward_wte", range(0, nblk), KOKKOS_LAMBDA(long blk) {
     const int c0 = static_cast<int>(blk) * kColBlock;
@@ -45,9 +47,9 @@ void embedding_backward(T* dwte, no_deduce_t<T>* dwpe, const T* dout, const int3
     for (long i = 0; i < BT; ++i) {
       const long row = static_cast<long>(tokens[i]) - v0;
       if (row < 0 || row >= Vl) continue;
-      T* d = dwte + row * C;
+      acc_t<T>* d = dwte + row * C;
       const T* g = dout + i * C;
-      for (int c = c0; c < c1; ++c) d[c] += g[c];
+      for (int c = c0; c < c1; ++c) d[c] += acc_t<T>(g[c]);
     }
   });
   if (dwpe == nullptr) return;
@@ -56,10 +58,10 @@ void embedding_backward(T* dwte, no_deduce_t<T>* dwpe, const T* dout, const int3
     const long t = item / nblk;
     const int c0 = static_cast<int>(item % nblk) * kColBlock;
     const int c1 = c0 + kColBlock < C ? c0 + kColBlock : C;
-    T* d = dwpe + t * C;
+    acc_t<T>* d = dwpe + t * C;
     for (long b = 0; b < B; ++b) {
       const T* g = dout + (b * T_ + t) * C;
-      for (int c = c0; c < c1; ++c) d[c] += g[c];
+      for (int c = c0; c < c1; ++c) d[c] += acc_t<T>(g[c]);
     }
   });
 }

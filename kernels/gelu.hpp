@@ -4,6 +4,7 @@
 // and no cancellation for negative u (where 1 + tanh u would lose digits).
 // Backward: with s = sigmoid(2u), 1 - tanh(u)^2 = 4 s (1-s) and 1-s = e^{-2u} s, so
 //   gelu'(x) = s + 2 x s (1-s) sqrt(2/pi) (1 + 3*0.044715 x^2).
+// Storage type T; the arithmetic in A = acc_t<T> (float for the 16-bit types), each output rounded once.
 #include "kernels/fastmath.hpp"
 #include "kernels/lanes.hpp"
 
@@ -23,8 +24,9 @@ void gelu_forward(T* out, const T* inp, long N) {
   Kokkos::parallel_for("gelu_forward", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = (ch + 1) * kChunk < N ? (ch + 1) * kChunk : N;
     for (long i = ch * kChunk; i < i1; ++i) {
-      const T x = inp[i];
-      out[i] = x / (T(1) + kexp(T(-2) * detail::gelu_u(x)));
+      using A = acc_t<T>;
+      const A x = inp[i];
+      out[i] = T(x / (A(1) + kexp(A(-2) * detail::gelu_u(x))));
     }
   });
 }
@@ -35,14 +37,15 @@ void gelu_backward(T* dinp, const T* inp, const T* dout, long N) {
   Kokkos::parallel_for("gelu_backward", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = (ch + 1) * kChunk < N ? (ch + 1) * kChunk : N;
     for (long i = ch * kChunk; i < i1; ++i) {
-      const T x = inp[i];
+      using A = acc_t<T>;
+      const A x = inp[i];
       // e is capped so that e*s stays finite (e = inf at x < -10 would give inf*0); s is ~1e-30 there anyway
-      const T e_raw = kexp(T(-2) * detail::gelu_u(x));
-      const T e = e_raw < T(1e30) ? e_raw : T(1e30);
-      const T s = T(1) / (T(1) + e);
-      const T one_minus_s = e * s;
-      const T du = T(0.7978845608028654) * (T(1) + T(3 * 0.044715) * x * x);
-      dinp[i] = (s + T(2) * x * s * one_minus_s * du) * dout[i];
+      const A e_raw = kexp(A(-2) * detail::gelu_u(x));
+      const A e = e_raw < A(1e30) ? e_raw : A(1e30);
+      const A s = A(1) / (A(1) + e);
+      const A one_minus_s = e * s;
+      const A du = A(0.7978845608028654) * (A(1) + A(3 * 0.044715) * x * x);
+      dinp[i] = T((s + A(2) * x * s * one_minus_s * du) * A(dout[i]));
     }
   });
 }

@@ -115,6 +115,19 @@ struct is_half<Half16<F>> : std::true_type {};
 template <class T>
 constexpr bool is_half_v = is_half<T>::value;
 
+// The type a kernel computes and accumulates in for storage type T: float for the 16-bit types (they only
+// store), T itself for float and double. With T = float every kernel is the fp32 code it was, bit for bit.
+template <class T>
+struct acc_type {
+  using type = T;
+};
+template <class F>
+struct acc_type<Half16<F>> {
+  using type = float;
+};
+template <class T>
+using acc_t = typename acc_type<T>::type;
+
 // Element-wise conversion for generic code: to_float(x) of float/half, from_float<T>(f) rounds once.
 KOKKOS_INLINE_FUNCTION float to_float(float x) { return x; }
 template <class F>

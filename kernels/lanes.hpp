@@ -3,7 +3,9 @@
 // A single accumulator is a serial dependency that IEEE semantics forbid the compiler to reorder, so such a
 // loop never vectorises without -ffast-math. Here kLanes independent partial results are kept instead
 // (GCC turns them into one or two vector registers) and combined in a fixed tree at the end: fast, and the
-// same bits on every call.
+// same bits on every call. The rows may hold a 16-bit storage type; the partial results are then float
+// (acc_t<T>): each element widens exactly on load and nothing is rounded to 16 bits until the caller stores.
+#include "kernels/half.hpp"
 #include "kernels/kokkos_compat.hpp"
 
 namespace gt {
@@ -32,8 +34,8 @@ KOKKOS_INLINE_FUNCTION T max2(T a, T b) { return a > b ? a : b; }
 
 // sum_j x[j], j < n
 template <class T>
-KOKKOS_INLINE_FUNCTION T lanes_sum(const T* x, int n) {
-  T acc[kLanes] = {};
+KOKKOS_INLINE_FUNCTION acc_t<T> lanes_sum(const T* x, int n) {
+  acc_t<T> acc[kLanes] = {};
   int j = 0;
   for (; j + kLanes <= n; j += kLanes)
     for (int k = 0; k < kLanes; ++k) acc[k] += x[j + k];
@@ -43,8 +45,8 @@ KOKKOS_INLINE_FUNCTION T lanes_sum(const T* x, int n) {
 
 // sum_j x[j] * y[j], j < n
 template <class T>
-KOKKOS_INLINE_FUNCTION T lanes_dot(const T* x, const T* y, int n) {
-  T acc[kLanes] = {};
+KOKKOS_INLINE_FUNCTION acc_t<T> lanes_dot(const T* x, const T* y, int n) {
+  acc_t<T> acc[kLanes] = {};
   int j = 0;
   for (; j + kLanes <= n; j += kLanes)
     for (int k = 0; k < kLanes; ++k) acc[k] += x[j + k] * y[j + k];
@@ -54,16 +56,17 @@ KOKKOS_INLINE_FUNCTION T lanes_dot(const T* x, const T* y, int n) {
 
 // sum_j (x[j] - m)^2, j < n
 template <class T>
-KOKKOS_INLINE_FUNCTION T lanes_sum_sq_dev(const T* x, T m, int n) {
-  T acc[kLanes] = {};
+KOKKOS_INLINE_FUNCTION acc_t<T> lanes_sum_sq_dev(const T* x, acc_t<T> m, int n) {
+  using A = acc_t<T>;
+  A acc[kLanes] = {};
   int j = 0;
   for (; j + kLanes <= n; j += kLanes)
     for (int k = 0; k < kLanes; ++k) {
-      const T d = x[j + k] - m;
+      const A d = x[j + k] - m;
       acc[k] += d * d;
     }
   for (int k = 0; j + k < n; ++k) {
-    const T d = x[j + k] - m;
+    const A d = x[j + k] - m;
     acc[k] += d * d;
   }
   return detail::combine_sum(acc);
@@ -71,13 +74,14 @@ KOKKOS_INLINE_FUNCTION T lanes_sum_sq_dev(const T* x, T m, int n) {
 
 // max_j x[j], j < n (n >= 1)
 template <class T>
-KOKKOS_INLINE_FUNCTION T lanes_max(const T* x, int n) {
-  T acc[kLanes];
+KOKKOS_INLINE_FUNCTION acc_t<T> lanes_max(const T* x, int n) {
+  using A = acc_t<T>;
+  A acc[kLanes];
   for (int k = 0; k < kLanes; ++k) acc[k] = x[0];
   int j = 0;
   for (; j + kLanes <= n; j += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] = detail::max2(acc[k], x[j + k]);
-  for (int k = 0; j + k < n; ++k) acc[k] = detail::max2(acc[k], x[j + k]);
+    for (int k = 0; k < kLanes; ++k) acc[k] = detail::max2(acc[k], A(x[j + k]));
+  for (int k = 0; j + k < n; ++k) acc[k] = detail::max2(acc[k], A(x[j + k]));
   for (int w = kLanes / 2; w >= 1; w /= 2)
     for (int k = 0; k < w; ++k) acc[k] = detail::max2(acc[k], acc[k + w]);
   return acc[0];

@@ -2,6 +2,8 @@
 // Fully connected layer, PyTorch layout: weight (OUT,IN), out = inp @ weight^T + bias. The products go
 // through gt::gemm (BLAS on host, cuBLAS on device); only the bias handling is a Kokkos kernel. No fences:
 // cuBLAS runs on the Kokkos stream (kernels/device_stream.hpp), host BLAS and Serial kernels run in call order.
+// Storage type T for activations and weights; with a 16-bit T the GEMMs take T inputs and accumulate in fp32,
+// and the weight and bias gradients are fp32 (A = acc_t<T>: the fp32 gradient buffer, beta = 1).
 #include "kernels/gemm.hpp"
 #include "kernels/lanes.hpp"
 
@@ -10,25 +12,26 @@ namespace gt {
 // inp: (N,IN)  weight: (OUT,IN)  bias: (OUT) or nullptr  out: (N,OUT) set
 template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, const no_deduce_t<T>* bias, int N, int IN, int OUT) {
-  T beta = T(0);
+  acc_t<T> beta = 0;
   if (bias != nullptr) {
     // rows start as the bias, then the GEMM accumulates onto them (one pass over out instead of two)
     Kokkos::parallel_for("linear_forward_bias", range(0, N), KOKKOS_LAMBDA(long i) {
       T* o = out + i * OUT;
       for (int j = 0; j < OUT; ++j) o[j] = bias[j];
     });
-    beta = T(1);
+    beta = 1;
   }
-  gemm(Op::N, Op::T, N, OUT, IN, T(1), inp, IN, weight, IN, beta, out, OUT);
+  gemm(Op::N, Op::T, N, OUT, IN, acc_t<T>(1), inp, IN, weight, IN, beta, out, OUT);
 }
 
 // dout: (N,OUT)  inp: (N,IN)  weight: (OUT,IN)
 // dinp: (N,IN) set (skipped if nullptr)  dweight: (OUT,IN) acc  dbias: (OUT) acc (skipped if nullptr)
 template <class T>
-void linear_backward(no_deduce_t<T>* dinp, T* dweight, no_deduce_t<T>* dbias, const T* dout, const T* inp, const T* weight, int N, int IN,
-                     int OUT) {
-  if (dinp != nullptr) gemm(Op::N, Op::N, N, IN, OUT, T(1), dout, OUT, weight, IN, T(0), dinp, IN);
-  gemm(Op::T, Op::N, OUT, IN, N, T(1), dout, OUT, inp, IN, T(1), dweight, IN);
+void linear_backward(no_deduce_t<T>* dinp, acc_t<T>* dweight, acc_t<T>* dbias, const T* dout, const T* inp,
+                     const T* weight, int N, int IN, int OUT) {
+  using A = acc_t<T>;
+  if (dinp != nullptr) gemm(Op::N, Op::N, N, IN, OUT, A(1), dout, OUT, weight, IN, A(0), dinp, IN);
+  gemm(Op::T, Op::N, OUT, IN, N, A(1), dout, OUT, inp, IN, A(1), dweight, IN);
   if (dbias == nullptr) return;
   const int nblk = col_block_count(OUT);
   Kokkos::parallel_for("linear_backward_dbias", range(0, nblk), KOKKOS_LAMBDA(long blk) {
@@ -36,7 +39,7 @@ void linear_backward(no_deduce_t<T>* dinp, T* dweight, no_deduce_t<T>* dbias, co
     const int c1 = c0 + kColBlock < OUT ? c0 + kColBlock : OUT;
     for (long i = 0; i < N; ++i) {
       const T* g = dout + i * OUT;
-      for (int c = c0; c < c1; ++c) dbias[c] += g[c];
+      for (int c = c0; c < c1; ++c) dbias[c] += A(g[c]);
     }
   });
 }

@@ -1,7 +1,9 @@
 #pragma once
 // The parts of layers that must run once, after a tensor-parallel all-reduce of partial results: the bias
 // of a row-parallel linear layer fused with the residual add, and the position embedding added to the
-// vocab-parallel token embedding. Forward and backward side by side.
+// vocab-parallel token embedding. Forward and backward side by side. Storage type T, arithmetic and the bias
+// gradient in A = acc_t<T> (fp32 for the 16-bit types).
+#include "kernels/half.hpp"
 #include "kernels/kokkos_compat.hpp"
 
 namespace gt {
@@ -11,16 +13,16 @@ template <class T>
 void residual_bias_forward(T* out, const T* res, const T* y, const T* bias, int N, int C) {
   Kokkos::parallel_for("residual_bias_forward", range(0, long(N)), KOKKOS_LAMBDA(long i) {
     const long o = i * C;
-    for (int c = 0; c < C; ++c) out[o + c] = res[o + c] + y[o + c] + bias[c];
+    for (int c = 0; c < C; ++c) out[o + c] = T(acc_t<T>(res[o + c]) + acc_t<T>(y[o + c]) + acc_t<T>(bias[c]));
   });
 }
 
 // in: dout (N,C)   out: dbias (C) acc = column sums. Parallel over columns: a fixed order, no atomics.
 template <class T>
-void bias_backward(T* dbias, const T* dout, int N, int C) {
+void bias_backward(acc_t<T>* dbias, const T* dout, int N, int C) {
   Kokkos::parallel_for("bias_backward", range(0, long(C)), KOKKOS_LAMBDA(long c) {
-    T s = 0;
-    for (long i = 0; i < N; ++i) s += dout[i * C + c];
+    acc_t<T> s = 0;
+    for (long i = 0; i < N; ++i) s += acc_t<T>(dout[i * C + c]);
     dbias[c] += s;
   });
 }
@@ -30,7 +32,7 @@ template <class T>
 void add_positions(T* x, const T* wpe, int BT, int T_, int C) {
   Kokkos::parallel_for("add_positions", range(0, long(BT)), KOKKOS_LAMBDA(long i) {
     const T* p = wpe + (i % T_) * C;
-    for (int c = 0; c < C; ++c) x[i * C + c] += p[c];
+    for (int c = 0; c < C; ++c) x[i * C + c] = T(acc_t<T>(x[i * C + c]) + acc_t<T>(p[c]));
   });
 }
 

@@ -335,9 +335,6 @@ void Config::validate() const {
   }
   Config copy = *this;
   for (const Field& f : schema(copy)) check_choice(f, "");
-  if (precision() != Precision::F32)
-    throw Error("config key 'train.precision' = \"" + train.precision +
-                "\": half-precision compute is not implemented yet (only \"fp32\"; see docs/precision.md)");
   // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/half_wire.hpp).
   if (parallel.grad_reduce_dtype == "bf16" && compress.method != "none" && compress.method != "bf16")
     throw Error("config key 'parallel.grad_reduce_dtype' = \"bf16\" conflicts with compress.method = \"" +

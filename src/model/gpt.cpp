@@ -91,15 +91,15 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     a.blocks.resize(nb);
     for (auto& b : a.blocks) {
       b.ln1 = DeviceView<T>("ln1", BT * C);
-      b.ln1_mean = DeviceView<T>("ln1_mean", BT);
-      b.ln1_rstd = DeviceView<T>("ln1_rstd", BT);
+      b.ln1_mean = DeviceView<A>("ln1_mean", BT);
+      b.ln1_rstd = DeviceView<A>("ln1_rstd", BT);
       b.qkv = DeviceView<T>("qkv", BT * 3 * d_.Cl);
       b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
       b.atty = DeviceView<T>("atty", BT * d_.Cl);
       b.res2 = DeviceView<T>("res2", BT * C);
       b.ln2 = DeviceView<T>("ln2", BT * C);
-      b.ln2_mean = DeviceView<T>("ln2_mean", BT);
-      b.ln2_rstd = DeviceView<T>("ln2_rstd", BT);
+      b.ln2_mean = DeviceView<A>("ln2_mean", BT);
+      b.ln2_rstd = DeviceView<A>("ln2_rstd", BT);
       b.fch = DeviceView<T>("fch", BT * d_.Fl);
       b.fchg = DeviceView<T>("fchg", BT * d_.Fl);
       b.res3 = DeviceView<T>("res3", BT * C);
@@ -107,18 +107,19 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     if (stage.first()) a.inputs = Kokkos::View<int32_t*, mem_space>("inputs", BT);
     if (stage.last()) {
       a.targets = Kokkos::View<int32_t*, mem_space>("targets", BT);
-      a.lnf_mean = DeviceView<T>("lnf_mean", BT);
-      a.lnf_rstd = DeviceView<T>("lnf_rstd", BT);
+      a.lnf_mean = DeviceView<A>("lnf_mean", BT);
+      a.lnf_rstd = DeviceView<A>("lnf_rstd", BT);
       a.dlnf = DeviceView<T>("dlnf", BT * C);
     }
   }
   if (stage.last()) {
     lnf_ = DeviceView<T>("lnf", BT * C);
     logits_ = DeviceView<T>("logits", BT * d_.Vl);
-    ce_ = DeviceView<T>("ce", 3 * BT);
-    loss_ = DeviceView<T>("loss", BT);
-    loss_host_ = Kokkos::View<T*, host_space>("loss_host", BT);
+    ce_ = DeviceView<A>("ce", 3 * BT);
+    loss_ = DeviceView<A>("loss", BT);
+    loss_host_ = Kokkos::View<A*, host_space>("loss_host", BT);
   }
+  if (is_half_v<T> && tp.size > 1) tp_sum_ = DeviceView<float>("tp_sum", BT * C);
   tmp_ = DeviceView<T>("tmp", BT * C);
   dres_ = DeviceView<T>("dres", BT * C);
   dln_ = DeviceView<T>("dln", BT * C);
@@ -131,16 +132,38 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
   }
 }
 
-template <class T>
-typename GPT<T>::BlockParams GPT<T>::block_params(int l, bool grads) {
-  auto p = [&](const char* leaf) { return grads ? store_.grad(bname(l, leaf)) : store_.param(bname(l, leaf)); };
+namespace {
+// The twelve tensors of block l, in declaration order, from a name -> pointer lookup.
+template <class Tensors, class Get>
+Tensors block_tensors(int l, Get get) {
+  auto p = [&](const char* leaf) { return get(bname(l, leaf)); };
   return {p("ln_1.w"), p("ln_1.b"), p("attn.qkv.w"), p("attn.qkv.b"), p("attn.proj.w"), p("attn.proj.b"),
           p("ln_2.w"), p("ln_2.b"), p("mlp.fc.w"), p("mlp.fc.b"), p("mlp.proj.w"), p("mlp.proj.b")};
 }
+}  // namespace
 
 template <class T>
-void GPT<T>::tp_allreduce_sum(T* buf, size_t n) {
-  if (tp_.size > 1) tp_.comm->allreduce(buf, n, dtype_of<T>(), ReduceOp::Sum);
+typename GPT<T>::template BlockTensors<T> GPT<T>::block_params(int l) {
+  return block_tensors<BlockTensors<T>>(l, [&](const std::string& n) { return store_.param(n); });
+}
+
+template <class T>
+typename GPT<T>::template BlockTensors<typename GPT<T>::A> GPT<T>::block_grads(int l) {
+  return block_tensors<BlockTensors<A>>(l, [&](const std::string& n) { return store_.grad(n); });
+}
+
+// Sum over the TP group. 16-bit activations are summed in fp32: widened into tp_sum_, reduced, rounded once.
+template <class T>
+template <class U>
+void GPT<T>::tp_allreduce_sum(U* buf, size_t n) {
+  if (tp_.size == 1) return;
+  if constexpr (is_half_v<U>) {
+    convert(tp_sum_.data(), buf, long(n));
+    tp_.comm->allreduce(tp_sum_.data(), n, DType::F32, ReduceOp::Sum);
+    convert(buf, tp_sum_.data(), long(n));
+  } else {
+    tp_.comm->allreduce(buf, n, dtype_of<U>(), ReduceOp::Sum);
+  }
 }
 
 template <class T>
@@ -167,7 +190,7 @@ T* GPT<T>::stage_output(int slot) {
 template <class T>
 void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
   const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl;
-  BlockParams p = block_params(l, false);
+  BlockTensors<T> p = block_params(l);
   // attention half: column-parallel qkv, local heads, row-parallel proj + one all-reduce
   layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p.ln1w, p.ln1b, BT, C);
   linear_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, BT, C, 3 * Cl);
@@ -188,19 +211,19 @@ void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
 template <class T>
 void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl;
-  BlockParams p = block_params(l, false);
-  BlockParams g = block_params(l, true);
+  BlockTensors<T> p = block_params(l);
+  BlockTensors<A> g = block_grads(l);
   T* dres = dres_.data();
   // MLP half (the residual path carries dres through unchanged; layernorm_backward adds the branch)
   bias_backward(g.fcprojb, dres, BT, C);
-  linear_backward(dfchg_.data(), g.fcprojw, static_cast<T*>(nullptr), dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
+  linear_backward(dfchg_.data(), g.fcprojw, static_cast<A*>(nullptr), dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
   gelu_backward(dfch_.data(), a.fch.data(), dfchg_.data(), long(BT) * Fl);
   linear_backward(dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, BT, C, Fl);
   tp_allreduce_sum(dln_.data(), size_t(BT) * C);
   layernorm_backward(dres, g.ln2w, g.ln2b, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(), a.ln2_rstd.data(), BT, C);
   // attention half
   bias_backward(g.projb, dres, BT, C);
-  linear_backward(datty_.data(), g.projw, static_cast<T*>(nullptr), dres, a.atty.data(), p.projw, BT, Cl, C);
+  linear_backward(datty_.data(), g.projw, static_cast<A*>(nullptr), dres, a.atty.data(), p.projw, BT, Cl, C);
   attention_backward(dqkv_.data(), att_scratch_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, Tn, d_.NHl, d_.hd);
   linear_backward(dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, 3 * Cl);
   tp_allreduce_sum(dln_.data(), size_t(BT) * C);
@@ -209,18 +232,18 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
 
 // in: last block output (B,T,C)   out: token losses summed into *loss_sum; with_grad: a.dlnf, dwte acc
 template <class T>
-void GPT<T>::head_forward(Acts& a, bool with_grad, T loss_scale, double* loss_sum) {
+void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale, double* loss_sum) {
   const int C = d_.C, BT = B_ * d_.T, Vl = d_.Vl, v0 = d_.v0;
   const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
   T* wte = store_.param("wte");
   layernorm_forward(lnf_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"),
                     store_.param("ln_f.b"), BT, C);
   linear_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), BT, C, Vl);
-  T* rowmax = ce_.data();
-  T* sumexp = ce_.data() + BT;
-  T* tlogit = ce_.data() + 2 * BT;
+  A* rowmax = ce_.data();
+  A* sumexp = ce_.data() + BT;
+  A* tlogit = ce_.data() + 2 * BT;
   ce_row_max(rowmax, logits_.data(), BT, Vl);
-  if (tp_.size > 1) tp_.comm->allreduce(rowmax, BT, dtype_of<T>(), ReduceOp::Max);
+  if (tp_.size > 1) tp_.comm->allreduce(rowmax, BT, dtype_of<A>(), ReduceOp::Max);
   ce_row_sumexp(sumexp, tlogit, logits_.data(), rowmax, a.targets.data(), BT, Vl, v0);
   tp_allreduce_sum(sumexp, 2 * size_t(BT));  // sumexp and tlogit are adjacent
   ce_loss(loss_.data(), sumexp, rowmax, tlogit, BT);
@@ -230,12 +253,12 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, T loss_scale, double* loss_su
   *loss_sum += s;
   if (!with_grad) return;
   ce_backward_inplace(logits_.data(), rowmax, sumexp, a.targets.data(), BT, Vl, v0, loss_scale);
-  linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<T*>(nullptr), logits_.data(), lnf_.data(), wte, BT, C, Vl);
+  linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<A*>(nullptr), logits_.data(), lnf_.data(), wte, BT, C, Vl);
   tp_allreduce_sum(a.dlnf.data(), size_t(BT) * C);
 }
 
 template <class T>
-void GPT<T>::forward(int slot, bool with_grad, T loss_scale, double* loss_sum) {
+void GPT<T>::forward(int slot, bool with_grad, double loss_scale, double* loss_sum) {
   Acts& a = acts_[slot];
   const int BT = B_ * d_.T, C = d_.C;
   if (stage_.first()) {
@@ -256,7 +279,7 @@ void GPT<T>::forward(int slot, bool with_grad, T loss_scale, double* loss_sum) {
   }
   if (stage_.last()) {
     time_unit(d_.L + 1, true);
-    head_forward(a, with_grad, loss_scale, loss_sum);
+    head_forward(a, with_grad, A(loss_scale), loss_sum);
     time_unit(d_.L + 1, false);
   }
 }
@@ -293,20 +316,28 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
 template <class T>
 size_t GPT<T>::activation_bytes_per_slot() const {
   const size_t BT = size_t(B_) * d_.T, C = d_.C;
-  size_t per_block = BT * (C * 4 + 3 * d_.Cl + d_.Cl + 2 * d_.Fl + 4) + size_t(B_) * d_.NHl * d_.T * d_.T;
-  size_t n = BT * C + per_block * (stage_.block_end - stage_.block_begin);
-  if (stage_.last()) n += BT * (C + 2);
-  return n * sizeof(T) + BT * 2 * sizeof(int32_t);
+  // storage-type elements (residuals, LN outputs, qkv, attention probabilities and output, MLP) and the
+  // LayerNorm statistics in A
+  const size_t blocks = stage_.block_end - stage_.block_begin;
+  const size_t per_block = BT * (C * 4 + 3 * d_.Cl + d_.Cl + 2 * d_.Fl) + size_t(B_) * d_.NHl * d_.T * d_.T;
+  size_t n = BT * C + per_block * blocks, stats = 4 * BT * blocks;
+  if (stage_.last()) {
+    n += BT * C;
+    stats += 2 * BT;
+  }
+  return n * sizeof(T) + stats * sizeof(A) + BT * 2 * sizeof(int32_t);
 }
 
 template <class T>
 size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
-             att_scratch_.size() + lnf_.size() + logits_.size() + ce_.size() + loss_.size();
-  return n * sizeof(T);
+             att_scratch_.size() + lnf_.size() + logits_.size();
+  return n * sizeof(T) + (ce_.size() + loss_.size()) * sizeof(A) + tp_sum_.size() * sizeof(float);
 }
 
 template class GPT<float>;
 template class GPT<double>;
+template class GPT<bf16_t>;
+template class GPT<fp16_t>;
 
 }  // namespace gt

@@ -9,6 +9,12 @@
 // Activations are kept per *slot* (one per micro-batch in flight in the pipeline schedule); the gradient
 // work buffers are shared. The head is fused into forward: loss, dlogits and d(ln_f output) are computed as
 // soon as the logits exist, so the large logits buffer is never kept per micro-batch.
+//
+// T is the storage type of the working weights and of every activation (float, double for gradient checks,
+// bf16_t or fp16_t: train.precision). The kernels compute in A = acc_t<T> (fp32 for the 16-bit types):
+// LayerNorm statistics, the cross-entropy row statistics and the loss are kept in A, every GEMM takes T
+// inputs and accumulates in fp32, parameter gradients go to the A (fp32) gradient buffer, and the
+// tensor-parallel all-reduces of 16-bit activations sum in fp32.
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,15 +23,9 @@
 #include "src/comm/comm.hpp"
 #include "src/core/config.hpp"
 #include "src/model/param_store.hpp"
+#include "src/model/stage_model.hpp"
 
 namespace gt {
-
-struct StageLayout {
-  int stage = 0, stages = 1;
-  int block_begin = 0, block_end = 0;  // blocks [begin, end) live on this stage
-  bool first() const { return stage == 0; }
-  bool last() const { return stage == stages - 1; }
-};
 
 struct TensorParallel {
   int rank = 0, size = 1;
@@ -45,8 +45,9 @@ struct ModelDims {
 std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size);
 
 template <class T>
-class GPT {
+class GPT final : public StageModel {
  public:
+  using A = acc_t<T>;
   // With `layout` (the TrainState's, from model_tensor_specs of the same stage and TP rank) the model holds no
   // parameter storage: the caller binds it (store().bind). Without, it allocates and initialises its own.
   GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLayout stage, TensorParallel tp, int slots,
@@ -54,53 +55,68 @@ class GPT {
 
   ParamStore<T>& store() { return store_; }
   const ModelDims& dims() const { return d_; }
-  const StageLayout& stage() const { return stage_; }
+  const StageLayout& stage() const override { return stage_; }
   int micro_batch_size() const { return B_; }
-  int slots() const { return static_cast<int>(acts_.size()); }
+  int slots() const override { return static_cast<int>(acts_.size()); }
+  void bind(void* params, void* grads) override { store_.bind(static_cast<T*>(params), static_cast<A*>(grads)); }
 
   // Host tokens (B*T each) of the micro-batch held in `slot`: inputs (first stage), targets (last stage).
-  void set_tokens(int slot, const int32_t* inputs, const int32_t* targets);
+  void set_tokens(int slot, const int32_t* inputs, const int32_t* targets) override;
   // (B,T,C) residual entering this stage (non-first stages receive into it) and leaving it.
   T* stage_input(int slot) { return acts_[slot].x0.data(); }
   T* stage_output(int slot);
   // (B,T,C) gradient w.r.t. this stage's output (non-last stages receive into it before backward), and
   // after backward the gradient w.r.t. its input (non-first stages send it back).
   T* grad_buffer() { return dres_.data(); }
-  size_t activation_elems() const { return size_t(B_) * d_.T * d_.C; }
+  size_t activation_elems() const override { return size_t(B_) * d_.T * d_.C; }
+  DType activation_dtype() const override {
+    if constexpr (std::is_same_v<T, bf16_t>) return DType::BF16;
+    else if constexpr (std::is_same_v<T, fp16_t>) return DType::F16;
+    else return dtype_of<T>();
+  }
+  void* stage_input_data(int slot) override { return stage_input(slot); }
+  void* stage_output_data(int slot) override { return stage_output(slot); }
+  void* grad_buffer_data() override { return grad_buffer(); }
 
   // Forward of the micro-batch in `slot`. On the last stage adds the summed token losses to *loss_sum and,
-  // when with_grad, computes the head's gradients scaled by loss_scale (1 / tokens of the global batch).
-  void forward(int slot, bool with_grad, T loss_scale, double* loss_sum);
+  // when with_grad, computes the head's gradients scaled by loss_scale (1 / tokens of the global batch, times
+  // the loss scale; rounded to A).
+  void forward(int slot, bool with_grad, double loss_scale, double* loss_sum) override;
   // Backward of the micro-batch in `slot`; grads accumulate into the store. on_unit(u) is called once the
   // gradients of unit u are complete for this micro-batch (units: L+1 head, L..1 blocks, 0 embedding).
-  void backward(int slot, const std::function<void(int)>& on_unit = {});
+  void backward(int slot, const std::function<void(int)>& on_unit = {}) override;
 
   // Optional probe around each unit's work in forward and backward: timer(u, true) before, timer(u, false)
   // after (units as on_unit's). The trainer times blocks with it to rebalance the pipeline (block_timer.hpp).
-  void set_unit_timer(std::function<void(int, bool)> timer) { unit_timer_ = std::move(timer); }
+  void set_unit_timer(std::function<void(int, bool)> timer) override { unit_timer_ = std::move(timer); }
 
   // Bytes of activations kept per slot and of the shared work buffers (for the memory report).
-  size_t activation_bytes_per_slot() const;
-  size_t work_bytes() const;
+  size_t activation_bytes_per_slot() const override;
+  size_t work_bytes() const override;
 
  private:
   struct BlockActs {
-    DeviceView<T> ln1, ln1_mean, ln1_rstd, qkv, att, atty, res2, ln2, ln2_mean, ln2_rstd, fch, fchg, res3;
+    DeviceView<T> ln1, qkv, att, atty, res2, ln2, fch, fchg, res3;
+    DeviceView<A> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;
   };
   struct Acts {
     DeviceView<T> x0;                        // stage input residual
     std::vector<BlockActs> blocks;
-    DeviceView<T> lnf_mean, lnf_rstd, dlnf;  // last stage
+    DeviceView<A> lnf_mean, lnf_rstd;        // last stage
+    DeviceView<T> dlnf;
     Kokkos::View<int32_t*, mem_space> inputs, targets;
   };
-  struct BlockParams {
-    T *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+  template <class P>
+  struct BlockTensors {
+    P *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
   };
-  BlockParams block_params(int l, bool grads);
-  void tp_allreduce_sum(T* buf, size_t n);
+  BlockTensors<T> block_params(int l);
+  BlockTensors<A> block_grads(int l);
+  template <class U>
+  void tp_allreduce_sum(U* buf, size_t n);
   void block_forward(int l, const T* x, BlockActs& a);
   void block_backward(int l, const T* x, BlockActs& a);
-  void head_forward(Acts& a, bool with_grad, T loss_scale, double* loss_sum);
+  void head_forward(Acts& a, bool with_grad, A loss_scale, double* loss_sum);
   void time_unit(int u, bool start) const {
     if (unit_timer_) unit_timer_(u, start);
   }
@@ -112,8 +128,10 @@ class GPT {
   ParamStore<T> store_;
   std::vector<Acts> acts_;
   // shared buffers
-  DeviceView<T> lnf_, logits_, ce_, loss_, tmp_, dres_, dln_, dqkv_, datty_, dfch_, dfchg_, att_scratch_;
-  Kokkos::View<T*, host_space> loss_host_;
+  DeviceView<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_, dfchg_, att_scratch_;
+  DeviceView<A> ce_, loss_;
+  Kokkos::View<A*, host_space> loss_host_;
+  DeviceView<float> tp_sum_;  // 16-bit T with tp > 1: the fp32 staging of the all-reduced activations
   std::function<void(int, bool)> unit_timer_;
 };
 

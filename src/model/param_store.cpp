@@ -1,23 +1,34 @@
 #include "src/model/param_store.hpp"
 
+#include <vector>
+
+
 namespace gt {
 
 template <class T>
 void ParamStore<T>::allocate(uint64_t seed) {
   own_params_ = DeviceView<T>("params", layout_.size());
-  own_grads_ = DeviceView<T>("grads", layout_.size());  // Kokkos zero-initialises
+  own_grads_ = DeviceView<G>("grads", layout_.size());  // Kokkos zero-initialises
   auto host = Kokkos::create_mirror_view(own_params_);
-  initial_params(layout_, seed, host.data());
+  if constexpr (is_half_v<T>) {  // drawn in fp32 (the master values), rounded once to the storage type
+    std::vector<float> p(layout_.size());
+    initial_params(layout_, seed, p.data());
+    for (size_t i = 0; i < p.size(); ++i) host(i) = T(p[i]);
+  } else {
+    initial_params(layout_, seed, host.data());
+  }
   Kokkos::deep_copy(own_params_, host);
   bind(own_params_.data(), own_grads_.data());
 }
 
 template <class T>
 void ParamStore<T>::zero_grads() {
-  Kokkos::deep_copy(DeviceView<T>(grads_, layout_.size()), T(0));
+  Kokkos::deep_copy(DeviceView<G>(grads_, layout_.size()), G(0));
 }
 
 template class ParamStore<float>;
 template class ParamStore<double>;
+template class ParamStore<bf16_t>;
+template class ParamStore<fp16_t>;
 
 }  // namespace gt

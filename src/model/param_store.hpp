@@ -1,11 +1,13 @@
 #pragma once
 // The model's named view of its parameters and gradients: two flat arrays over one TensorLayout. In training
 // the arrays belong to the TrainState (bind()); a model used on its own (tests, benchmarks) allocates them
-// (allocate()).
+// (allocate()). Parameters in the storage type T; gradients in G = acc_t<T> (fp32 for the 16-bit types: the
+// fp32 gradient buffer that micro-batches accumulate into).
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "kernels/half.hpp"
 #include "kernels/kokkos_compat.hpp"
 #include "src/model/tensor_layout.hpp"
 
@@ -14,30 +16,32 @@ namespace gt {
 template <class T>
 class ParamStore {
  public:
+  using G = acc_t<T>;
   ParamStore() = default;
   explicit ParamStore(TensorLayout layout) : layout_(std::move(layout)) {}
 
   // Own storage: parameters initialised from the pure init function, gradients zero.
   void allocate(uint64_t seed);
   // Storage owned elsewhere (layout().size() elements each, outliving the store).
-  void bind(T* params, T* grads) { params_ = params; grads_ = grads; }
+  void bind(T* params, G* grads) { params_ = params; grads_ = grads; }
 
   const TensorLayout& layout() const { return layout_; }
   const std::vector<TensorSpec>& tensors() const { return layout_.tensors(); }
   const TensorSpec& spec(const std::string& name) const { return layout_.spec(name); }
   bool has(const std::string& name) const { return layout_.has(name); }
   T* param(const std::string& name) { return params_ + spec(name).offset; }
-  T* grad(const std::string& name) { return grads_ + spec(name).offset; }
+  G* grad(const std::string& name) { return grads_ + spec(name).offset; }
   T* params() { return params_; }
-  T* grads() { return grads_; }
+  G* grads() { return grads_; }
   size_t size() const { return layout_.size(); }
   void zero_grads();
 
  private:
   TensorLayout layout_;
-  DeviceView<T> own_params_, own_grads_;  // empty when bound
+  DeviceView<T> own_params_;  // empty when bound
+  DeviceView<G> own_grads_;
   T* params_ = nullptr;
-  T* grads_ = nullptr;
+  G* grads_ = nullptr;
 };
 
 }  // namespace gt

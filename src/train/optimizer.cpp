@@ -49,6 +49,7 @@ void Optimizer::step(int step, double lr, double norm, double loss_scale) {
   // arithmetic as one adamw_update per tensor, so the same bits.
   adamw_pieces(p, long(po), g, long(go), state_.adam_m(), state_.adam_v(), long(mo), adam_pieces_, float(lr),
                float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps), step, g_scale);
+  state_.refresh_params(plan_.shard);  // a 16-bit working copy: rounded from the updated master (ZeRO: this shard)
 }
 
 }  // namespace gt

@@ -6,13 +6,21 @@ namespace {
 double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
 }  // namespace
 
-PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, GPT<float>& model, BatchLoader& loader,
+PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader,
                                std::vector<PipeOp> ops)
     : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)) {}
 
-float* PipelineRunner::send_buffer(size_t n) {
-  if (sends_used_ == send_bufs_.size()) send_bufs_.emplace_back("pp_send", n);
-  return send_bufs_[sends_used_++].data();
+void PipelineRunner::send(const void* data, int peer, int tag) {
+  const size_t n = model_.activation_elems();
+  const size_t bytes = n * dtype_size(model_.activation_dtype());
+  if (sends_used_ == send_bufs_.size()) send_bufs_.emplace_back("pp_send", bytes);
+  DeviceView<unsigned char>& buf = send_bufs_[sends_used_++];
+  Kokkos::deep_copy(buf, DeviceView<unsigned char>(static_cast<unsigned char*>(const_cast<void*>(data)), bytes));
+  sends_.push_back(grid_.pp().isend(buf.data(), n, model_.activation_dtype(), peer, tag));
+}
+
+void PipelineRunner::recv(void* data, int peer, int tag) {
+  grid_.pp().recv(data, model_.activation_elems(), model_.activation_dtype(), peer, tag);
 }
 
 void PipelineRunner::wait_sends() {
@@ -25,9 +33,8 @@ void PipelineRunner::forward_op(int m, int64_t first_sample, Split split, bool w
   const double t0 = MPI_Wtime(), c0 = blocked(&grid_.tp()) + blocked(&grid_.pp());
   const StageLayout& stage = model_.stage();
   const int slot = m % model_.slots();
-  const size_t n = model_.activation_elems();
   const int pp_rank = grid_.pp_rank();
-  if (!stage.first()) grid_.pp().recv(model_.stage_input(slot), n, DType::F32, pp_rank - 1, 2 * m);
+  if (!stage.first()) recv(model_.stage_input_data(slot), pp_rank - 1, 2 * m);
   // Tokens feed the embedding (first stage) and the loss (last stage); middle stages read nothing.
   if (stage.first() || stage.last()) {
     loader_.load(split, first_sample);
@@ -36,11 +43,7 @@ void PipelineRunner::forward_op(int m, int64_t first_sample, Split split, bool w
   // d(loss)/d(token loss) times the loss scale (a power of two: exact in float)
   const float scale = float(loss_scale_) / float(double(loader_.global_batch()) * cfg_.model.seq_len);
   model_.forward(slot, with_grad, scale, loss_sum);
-  if (!stage.last()) {
-    float* buf = send_buffer(n);
-    Kokkos::deep_copy(DeviceView<float>(buf, n), DeviceView<float>(model_.stage_output(slot), n));
-    sends_.push_back(grid_.pp().isend(buf, n, DType::F32, pp_rank + 1, 2 * m));
-  }
+  if (!stage.last()) send(model_.stage_output_data(slot), pp_rank + 1, 2 * m);
   t_fwd_ += MPI_Wtime() - t0;
   comm_fwd_ += blocked(&grid_.tp()) + blocked(&grid_.pp()) - c0;
 }
@@ -49,15 +52,10 @@ void PipelineRunner::backward_op(int m, const std::function<void(int)>& on_unit)
   const double t0 = MPI_Wtime(), c0 = blocked(&grid_.tp()) + blocked(&grid_.pp()) + blocked(&grid_.dp());
   const StageLayout& stage = model_.stage();
   const int slot = m % model_.slots();
-  const size_t n = model_.activation_elems();
   const int pp_rank = grid_.pp_rank();
-  if (!stage.last()) grid_.pp().recv(model_.grad_buffer(), n, DType::F32, pp_rank + 1, 2 * m + 1);
+  if (!stage.last()) recv(model_.grad_buffer_data(), pp_rank + 1, 2 * m + 1);
   model_.backward(slot, on_unit);
-  if (!stage.first()) {
-    float* buf = send_buffer(n);
-    Kokkos::deep_copy(DeviceView<float>(buf, n), DeviceView<float>(model_.grad_buffer(), n));
-    sends_.push_back(grid_.pp().isend(buf, n, DType::F32, pp_rank - 1, 2 * m + 1));
-  }
+  if (!stage.first()) send(model_.grad_buffer_data(), pp_rank - 1, 2 * m + 1);
   t_bwd_ += MPI_Wtime() - t0;
   comm_bwd_ += blocked(&grid_.tp()) + blocked(&grid_.pp()) + blocked(&grid_.dp()) - c0;
 }

@@ -15,7 +15,7 @@ namespace gt {
 
 class PipelineRunner {
  public:
-  PipelineRunner(const Config& cfg, Grid& grid, GPT<float>& model, BatchLoader& loader, std::vector<PipeOp> ops);
+  PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader, std::vector<PipeOp> ops);
 
   // Every op of one training step (micro-batches of the step that starts at samples_done); token losses are
   // summed into *loss_sum on the last stage. on_unit(u) is called as backward completes the gradients of unit
@@ -36,15 +36,17 @@ class PipelineRunner {
   void forward_op(int m, int64_t first_sample, Split split, bool with_grad, double* loss_sum);
   double loss_scale_ = 1;
   void backward_op(int m, const std::function<void(int)>& on_unit);
-  float* send_buffer(size_t n);
+  // Activations and their gradients travel in the model's storage type.
+  void send(const void* data, int peer, int tag);
+  void recv(void* data, int peer, int tag);
   void wait_sends();
 
   const Config& cfg_;
   Grid& grid_;
-  GPT<float>& model_;
+  StageModel& model_;
   BatchLoader& loader_;
   std::vector<PipeOp> ops_;
-  std::vector<DeviceView<float>> send_bufs_;
+  std::vector<DeviceView<unsigned char>> send_bufs_;
   std::vector<RequestPtr> sends_;
   size_t sends_used_ = 0;
   double t_fwd_ = 0, t_bwd_ = 0, comm_fwd_ = 0, comm_bwd_ = 0;

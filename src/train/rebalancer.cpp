@@ -44,7 +44,7 @@ std::vector<int> stage_partition(const Config& cfg, int pp) {
   return begin;
 }
 
-Rebalancer::Rebalancer(const Config& cfg, Grid& grid, GPT<float>& model, std::vector<int> partition)
+Rebalancer::Rebalancer(const Config& cfg, Grid& grid, StageModel& model, std::vector<int> partition)
     : cfg_(cfg), grid_(grid), model_(model), partition_(std::move(partition)) {
   const bool deciding = cfg_.parallel.rebalance == "auto" && grid_.shape().pp > 1;
   if (!deciding && cfg_.parallel.rebalanced_from.empty()) return;

@@ -24,7 +24,7 @@ class Rebalancer {
  public:
   // Times the model's units when rebalancing is on (pp > 1 and rebalance = auto) or to report the times after
   // an earlier rebalance (parallel.rebalanced_from); otherwise does nothing.
-  Rebalancer(const Config& cfg, Grid& grid, GPT<float>& model, std::vector<int> partition);
+  Rebalancer(const Config& cfg, Grid& grid, StageModel& model, std::vector<int> partition);
   ~Rebalancer();
   // After each step of this run. Collective on the step that decides; true when the run should stop here and
   // continue on proposed_blocks() (then rebalanced_from() says what it measured).
@@ -35,7 +35,7 @@ class Rebalancer {
  private:
   const Config& cfg_;
   Grid& grid_;
-  GPT<float>& model_;
+  StageModel& model_;
   std::vector<int> partition_, proposed_;
   std::unique_ptr<BlockTimer> timer_;
   std::string report_;

@@ -34,7 +34,7 @@ void mask_2of4(const float* w, float* mask, long n) {
 }
 
 Sparsity::Sparsity(const SparsityConfig& cfg, TrainState& state) : cfg_(cfg), state_(state) {
-  if (state_.working_dtype() != DType::F32)
+  if (state_.working() != Precision::F32)
     throw Error("sparsity.pattern = \"2:4\": only fp32 working parameters are implemented");
   for (const TensorSpec& s : state_.layout().tensors())
     if (sparse_tensor(s) && s.local_shape().back() % 4 != 0)

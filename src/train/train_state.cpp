@@ -1,5 +1,8 @@
 #include "src/train/train_state.hpp"
 
+#include <cstring>
+
+#include "kernels/elementwise.hpp"
 #include "src/core/error.hpp"
 
 namespace gt {
@@ -14,17 +17,27 @@ struct TrainState::Storage {
   Kokkos::View<unsigned char*, host_space> host;
 };
 
-TrainState::TrainState(TensorLayout layout, DType working, uint64_t seed)
+TrainState::TrainState(TensorLayout layout, Precision working, uint64_t seed)
     : layout_(std::move(layout)), working_(working) {
-  if (working != DType::F32) throw Error("train state: only fp32 working parameters are implemented");
-  add_buffer("params", working);
+  const Range all{0, layout_.size()};
+  add_buffer("params", working_dtype(working));
+  if (working != Precision::F32) add_buffer("master", DType::F32);
   add_buffer("grads", DType::F32);
   add_buffer("adam_m", DType::F32);
   add_buffer("adam_v", DType::F32);
-  DeviceView<float> p(static_cast<float*>(params()), layout_.size());
+  DeviceView<float> p(master(), layout_.size());
   auto host = Kokkos::create_mirror_view(p);
   initial_params(layout_, seed, host.data());
   Kokkos::deep_copy(p, host);
+  refresh_params(all);
+}
+
+void TrainState::refresh_params(Range r) {
+  if (working_ == Precision::F32 || r.size() == 0) return;
+  const StateBuffer& m = buffer("master");
+  const float* src = master() + (r.begin - m.extent.begin);
+  if (working_ == Precision::BF16) convert(data<bf16_t>("params") + r.begin, src, long(r.size()));
+  else convert(data<fp16_t>("params") + r.begin, src, long(r.size()));
 }
 
 TrainState::~TrainState() = default;
@@ -35,9 +48,21 @@ StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpa
 
 void TrainState::shard_buffer(const std::string& name, Range extent) {
   const StateBuffer old = buffer(name);
+  if (extent.begin < old.extent.begin || extent.end > old.extent.end)
+    throw Error("train state: buffer '" + name + "' cannot be sharded to elements it does not hold");
+  std::unique_ptr<Storage> keep = std::move(storage_[name]);  // the old values stay alive for the copy
   buffers_.erase(name);
   storage_.erase(name);
-  add_buffer(name, old.dtype, old.space, extent);
+  StateBuffer& b = add_buffer(name, old.dtype, old.space, extent);
+  const size_t skip = (extent.begin - old.extent.begin) * dtype_size(old.dtype);
+  using Bytes = Kokkos::View<unsigned char*, mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  if (b.bytes > 0) {
+    if (old.space == MemSpace::Device)
+      Kokkos::deep_copy(Bytes(static_cast<unsigned char*>(b.data), b.bytes),
+                        Bytes(static_cast<unsigned char*>(old.data) + skip, b.bytes));
+    else
+      std::memcpy(b.data, static_cast<unsigned char*>(old.data) + skip, b.bytes);
+  }
 }
 
 StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpace space, Range extent) {

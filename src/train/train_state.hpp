@@ -1,6 +1,6 @@
 #pragma once
 // TrainState: every flat buffer a rank trains with, over one TensorLayout. The standard buffers:
-//   params   working parameters the model computes with (the run's working type)
+//   params   working parameters the model computes with (the run's working type: fp32, bf16 or fp16)
 //   master   fp32 parameters the optimizer updates (only when the working type is not fp32; else = params)
 //   grads    fp32 gradient accumulation buffer (micro-batches accumulate here, the DP all-reduce sums it)
 //   adam_m, adam_v   AdamW moments, fp32
@@ -11,8 +11,10 @@
 #include <memory>
 #include <string>
 
+#include "kernels/half.hpp"
 #include "kernels/kokkos_compat.hpp"
 #include "src/comm/comm.hpp"
+#include "src/core/config.hpp"
 #include "src/core/error.hpp"
 #include "src/grid/grid.hpp"
 #include "src/model/tensor_layout.hpp"
@@ -23,7 +25,7 @@ enum class MemSpace { Device, Host };  // Host: e.g. optimizer state offloaded t
 
 struct StateBuffer {
   std::string name;
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;  // BF16/F16: a 16-bit working copy (bf16_t/fp16_t elements)
   MemSpace space = MemSpace::Device;
   void* data = nullptr;  // extent.size() elements of dtype
   size_t bytes = 0;
@@ -40,20 +42,22 @@ bool owner(const TensorSpec& tensor, const Grid& grid);
 
 class TrainState {
  public:
-  // Allocates the standard buffers (zeroed) and fills the parameters from the pure init function.
-  TrainState(TensorLayout layout, DType working, uint64_t seed);
+  // Allocates the standard buffers (zeroed) and fills the parameters from the pure init function: the fp32
+  // master, and a 16-bit working copy rounded from it (to nearest even) when the working type is not fp32.
+  TrainState(TensorLayout layout, Precision working, uint64_t seed);
   ~TrainState();
   TrainState(const TrainState&) = delete;
   TrainState& operator=(const TrainState&) = delete;
 
   const TensorLayout& layout() const { return layout_; }
-  DType working_dtype() const { return working_; }
+  Precision working() const { return working_; }
 
   // A new zeroed buffer of layout().size() elements; names are unique.
   StateBuffer& add_buffer(const std::string& name, DType dtype, MemSpace space = MemSpace::Device);
   // A new zeroed buffer of only the elements `extent` (a DP shard: ZeRO).
   StateBuffer& add_buffer(const std::string& name, DType dtype, MemSpace space, Range extent);
-  // Replaces a buffer by a zeroed one holding only `extent` (ZeRO-1: the AdamW moments of this rank's shard).
+  // Replaces a buffer by one holding only `extent`, keeping the values there (ZeRO-1: the AdamW moments and
+  // the fp32 master of this rank's shard).
   void shard_buffer(const std::string& name, Range extent);
   bool has_buffer(const std::string& name) const { return buffers_.count(name) > 0; }
   StateBuffer& buffer(const std::string& name);
@@ -66,6 +70,9 @@ class TrainState {
   float* adam_m() { return data<float>("adam_m"); }
   float* adam_v() { return data<float>("adam_v"); }
   void zero_grads();
+  // The working copy from the master over the elements r (within the master's extent): round to nearest even
+  // for a 16-bit working type; nothing to do in fp32 (the params are the master).
+  void refresh_params(Range r);
   // Moves the gradient buffer into caller-owned memory of layout().size() floats (the DP communicator's
   // registered region, where the shm all-reduce needs no copies), keeping its values; the memory must outlive
   // the state. Pointers from grads() taken before are stale.
@@ -76,15 +83,27 @@ class TrainState {
  private:
   struct Storage;
   TensorLayout layout_;
-  DType working_;
+  Precision working_;
   std::map<std::string, StateBuffer> buffers_;
   std::map<std::string, std::unique_ptr<Storage>> storage_;
 };
 
+// The DType of a buffer element type, the 16-bit storage types included.
+template <class T>
+constexpr DType state_dtype() {
+  if constexpr (std::is_same_v<T, bf16_t>) return DType::BF16;
+  else if constexpr (std::is_same_v<T, fp16_t>) return DType::F16;
+  else return dtype_of<T>();
+}
+// The working type's DType (train.precision).
+constexpr DType working_dtype(Precision p) {
+  return p == Precision::BF16 ? DType::BF16 : p == Precision::F16 ? DType::F16 : DType::F32;
+}
+
 template <class T>
 T* TrainState::data(const std::string& name) {
   StateBuffer& b = buffer(name);
-  if (b.dtype != dtype_of<T>()) throw Error("train state: buffer '" + name + "' does not hold the requested type");
+  if (b.dtype != state_dtype<T>()) throw Error("train state: buffer '" + name + "' does not hold the requested type");
   return static_cast<T*>(b.data);
 }
 

@@ -53,6 +53,14 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+// The model of this stage in the run's storage type (train.precision).
+std::unique_ptr<StageModel> make_model(Precision p, const ModelConfig& m, uint64_t seed, int micro_batch_size,
+                                       StageLayout stage, TensorParallel tp, int slots, const TensorLayout* layout) {
+  if (p == Precision::BF16) return std::make_unique<GPT<bf16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout);
+  if (p == Precision::F16) return std::make_unique<GPT<fp16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout);
+  return std::make_unique<GPT<float>>(m, seed, micro_batch_size, stage, tp, slots, layout);
+}
+
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
@@ -67,10 +75,10 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
 
   state_ = std::make_unique<TrainState>(TensorLayout(model_tensor_specs(m, stage_, tp.rank, tp.size), g.dp),
-                                        DType::F32, seed);
-  model_ = std::make_unique<GPT<float>>(m, seed, cfg_.train.micro_batch_size, stage_, tp,
-                                        std::max(1, max_in_flight(ops)), &state_->layout());
-  model_->store().bind(state_->data<float>("params"), state_->grads());
+                                        cfg_.precision(), seed);
+  model_ = make_model(cfg_.precision(), m, seed, cfg_.train.micro_batch_size, stage_, tp,
+                      std::max(1, max_in_flight(ops)), &state_->layout());
+  model_->bind(state_->params(), state_->grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
@@ -81,7 +89,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     // gradient buffer moves into the DP communicator's registered region. Collective over the DP group.
     if (void* shared = grid_.dp().alloc_registered(n * sizeof(float))) {
       state_->move_grads_to(static_cast<float*>(shared));
-      model_->store().bind(state_->data<float>("params"), state_->grads());
+      model_->bind(state_->params(), state_->grads());
     }
   }
   zero_ = ZeroPlan(cfg_.parallel.zero, state_->layout(), grid_.dp_rank(), g.dp);
@@ -136,7 +144,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
                                                  loader_->global_batch(), zero_, mirror_mode_);
   if (grid_.world_rank() == 0) {  // the memory ledger of rank 0 (stage 0 of the pipeline, TP rank 0)
-    const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage);
+    const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage,
+                                                   dtype_size(state_->buffer("params").dtype));
     const StateLedger have = allocated_state_bytes(*state_);
     const double mib = 1048576.0;
     std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
@@ -149,7 +158,13 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
   }
   grid_.world().barrier();
-  if (checkpointer_->resume(&progress_) && sparsity_) sparsity_->write_working();  // masters and masks loaded
+  if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them
+    if (sparsity_) sparsity_->write_working();
+    else if (state_->working() != Precision::F32) {  // 16-bit: rounded from the fp32 master, as after a step
+      state_->refresh_params(zero_.shard);
+      allgather_params(*state_, zero_, grid_.dp());
+    }
+  }
   scaler_->restore(progress_.scaler);
 }
 
@@ -278,7 +293,8 @@ void Trainer::finish(const std::string& status) {
   in.bad_steps = guard_->counts();
   in.nonfinite_policy = guard_->policy();
   in.loss_scale = scaler_->scale();
-  const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage);
+  const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage,
+                                                 dtype_size(state_->buffer("params").dtype));
   const StateLedger have = allocated_state_bytes(*state_);
   const double p3[3] = {double(pred.params), double(pred.grads), double(pred.optimizer)};
   const double a3[3] = {double(have.params), double(have.grads), double(have.optimizer)};
@@ -341,11 +357,20 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const st
   StageLayout whole{0, 1, 0, cfg_.model.n_layer};
   std::vector<std::pair<std::string, std::vector<float>>> out;
   const TensorLayout& layout = state_->layout();
-  // The host reads the buffer through its mirror (CPU builds: the buffer itself, no copy).
+  // The host reads the buffer through its mirror (CPU builds: the buffer itself, no copy); a ZeRO shard (the
+  // fp32 master of a 16-bit run) is all-gathered over DP first.
   const std::string name = buffer == "master" && !state_->has_buffer("master") ? "params" : buffer;
-  HostMirror<float> mirror(state_->data<float>(name), state_->buffer(name).extent.size(), mirror_mode_);
+  const Range extent = state_->buffer(name).extent;
+  HostMirror<float> mirror(state_->data<float>(name), extent.size(), mirror_mode_);
   mirror.pull();
   const float* master = mirror.data();
+  std::vector<float> whole_buffer;
+  if (extent.size() != layout.size()) {
+    whole_buffer.resize(layout.size());
+    std::copy(master, master + extent.size(), whole_buffer.begin() + long(extent.begin));
+    grid_.dp().allgather(whole_buffer.data() + extent.begin, whole_buffer.data(), extent.size(), DType::F32);
+    master = whole_buffer.data();
+  }
   for (const TensorSpec& g : model_tensor_specs(cfg_.model, whole, 0, 1)) {
     std::vector<float> full(static_cast<size_t>(g.global_size()), 0.0f);
     if (layout.has(g.name)) {

@@ -49,12 +49,13 @@ class Trainer {
   const std::string& rebalance_report() const { return rebalancer_->report(); }
 
   // Access for tests.
-  GPT<float>& model() { return *model_; }
+  StageModel& model() { return *model_; }
   TrainState& state() { return *state_; }
   const std::vector<StepStats>& history() const { return history_; }
   int step() const { return progress_.step; }
   const TrainProgress& progress() const { return progress_; }
-  // Like gather_params for any fp32 TrainState buffer ("master", "adam_m", "adam_v").
+  // Like gather_params for any fp32 TrainState buffer ("master", "adam_m", "adam_v"; a ZeRO-sharded master
+  // or moments through the staging copies: collective over the world).
   std::vector<std::pair<std::string, std::vector<float>>> gather(const std::string& buffer);
   // Tests: called on every rank after each step (with the step number), before any checkpoint of that step.
   std::function<void(int)> after_step;
@@ -72,7 +73,7 @@ class Trainer {
   std::string config_text_;
   StageLayout stage_;
   std::unique_ptr<TrainState> state_;
-  std::unique_ptr<GPT<float>> model_;
+  std::unique_ptr<StageModel> model_;
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<PipelineRunner> pipeline_;
   std::unique_ptr<GradBuckets> buckets_;

@@ -50,15 +50,19 @@ StateBuffer& reduced_grads(TrainState& state) {
 
 void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp) {
   if (!plan.sharded()) return;
-  float* p = state.data<float>("params");
   const size_t n = plan.shard.size();  // equal shards: the padded layout divides by dp
-  dp.allgather(p + plan.shard.begin, p, n, DType::F32);
+  // A 16-bit working copy: the optimizer rounded this rank's shard from its master shard before
+  // (TrainState::refresh_params); the gather moves elements and rounds nothing.
+  const StateBuffer& b = state.buffer("params");
+  unsigned char* p = static_cast<unsigned char*>(b.data);
+  dp.allgather(p + plan.shard.begin * dtype_size(b.dtype), p, n, b.dtype);
 }
 
-StateLedger predicted_state_bytes(size_t psi, int dp, int stage) {
+StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes) {
   const int nd = stage > 0 ? dp : 1;
   StateLedger l;
-  l.params = 4 * psi;
+  // the working copy, and the fp32 master (sharded with the moments) when the working type is not fp32
+  l.params = working_bytes * psi + (working_bytes != 4 ? 4 * (psi / nd) : 0);
   l.grads = 4 * psi + (stage >= 2 && dp > 1 ? 4 * (psi / dp) : 0);
   l.optimizer = 8 * (psi / nd);
   return l;

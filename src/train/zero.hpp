@@ -54,7 +54,9 @@ struct StateLedger {
 // What this implementation allocates: the paper's formula plus the full-size fp32 accumulation buffer that
 // stage 2 keeps for micro-batches (so stage 2's gradients are 4 psi + 4 psi / dp, the paper's 4 psi / dp
 // being the part that persists reduced).
-StateLedger predicted_state_bytes(size_t psi, int dp, int stage);
+// working_bytes: 4 (fp32: the params are the master), 2 (bf16/fp16: a 16-bit copy of everything plus the fp32
+// master, sharded like the moments).
+StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes = 4);
 // The bytes the TrainState's buffers hold, by category (params/master; grads*; adam_*).
 StateLedger allocated_state_bytes(const TrainState& state);
 

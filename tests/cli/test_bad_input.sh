@@ -74,7 +74,8 @@ expect bad_precision 1 nonzero "config key 'train.precision' must be one of \"fp
 expect bad_grad_reduce 1 nonzero "'parallel.grad_reduce_dtype' must be one of" -- train --config tiny parallel.grad_reduce_dtype=int8
 expect scale_min_above_initial 1 nonzero "train.loss_scale_min \(1024.000000\) is above train.loss_scale_initial \(16.000000\)" -- train --config tiny train.loss_scale_min=1024 train.loss_scale_initial=16
 expect scale_backoff 1 nonzero "'train.loss_scale_backoff' must be in \(0, 1\)" -- train --config tiny train.loss_scale_backoff=2
-expect half_not_built 1 nonzero "train.precision' = \"bf16\": half-precision compute is not implemented yet" -- train --config tiny train.precision=bf16
+expect fp16_scale_min 1 nonzero "train.loss_scale_min \(131072.000000\) is above train.loss_scale_initial \(65536.000000\)" -- train --config tiny train.precision=fp16 train.loss_scale_min=131072
+expect precision_case 1 nonzero "config key 'train.precision' must be one of \"fp32\", \"bf16\", \"fp16\", got \"BF16\"" -- train --config tiny train.precision=BF16
 expect nccl_on_cpu_build 1 nonzero "parallel.comm=nccl: this build" -- train --config tiny parallel.comm=nccl
 # MPI handed GPU memory is refused unless the library reports CUDA support (Debian's MPICH does not): the hook
 # makes this CPU build choose its communicators as a CUDA build would, on 2 ranks (the refusal on every rank)

@@ -4,6 +4,9 @@
 // dp = 1, 2, 4 and stages 0, 1, 2 of one pipeline stage of a small model. No timing: byte counts only.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
 #include "src/model/gpt.hpp"
 #include "src/train/zero.hpp"
 
@@ -22,9 +25,11 @@ gt::ModelConfig small_model() {
 TEST(ZeroLedger, AllocationsFollowThePaper) {
   const gt::ModelConfig m = small_model();
   const gt::StageLayout whole{0, 1, 0, m.n_layer};
+  for (gt::Precision prec : {gt::Precision::F32, gt::Precision::BF16})
   for (int dp : {1, 2, 4}) {
     for (int stage : {0, 1, 2}) {
-      gt::TrainState st(gt::TensorLayout(gt::model_tensor_specs(m, whole, 0, 1), dp), gt::DType::F32, 7);
+      gt::TrainState st(gt::TensorLayout(gt::model_tensor_specs(m, whole, 0, 1), dp), prec, 7);
+      const size_t wb = prec == gt::Precision::F32 ? 4 : 2;  // bytes of the working copy's elements
       const size_t psi = st.layout().size();
       ASSERT_EQ(psi % (size_t(dp) * gt::TensorLayout::kAlign), 0u);
       const gt::ZeroPlan plan(stage, st.layout(), dp - 1, dp);
@@ -34,14 +39,23 @@ TEST(ZeroLedger, AllocationsFollowThePaper) {
       // keeps the full fp32 accumulation buffer at stage 2 as well (micro-batches accumulate into it).
       EXPECT_EQ(st.buffer("adam_m").bytes, 4 * psi / nd) << "dp " << dp << " stage " << stage;
       EXPECT_EQ(st.buffer("adam_v").bytes, 4 * psi / nd);
-      EXPECT_EQ(st.buffer("params").bytes, 4 * psi);
+      EXPECT_EQ(st.buffer("params").bytes, wb * psi);
+      // a 16-bit run keeps the fp32 master, sharded like the moments, with the initial values of its shard
+      EXPECT_EQ(st.has_buffer("master"), wb != 4);
+      if (st.has_buffer("master")) {
+        EXPECT_EQ(st.buffer("master").bytes, 4 * psi / nd);
+        std::vector<float> init(psi);
+        gt::initial_params(st.layout(), 7, init.data());
+        const gt::Range e = st.buffer("master").extent;
+        EXPECT_EQ(std::memcmp(st.master(), init.data() + e.begin, e.size() * sizeof(float)), 0);
+      }
       EXPECT_EQ(st.buffer("grads").bytes, 4 * psi);
       EXPECT_EQ(st.has_buffer("grads_shard"), stage == 2 && dp > 1);
       if (st.has_buffer("grads_shard")) {
         EXPECT_EQ(st.buffer("grads_shard").bytes, 4 * psi / dp);
       }
       // The ledger's arithmetic equals what was allocated, and its total equals the buffers' sum.
-      const gt::StateLedger pred = gt::predicted_state_bytes(psi, dp, plan.stage);
+      const gt::StateLedger pred = gt::predicted_state_bytes(psi, dp, plan.stage, wb);
       const gt::StateLedger have = gt::allocated_state_bytes(st);
       EXPECT_EQ(pred.params, have.params);
       EXPECT_EQ(pred.grads, have.grads);

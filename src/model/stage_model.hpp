@@ -1,0 +1,45 @@
+#pragma once
+// What the trainer and the pipeline runner need of one pipeline stage of the model, whatever its storage type
+// (GPT<float>, GPT<bf16_t>, GPT<fp16_t>: train.precision). Activations cross stages as activation_dtype()
+// elements; parameters and gradients are the TrainState's buffers, bound once.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "src/comm/comm.hpp"
+
+namespace gt {
+
+struct StageLayout {
+  int stage = 0, stages = 1;
+  int block_begin = 0, block_end = 0;  // blocks [begin, end) live on this stage
+  bool first() const { return stage == 0; }
+  bool last() const { return stage == stages - 1; }
+};
+
+class StageModel {
+ public:
+  virtual ~StageModel() = default;
+  virtual const StageLayout& stage() const = 0;
+  virtual int slots() const = 0;
+  // The working parameters (storage type) and the gradient buffer (fp32 for float and the 16-bit types).
+  virtual void bind(void* params, void* grads) = 0;
+  // Host tokens (B*T each) of the micro-batch held in `slot`: inputs (first stage), targets (last stage).
+  virtual void set_tokens(int slot, const int32_t* inputs, const int32_t* targets) = 0;
+  // (B,T,C) stage input, stage output and the gradient buffer, activation_elems() elements of
+  // activation_dtype() (see GPT).
+  virtual void* stage_input_data(int slot) = 0;
+  virtual void* stage_output_data(int slot) = 0;
+  virtual void* grad_buffer_data() = 0;
+  virtual size_t activation_elems() const = 0;
+  virtual DType activation_dtype() const = 0;
+  // loss_scale: d(loss)/d(token loss) times the loss scale; applied in the model's compute type.
+  virtual void forward(int slot, bool with_grad, double loss_scale, double* loss_sum) = 0;
+  virtual void backward(int slot, const std::function<void(int)>& on_unit) = 0;
+  // Optional probe around each unit's work in forward and backward (GPT::set_unit_timer).
+  virtual void set_unit_timer(std::function<void(int, bool)> timer) = 0;
+  virtual size_t activation_bytes_per_slot() const = 0;
+  virtual size_t work_bytes() const = 0;
+};
+
+}  // namespace gt
