@@ -15,6 +15,8 @@
 namespace gt::plan {
 
 std::map<std::string, std::string> parse_flat_json(const std::string& text, const std::string& file) {
+  // summary.json is flat but for a few nested records (bad_steps: {...}); a nested object's members come out as
+  // "outer.inner" keys and an array is skipped whole (the calibration reads numbers and strings at the top).
   std::map<std::string, std::string> out;
   size_t i = 0;
   auto ws = [&] { while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i; };
@@ -30,28 +32,45 @@ std::map<std::string, std::string> parse_flat_json(const std::string& text, cons
     ++i;
     return s;
   };
-  ws();
-  if (i >= text.size() || text[i++] != '{') throw bad("expected '{'");
-  for (;;) {
+  auto skip_array = [&] {  // balanced brackets, strings respected
+    int depth = 0;
+    do {
+      if (i >= text.size()) throw bad("unterminated array");
+      if (text[i] == '"') { str(); continue; }
+      if (text[i] == '[') ++depth;
+      if (text[i] == ']') --depth;
+      ++i;
+    } while (depth > 0);
+  };
+  auto object = [&](auto&& self, const std::string& prefix) -> void {
     ws();
-    if (i < text.size() && text[i] == '}') break;
-    const std::string key = str();
-    ws();
-    if (i >= text.size() || text[i++] != ':') throw bad("expected ':'");
-    ws();
-    if (i < text.size() && text[i] == '"') {
-      out[key] = str();
-    } else {
-      const size_t b = i;
-      while (i < text.size() && text[i] != ',' && text[i] != '}' && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-      if (i == b) throw bad("expected a value");
-      out[key] = text.substr(b, i - b);
+    if (i >= text.size() || text[i++] != '{') throw bad("expected '{'");
+    for (;;) {
+      ws();
+      if (i < text.size() && text[i] == '}') { ++i; return; }
+      const std::string key = prefix + str();
+      ws();
+      if (i >= text.size() || text[i++] != ':') throw bad("expected ':'");
+      ws();
+      if (i < text.size() && text[i] == '"') {
+        out[key] = str();
+      } else if (i < text.size() && text[i] == '{') {
+        self(self, key + ".");
+      } else if (i < text.size() && text[i] == '[') {
+        skip_array();
+      } else {
+        const size_t b = i;
+        while (i < text.size() && text[i] != ',' && text[i] != '}' && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        if (i == b) throw bad("expected a value");
+        out[key] = text.substr(b, i - b);
+      }
+      ws();
+      if (i < text.size() && text[i] == ',') { ++i; continue; }
+      if (i < text.size() && text[i] == '}') { ++i; return; }
+      throw bad("expected ',' or '}'");
     }
-    ws();
-    if (i < text.size() && text[i] == ',') { ++i; continue; }
-    if (i < text.size() && text[i] == '}') break;
-    throw bad("expected ',' or '}'");
-  }
+  };
+  object(object, "");
   return out;
 }
 

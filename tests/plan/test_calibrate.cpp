@@ -158,3 +158,19 @@ TEST(PlanCalibrate, AllreduceFromDpRunsAndBenchmark) {
   EXPECT_THROW(read_allreduce_bench(root + "/none.json", "shm-reg"), gt::Error);
   std::system(("rm -rf " + root).c_str());
 }
+
+// The trainer's summary.json nests a few records (bad_steps) and may carry arrays: the reader must step over
+// them and keep reading the top-level keys after them (it stopped at the first nested object before).
+TEST(PlanCalibrate, SummaryWithNestedRecords) {
+  const std::string text =
+      "{\"tp\": 2, \"bad_steps\": {\"policy\": \"stop\", \"bad\": 0, \"inner\": {\"x\": 1}}, "
+      "\"list\": [1, [2, \"]\"], {\"a\": 3}], \"ms_per_step\": 12.5, \"s\": \"q\\\"}\"}";
+  const auto j = parse_flat_json(text, "summary.json");
+  EXPECT_EQ(j.at("tp"), "2");
+  EXPECT_EQ(j.at("bad_steps.policy"), "stop");
+  EXPECT_EQ(j.at("bad_steps.inner.x"), "1");
+  EXPECT_EQ(j.at("ms_per_step"), "12.5");
+  EXPECT_EQ(j.at("s"), "q\"}");
+  EXPECT_EQ(j.count("list"), 0u);
+  EXPECT_THROW(parse_flat_json("{\"a\": {\"b\": 1}", "f"), gt::Error);
+}
