@@ -98,6 +98,10 @@ class Comm {
   // shard in a piece of its own length (ZeRO-2).
   virtual RequestPtr ireduce_scatter_v(const void* send, void* recv, const std::vector<size_t>& counts, DType t,
                                        ReduceOp op) = 0;
+  // Uneven all-gather: recv gets block r (counts[r] elements, in rank order, contiguous) from rank r; send
+  // holds counts[rank()] elements (in place when send is recv's own block). ZeRO-3: a unit's parameters, which
+  // meet each DP shard in a piece of its own length.
+  virtual RequestPtr iallgather_v(const void* send, void* recv, const std::vector<size_t>& counts, DType t) = 0;
   virtual void broadcast(void* buf, size_t count, DType t, int root) = 0;
   virtual void send(const void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual void recv(void* buf, size_t count, DType t, int peer, int tag) = 0;

@@ -357,6 +357,25 @@ class MpiComm : public Comm {
     MPI_Ireduce_scatter(send, recv, c->data(), mpi_type(t), mpi_op(op, t), comm_, &r);
     return std::make_unique<MpiRequest>(r, stats_, "ireduce_scatter_v", &group_, std::move(c));
   }
+  RequestPtr iallgather_v(const void* send, void* recv, const std::vector<size_t>& counts, DType t) override {
+    if (int(counts.size()) != size_)
+      throw Error("comm: allgather_v got " + std::to_string(counts.size()) + " counts for " + std::to_string(size_) +
+                  " ranks");
+    auto c = std::make_unique<std::vector<int>>(2 * size_);  // counts, then displacements: read until completion
+    size_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      (*c)[r] = mpi_count(counts[r], "iallgather_v");
+      (*c)[size_ + r] = mpi_count(total, "iallgather_v");
+      total += counts[r];
+    }
+    stats_.bytes += double(total) * dtype_size(t);
+    stats_.calls += 1;
+    const char* own = static_cast<const char*>(recv) + size_t((*c)[size_ + rank_]) * dtype_size(t);
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Iallgatherv(send == own ? MPI_IN_PLACE : send, (*c)[rank_], mpi_type(t), recv, c->data(), c->data() + size_,
+                    mpi_type(t), comm_, &r);
+    return std::make_unique<MpiRequest>(r, stats_, "iallgather_v", &group_, std::move(c));
+  }
   void broadcast(void* buf, size_t n, DType t, int root) override {
     Timer tm(stats_, double(n) * dtype_size(t), "broadcast", &group_);
     check_peer(root, "broadcast root");

@@ -137,6 +137,22 @@ class NcclComm : public Comm {
     nccl_check(ncclGroupEnd(), "ncclGroupEnd");
     return std::make_unique<NcclRequest>(stream_, stats_);
   }
+  // NCCL has no uneven all-gather: one broadcast per block from its owner, fused into one group.
+  RequestPtr iallgather_v(const void* send, void* recv, const std::vector<size_t>& counts, DType t) override {
+    if (int(counts.size()) != size_) throw Error("comm: allgather_v got a count per rank of another group");
+    size_t off = 0;
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < size_; ++r) {
+      count(counts[r] * dtype_size(t));
+      char* block = static_cast<char*>(recv) + off * dtype_size(t);
+      if (counts[r] > 0)
+        nccl_check(ncclBroadcast(r == rank_ ? send : block, block, counts[r], nccl_type(t), r, comm_, stream_),
+                   "ncclBroadcast");
+      off += counts[r];
+    }
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    return std::make_unique<NcclRequest>(stream_, stats_);
+  }
   void broadcast(void* buf, size_t n, DType t, int root) override {
     count(n * dtype_size(t));
     nccl_check(ncclBroadcast(buf, buf, n, nccl_type(t), root, comm_, stream_), "ncclBroadcast");

@@ -349,8 +349,6 @@ void Config::validate() const {
     throw Error("config key 'train.loss_scale_backoff' must be in (0, 1)");
   positive("train.loss_scale_window", train.loss_scale_window);
   positive("train.loss_scale_hysteresis", train.loss_scale_hysteresis);
-  if (parallel.zero == 3)
-    throw Error("config key 'parallel.zero' = 3 (ZeRO-3, sharded parameters) is not implemented yet; use 0, 1 or 2");
   if (parallel.zero < 0 || parallel.zero > 3)
     throw Error("config key 'parallel.zero' must be 0, 1, 2 or 3, got " + std::to_string(parallel.zero));
   if (data.source == "hdf5" && data.path.empty()) throw Error("config: data.source = \"hdf5\" needs data.path");

@@ -263,6 +263,7 @@ void GPT<T>::forward(int slot, bool with_grad, double loss_scale, double* loss_s
   const int BT = B_ * d_.T, C = d_.C;
   if (stage_.first()) {
     time_unit(0, true);
+    need_units(0);
     embedding_forward(a.x0.data(), a.inputs.data(), store_.param("wte"), static_cast<const T*>(nullptr), BT, d_.T, C,
                       d_.v0, d_.Vl);
     tp_allreduce_sum(a.x0.data(), size_t(BT) * C);  // each TP rank looked up only its vocab shard
@@ -273,12 +274,14 @@ void GPT<T>::forward(int slot, bool with_grad, double loss_scale, double* loss_s
   for (size_t i = 0; i < a.blocks.size(); ++i) {
     const int l = stage_.block_begin + static_cast<int>(i);
     time_unit(l + 1, true);
+    need_units(l + 1);
     block_forward(l, x, a.blocks[i]);
     time_unit(l + 1, false);
     x = a.blocks[i].res3.data();
   }
   if (stage_.last()) {
     time_unit(d_.L + 1, true);
+    need_units(d_.L + 1, store_.spec("wte").unit);
     head_forward(a, with_grad, A(loss_scale), loss_sum);
     time_unit(d_.L + 1, false);
   }
@@ -292,6 +295,7 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
     time_unit(d_.L + 1, true);
     fill(dres_.data(), long(BT) * C, T(0));
+    need_units(d_.L + 1);
     layernorm_backward(dres_.data(), store_.grad("ln_f.w"), store_.grad("ln_f.b"), a.dlnf.data(), x,
                        store_.param("ln_f.w"), a.lnf_mean.data(), a.lnf_rstd.data(), BT, C);
     time_unit(d_.L + 1, false);
@@ -301,6 +305,7 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     const T* x = i == 0 ? a.x0.data() : a.blocks[i - 1].res3.data();
     const int l = stage_.block_begin + i;
     time_unit(l + 1, true);
+    need_units(l + 1);
     block_backward(l, x, a.blocks[i]);
     time_unit(l + 1, false);
     if (on_unit) on_unit(l + 1);

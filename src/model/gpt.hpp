@@ -89,6 +89,11 @@ class GPT final : public StageModel {
   // Optional probe around each unit's work in forward and backward: timer(u, true) before, timer(u, false)
   // after (units as on_unit's). The trainer times blocks with it to rebalance the pipeline (block_timer.hpp).
   void set_unit_timer(std::function<void(int, bool)> timer) override { unit_timer_ = std::move(timer); }
+  // ZeRO-3: called before a computation reads parameters, with the units it reads (b = -1: one unit; the head
+  // of a one-stage model reads its own and the embedding's wte); the caller makes them readable through the
+  // store (src/train/zero_gather.hpp). Forward: every unit; backward: the head and the blocks.
+  void set_param_hook(std::function<void(int a, int b)> h) override { param_hook_ = std::move(h); }
+  void redirect_param(size_t tensor_index, void* at) override { store_.redirect(tensor_index, static_cast<T*>(at)); }
 
   // Bytes of activations kept per slot and of the shared work buffers (for the memory report).
   size_t activation_bytes_per_slot() const override;
@@ -120,6 +125,9 @@ class GPT final : public StageModel {
   void time_unit(int u, bool start) const {
     if (unit_timer_) unit_timer_(u, start);
   }
+  void need_units(int a, int b = -1) {
+    if (param_hook_) param_hook_(a, b);
+  }
 
   ModelDims d_;
   int B_;
@@ -133,6 +141,7 @@ class GPT final : public StageModel {
   Kokkos::View<A*, host_space> loss_host_;
   DeviceView<float> tp_sum_;  // 16-bit T with tp > 1: the fp32 staging of the all-reduced activations
   std::function<void(int, bool)> unit_timer_;
+  std::function<void(int, int)> param_hook_;
 };
 
 }  // namespace gt

@@ -9,6 +9,7 @@
 
 #include "kernels/half.hpp"
 #include "kernels/kokkos_compat.hpp"
+#include "src/core/error.hpp"
 #include "src/model/tensor_layout.hpp"
 
 namespace gt {
@@ -29,7 +30,19 @@ class ParamStore {
   const std::vector<TensorSpec>& tensors() const { return layout_.tensors(); }
   const TensorSpec& spec(const std::string& name) const { return layout_.spec(name); }
   bool has(const std::string& name) const { return layout_.has(name); }
-  T* param(const std::string& name) { return params_ + spec(name).offset; }
+  // ZeRO-3: the bound parameter buffer holds only a DP shard; tensor k's parameters are then read from
+  // redirect(k) (a gathered copy) instead. Null entries are tensors not gathered at the moment.
+  void redirect(size_t tensor_index, T* at) {
+    if (redirect_.empty()) redirect_.assign(layout_.tensors().size(), nullptr);
+    redirect_[tensor_index] = at;
+  }
+  T* param(const std::string& name) {
+    const TensorSpec& s = spec(name);
+    if (redirect_.empty()) return params_ + s.offset;
+    T* p = redirect_[static_cast<size_t>(&s - layout_.tensors().data())];
+    if (!p) throw Error("parameter '" + name + "' read while not gathered (ZeRO-3)");
+    return p;
+  }
   G* grad(const std::string& name) { return grads_ + spec(name).offset; }
   T* params() { return params_; }
   G* grads() { return grads_; }
@@ -42,6 +55,7 @@ class ParamStore {
   DeviceView<G> own_grads_;
   T* params_ = nullptr;
   G* grads_ = nullptr;
+  std::vector<T*> redirect_;  // per tensor; empty: no redirection
 };
 
 }  // namespace gt

@@ -38,6 +38,10 @@ class StageModel {
   virtual void backward(int slot, const std::function<void(int)>& on_unit) = 0;
   // Optional probe around each unit's work in forward and backward (GPT::set_unit_timer).
   virtual void set_unit_timer(std::function<void(int, bool)> timer) = 0;
+  // ZeRO-3 (GPT::set_param_hook): hook(a, b) before a computation reads the parameters of units a and b
+  // (b = -1: one unit); redirect_param points tensor k's parameters at a gathered copy (null: not readable).
+  virtual void set_param_hook(std::function<void(int a, int b)> hook) = 0;
+  virtual void redirect_param(size_t tensor_index, void* at) = 0;
   virtual size_t activation_bytes_per_slot() const = 0;
   virtual size_t work_bytes() const = 0;
 };

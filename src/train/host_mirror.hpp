@@ -1,6 +1,6 @@
 #pragma once
 // HostMirror: the host side of a flat device buffer, for the code that reads or writes training state on the host
-// (checkpoint save and load, gather_params, the ZeRO staging copies). Kokkos' mirror pattern:
+// (checkpoint save and load, gather_params). Kokkos' mirror pattern:
 //   - CPU builds: device memory is host memory, so the mirror is the buffer itself (no allocation, no copy;
 //     pull() and push() only fence);
 //   - GPU builds: a host allocation of the same size; pull() copies device -> host, push() host -> device.

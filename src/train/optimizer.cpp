@@ -41,7 +41,7 @@ void Optimizer::step(int step, double lr, double norm, double loss_scale) {
   const float g_scale = static_cast<float>(clip_scale(norm / loss_scale, cfg_.grad_clip) / loss_scale);
   // Each buffer holds its extent of the flat elements (all, or the shard): element i is at i - extent.begin.
   float* p = state_.master();  // fp32 masters (sharded under ZeRO when they are a buffer of their own)
-  const size_t po = state_.has_buffer("master") ? state_.buffer("master").extent.begin : 0;
+  const size_t po = state_.buffer(state_.has_buffer("master") ? "master" : "params").extent.begin;
   const StateBuffer& gb = reduced_grads(state_);
   const float* g = static_cast<const float*>(gb.data);
   const size_t go = gb.extent.begin, mo = state_.buffer("adam_m").extent.begin;

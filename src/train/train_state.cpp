@@ -36,8 +36,9 @@ void TrainState::refresh_params(Range r) {
   if (working_ == Precision::F32 || r.size() == 0) return;
   const StateBuffer& m = buffer("master");
   const float* src = master() + (r.begin - m.extent.begin);
-  if (working_ == Precision::BF16) convert(data<bf16_t>("params") + r.begin, src, long(r.size()));
-  else convert(data<fp16_t>("params") + r.begin, src, long(r.size()));
+  const size_t at = r.begin - buffer("params").extent.begin;  // ZeRO-3: the working copy is a shard too
+  if (working_ == Precision::BF16) convert(data<bf16_t>("params") + at, src, long(r.size()));
+  else convert(data<fp16_t>("params") + at, src, long(r.size()));
 }
 
 TrainState::~TrainState() = default;

@@ -94,6 +94,11 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   zero_ = ZeroPlan(cfg_.parallel.zero, state_->layout(), grid_.dp_rank(), g.dp);
   apply_zero_plan(*state_, zero_);
+  if (zero_.stage >= 3) {  // the working parameters are a shard now: the model reads gathered units
+    model_->bind(state_->params(), state_->grads());
+    gather_ = std::make_unique<ZeroGather>(*state_, zero_, grid_.dp(), *model_);
+    model_->set_param_hook([this](int a, int b) { gather_->need(a, b); });
+  }
   if (g.dp > 1) {
     std::vector<TensorSpec> tensors = state_->layout().tensors();
     // ZeRO-2 reduces the tied wte over DP before the embedding group could sum the two copies, so its bucket
@@ -109,7 +114,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   const DType wire = grad_wire_dtype(cfg_.compress.method, cfg_.parallel.grad_reduce_dtype);
   if (buckets_ && wire != DType::F32) {  // the dense 16-bit all-reduce (config.cpp refuses it with top-k)
     if (zero_.stage >= 2)
-      throw Error("a 16-bit gradient all-reduce (compress.method / parallel.grad_reduce_dtype) with parallel.zero = 2: "
+      throw Error("a 16-bit gradient all-reduce (compress.method / parallel.grad_reduce_dtype) with parallel.zero >= 2: "
                   "a 16-bit reduce-scatter is not implemented");
     buckets_->set_wire(wire, static_cast<uint16_t*>(state_->add_buffer("grad_wire", wire).data));
   }
@@ -117,7 +122,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     // the compressor reads and writes gradients on the host
     if (!exec_on_host) throw Error("compress.method = \"topk\" needs host memory: not available on GPU builds yet");
     if (zero_.stage >= 2)
-      throw Error("compress.method = \"topk\" with parallel.zero = 2: a compressed reduce-scatter is not implemented");
+      throw Error("compress.method = \"topk\" with parallel.zero >= 2: a compressed reduce-scatter is not implemented");
     GradBuckets::Compression c;
     c.density = cfg_.compress.density;
     c.warmup_steps = cfg_.compress.warmup_steps;
@@ -145,7 +150,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                                                  loader_->global_batch(), zero_, mirror_mode_);
   if (grid_.world_rank() == 0) {  // the memory ledger of rank 0 (stage 0 of the pipeline, TP rank 0)
     const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage,
-                                                   dtype_size(state_->buffer("params").dtype));
+                                                   dtype_size(state_->buffer("params").dtype),
+                                                   gather_ ? gather_->buffer_elems() : 0);
     const StateLedger have = allocated_state_bytes(*state_);
     const double mib = 1048576.0;
     std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
@@ -177,6 +183,7 @@ StepStats Trainer::train_step() {
   const double other0 = blocked(&grid_.mp()) + blocked(embed);
   loader_->take_wait_seconds();  // what validation waited is not this step's
   state_->zero_grads();
+  if (gather_) gather_->invalidate();  // the parameters changed since the last gather (step, resume)
   test_overflow_hook(grid_.world_rank(), progress_.step + 1, state_->grads());
   const double loss_scale = scaler_->scale();
 
@@ -214,7 +221,8 @@ StepStats Trainer::train_step() {
   const bool skip = overflow || !bad.empty();
   if (!skip) {
     optimizer_->step(updates + 1, lr, norm, loss_scale);
-    allgather_params(*state_, zero_, grid_.dp());  // ZeRO: every rank's updated shard to every rank
+    allgather_params(*state_, zero_, grid_.dp());  // ZeRO 1, 2: every rank's updated shard to every rank
+    if (gather_) gather_->invalidate();
     if (sparsity_) sparsity_->after_update(updates + 1);  // new masks, the masked working copy
   }
   Kokkos::fence();
@@ -294,7 +302,8 @@ void Trainer::finish(const std::string& status) {
   in.nonfinite_policy = guard_->policy();
   in.loss_scale = scaler_->scale();
   const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage,
-                                                 dtype_size(state_->buffer("params").dtype));
+                                                 dtype_size(state_->buffer("params").dtype),
+                                                 gather_ ? gather_->buffer_elems() : 0);
   const StateLedger have = allocated_state_bytes(*state_);
   const double p3[3] = {double(pred.params), double(pred.grads), double(pred.optimizer)};
   const double a3[3] = {double(have.params), double(have.grads), double(have.optimizer)};
@@ -358,7 +367,7 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const st
   std::vector<std::pair<std::string, std::vector<float>>> out;
   const TensorLayout& layout = state_->layout();
   // The host reads the buffer through its mirror (CPU builds: the buffer itself, no copy); a ZeRO shard (the
-  // fp32 master of a 16-bit run) is all-gathered over DP first.
+  // fp32 master of a 16-bit run, the ZeRO-3 parameters) is all-gathered over DP first.
   const std::string name = buffer == "master" && !state_->has_buffer("master") ? "params" : buffer;
   const Range extent = state_->buffer(name).extent;
   HostMirror<float> mirror(state_->data<float>(name), extent.size(), mirror_mode_);

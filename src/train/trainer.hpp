@@ -33,6 +33,7 @@
 #include "src/train/step_stats.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
+#include "src/train/zero_gather.hpp"
 
 namespace gt {
 
@@ -84,6 +85,7 @@ class Trainer {
   ZeroPlan zero_;
   // How the host reads device state (checkpoints, gathers); Copy only under GRIDTRAIN_TEST_HOST_MIRROR=copy.
   MirrorMode mirror_mode_ = host_mirror_mode_from_env();
+  std::unique_ptr<ZeroGather> gather_;  // ZeRO-3: the units' parameters gathered before use
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<RunReport> report_;
   TrainProgress progress_;

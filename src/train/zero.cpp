@@ -8,8 +8,8 @@ namespace gt {
 
 ZeroPlan::ZeroPlan(int requested_stage, const TensorLayout& layout, int dp_rank, int dp)
     : requested(requested_stage), stage(dp > 1 ? requested_stage : 0), dp_size(dp) {
-  if (requested_stage < 0 || requested_stage > 2)
-    throw Error("parallel.zero = " + std::to_string(requested_stage) + ": only stages 0, 1 and 2 are implemented");
+  if (requested_stage < 0 || requested_stage > 3)
+    throw Error("parallel.zero = " + std::to_string(requested_stage) + ": the stages are 0, 1, 2 and 3");
   if (layout.dp_size() != dp) throw Error("zero: the layout is padded for another DP size");
   shard = stage > 0 ? layout.shard_range(dp_rank) : Range{0, layout.size()};
 }
@@ -42,6 +42,7 @@ void apply_zero_plan(TrainState& state, const ZeroPlan& plan) {
   state.shard_buffer("adam_v", plan.shard);
   if (state.has_buffer("master")) state.shard_buffer("master", plan.shard);
   if (plan.stage >= 2) state.add_buffer("grads_shard", DType::F32, MemSpace::Device, plan.shard);
+  if (plan.stage >= 3) state.shard_buffer("params", plan.shard);  // gathered per unit (zero_gather.hpp)
 }
 
 StateBuffer& reduced_grads(TrainState& state) {
@@ -49,7 +50,7 @@ StateBuffer& reduced_grads(TrainState& state) {
 }
 
 void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp) {
-  if (!plan.sharded()) return;
+  if (!plan.sharded() || plan.stage >= 3) return;  // stage 3 keeps the shard: units are gathered when read
   const size_t n = plan.shard.size();  // equal shards: the padded layout divides by dp
   // A 16-bit working copy: the optimizer rounded this rank's shard from its master shard before
   // (TrainState::refresh_params); the gather moves elements and rounds nothing.
@@ -58,11 +59,13 @@ void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp) {
   dp.allgather(p + plan.shard.begin * dtype_size(b.dtype), p, n, b.dtype);
 }
 
-StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes) {
+StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes, size_t gather_elems) {
   const int nd = stage > 0 ? dp : 1;
   StateLedger l;
-  // the working copy, and the fp32 master (sharded with the moments) when the working type is not fp32
-  l.params = working_bytes * psi + (working_bytes != 4 ? 4 * (psi / nd) : 0);
+  // the working copy (stage 3: a shard plus two gathered units), and the fp32 master (sharded with the moments)
+  // when the working type is not fp32
+  l.params = stage >= 3 && dp > 1 ? working_bytes * (psi / dp) + 2 * working_bytes * gather_elems : working_bytes * psi;
+  l.params += working_bytes != 4 ? 4 * (psi / nd) : 0;
   l.grads = 4 * psi + (stage >= 2 && dp > 1 ? 4 * (psi / dp) : 0);
   l.optimizer = 8 * (psi / nd);
   return l;
@@ -70,11 +73,11 @@ StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_
 
 StateLedger allocated_state_bytes(const TrainState& state) {
   StateLedger l;
-  for (const char* name : {"params", "master", "grads", "grads_shard", "adam_m", "adam_v"}) {
+  for (const char* name : {"params", "master", "gather0", "gather1", "grads", "grads_shard", "adam_m", "adam_v"}) {
     if (!state.has_buffer(name)) continue;
     const size_t b = const_cast<TrainState&>(state).buffer(name).bytes;
     const std::string n(name);
-    if (n == "params" || n == "master") l.params += b;
+    if (n == "params" || n == "master" || n.rfind("gather", 0) == 0) l.params += b;
     else if (n.rfind("grads", 0) == 0) l.grads += b;
     else l.optimizer += b;
   }

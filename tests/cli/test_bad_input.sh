@@ -68,7 +68,6 @@ expect unknown_preset 1 nonzero "unknown preset 'huge'" -- train --config huge
 expect missing_dataset 1 nonzero "/nonexistent/tokens.h5" -- train --config tiny data.source=hdf5 data.path=/nonexistent/tokens.h5
 expect bad_schedule 1 nonzero "parallel.schedule" -- train --config tiny parallel.schedule=zigzag
 expect zero_unknown_stage 1 nonzero "config key 'parallel.zero' must be 0, 1, 2 or 3, got 5" -- train --config tiny parallel.zero=5
-expect zero_stage3 2 nonzero "'parallel.zero' = 3 \(ZeRO-3, sharded parameters\) is not implemented yet" -- train --config tiny parallel.zero=3
 expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config tiny parallel.comm=gloo
 expect bad_precision 1 nonzero "config key 'train.precision' must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"" -- train --config tiny train.precision=fp8
 expect bad_grad_reduce 1 nonzero "'parallel.grad_reduce_dtype' must be one of" -- train --config tiny parallel.grad_reduce_dtype=int8

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "src/model/gpt.hpp"
 #include "src/train/zero.hpp"
+#include "src/train/zero_gather.hpp"
 
 namespace {
 gt::ModelConfig small_model() {
@@ -86,5 +88,72 @@ TEST(ZeroLedger, ShardCountsCoverABucketOnce) {
     }
     EXPECT_EQ(sum, b.size());
   }
-  EXPECT_THROW(gt::ZeroPlan(3, layout, 0, 4), std::exception);
+  EXPECT_THROW(gt::ZeroPlan(4, layout, 0, 4), std::exception);
+  // dp = 1: every stage is allowed and runs as stage 0; the start line says so.
+  const gt::TensorLayout one(gt::model_tensor_specs(m, whole, 0, 1), 1);
+  for (int z : {1, 2, 3}) {
+    const gt::ZeroPlan p(z, one, 0, 1);
+    EXPECT_EQ(p.stage, 0);
+    EXPECT_NE(p.describe().find("dp=1: nothing to shard, runs as zero 0"), std::string::npos) << p.describe();
+  }
+  EXPECT_THROW(gt::ZeroPlan(-1, layout, 0, 4), std::exception);
 }
+
+// ZeRO-3: the working copy falls to a shard plus two gather buffers of the largest unit (computed here from the
+// tensor offsets), in the working type (fp32, or bf16 with the fp32 master sharded as at stage 1); gradients
+// and moments as at stage 2. Allocations counted by the TrainState, not timed. (For this 3-block model two
+// gathered units are more than half of it: the saving needs many units and large dp.)
+template <class T>
+void check_stage_three(gt::Precision prec) {
+  const gt::ModelConfig m = small_model();
+  const gt::StageLayout whole{0, 1, 0, m.n_layer};
+  gt::Grid grid(MPI_COMM_SELF, 1, 1, 1, gt::AllreduceAlgo::Library);  // the gather's comm: not used to build it
+  const size_t wb = sizeof(T);
+  for (int dp : {2, 4}) {
+    const std::vector<gt::TensorSpec> specs = gt::model_tensor_specs(m, whole, 0, 1);
+    gt::TrainState st(gt::TensorLayout(specs, dp), prec, 7);
+    const size_t psi = st.layout().size();
+    std::vector<T> before(static_cast<T*>(st.params()), static_cast<T*>(st.params()) + psi);
+    const gt::ZeroPlan plan(3, st.layout(), 1, dp);
+    gt::apply_zero_plan(st, plan);
+    gt::GPT<T> model(m, 7, 1, whole, gt::TensorParallel{}, 1, &st.layout());
+    model.bind(st.params(), st.grads());
+    gt::ZeroGather gather(st, plan, grid.dp(), model);
+    // The largest unit: in a one-stage model each unit is one run of tensors in storage, from its first
+    // tensor's offset to its last one's end.
+    std::map<int, std::pair<size_t, size_t>> span;
+    for (const gt::TensorSpec& t : st.layout().tensors()) {
+      auto [it, fresh] = span.try_emplace(t.unit, t.offset, t.offset + t.size);
+      it->second.first = std::min(it->second.first, t.offset);
+      it->second.second = std::max(it->second.second, t.offset + t.size);
+    }
+    size_t largest = 0;
+    for (const auto& [u, r] : span) largest = std::max(largest, r.second - r.first);
+    EXPECT_EQ(gather.buffer_elems(), largest);
+    EXPECT_EQ(st.buffer("params").bytes, wb * psi / dp) << "dp " << dp;
+    EXPECT_EQ(st.buffer("gather0").bytes, wb * largest);
+    EXPECT_EQ(st.has_buffer("master"), wb != 4);
+    if (st.has_buffer("master")) {
+      EXPECT_EQ(st.buffer("master").bytes, 4 * psi / dp);
+    }
+    EXPECT_EQ(st.buffer("grads_shard").bytes, 4 * psi / dp);
+    EXPECT_EQ(st.buffer("adam_m").bytes, 4 * psi / dp);
+    const gt::StateLedger pred = gt::predicted_state_bytes(psi, dp, 3, wb, gather.buffer_elems());
+    const gt::StateLedger have = gt::allocated_state_bytes(st);
+    EXPECT_EQ(pred.params, have.params);
+    EXPECT_EQ(pred.grads, have.grads);
+    EXPECT_EQ(pred.optimizer, have.optimizer);
+    EXPECT_EQ(have.total(), st.bytes());
+    // The shard kept its values: rank 1's elements of the initial working copy.
+    const T* shard = static_cast<const T*>(st.params());
+    EXPECT_EQ(std::memcmp(shard, before.data() + plan.shard.begin, plan.shard.size() * wb), 0);
+    // refresh_params writes the working shard at its own offsets (the extent starts at the shard).
+    st.refresh_params(plan.shard);
+    EXPECT_EQ(std::memcmp(shard, before.data() + plan.shard.begin, plan.shard.size() * wb), 0);
+    // Nothing gathered yet: a read throws instead of reading a shard as if it were the tensor.
+    EXPECT_THROW(model.store().param("h.0.ln_1.w"), std::exception);
+  }
+}
+
+TEST(ZeroLedger, StageThreeShardsTheParametersFp32) { check_stage_three<float>(gt::Precision::F32); }
+TEST(ZeroLedger, StageThreeShardsTheParametersBf16) { check_stage_three<gt::bf16_t>(gt::Precision::BF16); }

@@ -1,0 +1,70 @@
+#pragma once
+// ZeRO-3 (FSDP): the parameters of each unit (0 embedding, 1..L blocks, L+1 head; TensorSpec::unit) are
+// all-gathered over the DP group just before a computation reads them, into one of two rotating buffers, and
+// the store is pointed at the gathered copy. While one unit computes, the next one's gather is in flight
+// (predicted from the direction of the last two requests: ascending in forward, descending in backward). A
+// buffer is overwritten by the next gather once its unit is done, so the step holds at most two gathered units,
+// never the model. Every DP rank requests the same units in the same order (the same schedule), so the
+// non-blocking all-gathers match.
+//
+// A unit is one or two contiguous ranges of the layout (the head of a last stage is wte at the start and ln_f
+// at the end); each range meets every DP shard in a piece of its own length: one uneven all-gather per range.
+// The gathered elements are the working copy's (fp32, or the 16-bit copy the optimizer rounded from each
+// shard's fp32 master): the gather moves bytes and rounds nothing.
+#include <map>
+#include <vector>
+
+#include "src/comm/comm.hpp"
+#include "src/model/stage_model.hpp"
+#include "src/train/train_state.hpp"
+#include "src/train/zero.hpp"
+
+namespace gt {
+
+class ZeroGather {
+ public:
+  // Adds the two gather buffers ("gather0", "gather1": as large as the largest unit, of the working type) to
+  // the state.
+  ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model);
+  ~ZeroGather();
+
+  // The parameters of units a and b (b = -1: none) readable through the store when this returns.
+  void need(int a, int b);
+  // The parameters changed (the optimizer step, a resume): drop every gathered copy.
+  void invalidate();
+  // Elements of one gather buffer (the largest unit).
+  size_t buffer_elems() const { return max_unit_; }
+  // Gathers issued so far (prefetched or not) and how many a request found already in flight or done.
+  long gathers() const { return gathers_; }
+  long prefetch_hits() const { return hits_; }
+
+ private:
+  struct Unit {
+    std::vector<Range> ranges;        // of the layout, ascending
+    std::vector<size_t> tensors;      // indices into layout().tensors()
+  };
+  struct Slot {
+    unsigned char* data = nullptr;
+    int unit = -1;
+    std::vector<RequestPtr> pending;  // the gather's requests until waited
+  };
+  void issue(Slot& s, int unit);
+  void settle(Slot& s);     // waits its gather and points the store at it
+  void point(const Slot& s);
+  Slot* holding(int unit);
+
+  TrainState& state_;
+  const ZeroPlan& plan_;
+  Comm& dp_;
+  StageModel& model_;
+  DType dtype_;     // of the working copy
+  size_t elem_;     // its bytes per element
+  std::map<int, Unit> units_;
+  size_t max_unit_ = 0;
+  Slot slots_[2];
+  int last_ = -1;        // the unit requested last
+  bool descending_ = false;
+  long gathers_ = 0, hits_ = 0;
+};
+
+}  // namespace gt
