@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Per-rank model-state memory of gpt2-124m at dp = 1, 2, 4 for ZeRO stages 0..3 (docs/zero.md, docs/benchmarks.md).
+# Memory figures do not depend on the machine's load; ranks may be oversubscribed. One short step per run
+# (seq_len 64, micro-batch 1: the activations stay small, psi changes only by wpe: 64 instead of 1024 rows).
+# Usage: scripts/bench_zero_memory.sh [build/src/cli/gridtrain] [mpiexec]  -> table on stdout and in $OUT
+set -euo pipefail
+bin=${1:-build/src/cli/gridtrain}
+mpiexec=${2:-mpiexec}
+out=${OUT:-bench_zero_memory.txt}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+field() { python3 -c "import json,sys; print('%.1f' % json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+{
+  echo "# gpt2-124m (seq_len 64), per-rank model state (MiB, allocated by the TrainState; largest over ranks) and peak RSS"
+  echo "| dp | zero | params | grads | optimizer | model state | x zero 0 | peak RSS |"
+  echo "|---|---|---|---|---|---|---|---|"
+} | tee "$out"
+for dp in 1 2 4; do
+  base=""
+  for z in 0 1 2 3; do
+    d="$work/dp${dp}_z${z}"
+    "$mpiexec" -n "$dp" "$bin" train --config gpt2-124m parallel.dp="$dp" parallel.zero="$z" train.steps=1 \
+      model.seq_len=64 train.micro_batch_size=1 output.peak_gflops=1 checkpoint.save_final=false \
+      output.dir="$d" >"$d.log" 2>&1 || { echo "run dp=$dp zero=$z failed:"; tail -5 "$d.log"; exit 1; }
+    s="$d/summary.json"
+    p=$(field "$s" state_params_mb); g=$(field "$s" state_grads_mb); o=$(field "$s" state_optimizer_mb)
+    t=$(python3 -c "print('%.1f' % ($p + $g + $o))")
+    [ -n "$base" ] || base=$t
+    r=$(python3 -c "print('%.2f' % ($t / $base))")
+    echo "| $dp | $z | $p | $g | $o | $t | $r | $(field "$s" peak_rss_mb) |" | tee -a "$out"
+  done
+done
