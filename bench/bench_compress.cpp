@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
         gc::TopkResult r;
         const double t = median_time(iters, [&] {
           std::memcpy(scratch.data(), grad.data(), n * 4);
-          r = gc::topk_allreduce<float>(*comm, ef, scratch.data(), n, o);
+          r = gc::topk_allreduce(*comm, ef, scratch.data(), n, o);
         }, MPI_COMM_WORLD);
         const std::string name = std::string("topk ") + gc::transport_name(r.transport);
         if (rank == 0) std::printf("%-22s %10.3f %12.3f %10.1f\n", name.c_str(), d, t * 1e3, r.wire_bytes / 1e6);

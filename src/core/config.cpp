@@ -99,6 +99,7 @@ std::vector<Field> schema(Config& c) {
       {"compress.select", Kind::String, &c.compress.select, {"sampled", "exact"}},
       {"compress.local_clip", Kind::Double, &c.compress.local_clip},
       {"compress.transport", Kind::String, &c.compress.transport, {"auto", "allgather", "shared_index"}},
+      {"compress.values", Kind::String, &c.compress.values, {"fp32", "bf16", "fp16"}},
       {"sparsity.pattern", Kind::String, &c.sparsity.pattern, {"none", "2:4"}},
       {"sparsity.recipe", Kind::String, &c.sparsity.recipe, {"srste", "asp"}},
       {"sparsity.asp_step", Kind::Int, &c.sparsity.asp_step},
@@ -366,6 +367,9 @@ void Config::validate() const {
     throw Error("config key 'compress.density' must be in (0, 1], got " + std::to_string(compress.density));
   nonneg("compress.warmup_steps", compress.warmup_steps);
   nonneg("compress.local_clip", compress.local_clip);
+  if (compress.values != "fp32" && compress.method != "topk")
+    throw Error("config key 'compress.values' = \"" + compress.values + "\" applies to compress.method = \"topk\" only "
+                "(the dense 16-bit all-reduce is compress.method = bf16 | fp16)");
   nonneg("sparsity.asp_step", sparsity.asp_step);
   nonneg("sparsity.srste_decay", sparsity.srste_decay);
   // 2:4 groups run along each linear layer's input dimension, which TP splits for attn.proj and mlp.proj:

@@ -119,6 +119,7 @@ struct CompressConfig {
   std::string select = "sampled";     // top-k: "exact" (nth_element) or "sampled" (DGC's threshold)
   double local_clip = 0;              // top-k: clip each rank's local gradient to this L2 norm before error feedback (0: off)
   std::string transport = "auto";     // top-k: "auto" (fewer bytes of dense / all-gather), "allgather", "shared_index"
+  std::string values = "fp32";        // top-k: the values' wire type, "fp32", "bf16", "fp16" (indices are int32)
 };
 
 // 2:4 structured sparsity of the linear layers' weights (issue 11, docs/sparsity.md).

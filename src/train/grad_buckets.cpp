@@ -34,7 +34,9 @@ void GradBuckets::reduce_scatter_into(const TensorLayout& layout, Range shard, f
   shard_grads_ = shard_grads;
 }
 
-RequestPtr GradBuckets::launch(const Bucket& b, Comm& dp, float* grads) {
+RequestPtr GradBuckets::launch(size_t bucket, Comm& dp, float* grads) {
+  if (compress_) return launch_compressed(bucket, dp, grads);
+  const Bucket& b = buckets_[bucket];
   if (wire_ != DType::F32) {
     to_wire(grads + b.begin, staging_ + b.begin, b.end - b.begin, wire_);
     return dp.iallreduce(staging_ + b.begin, b.end - b.begin, wire_, ReduceOp::Sum);
@@ -46,18 +48,38 @@ RequestPtr GradBuckets::launch(const Bucket& b, Comm& dp, float* grads) {
                               shard_counts(*scatter_layout_, Range{b.begin, b.end}), DType::F32, ReduceOp::Sum);
 }
 
+// Error feedback and top-k of one bucket now, its collectives in flight until finish(). The residual of the
+// bucket is final here, so its norm is counted at once.
+RequestPtr GradBuckets::launch_compressed(size_t bucket, Comm& dp, float* grads) {
+  const Bucket& k = buckets_[bucket];
+  const size_t n = k.end - k.begin;
+  compress::TopkOptions o = compression_.topk;
+  o.density = compress::warmup_density(step_, compression_.warmup_steps, compression_.density);
+  o.leader = int(step_ % dp.size());  // the shared-index transport's leader rotates, as in ScaleCom
+  o.seed = uint64_t(step_) * 1000003u + bucket;  // the sampled selection's draw: per step and bucket
+  compress::ErrorFeedback ef(compression_.residual + k.begin, n);
+  auto r = compress::topk_start(dp, ef, grads + k.begin, n, o);
+  stats_.wire_bytes += r->result().wire_bytes;
+  stats_.sent += r->result().k;
+  stats_.total += n;
+  stats_.residual_norm2 += ef.norm2();
+  return r;
+}
+
 void GradBuckets::begin_step(long step, double loss_scale) {
   loss_scale_ = loss_scale;
   reqs_.clear();
   next_ = 0;
   step_ = step;
+  stats_ = CompressStats{};
 }
 
 void GradBuckets::unit_done(int unit, Comm& dp, float* grads) {
-  if (compress_) return;  // the compressed all-reduce blocks: all of it in finish()
+  // local clipping needs this rank's whole gradient before the first bucket is compressed: all in finish()
+  if (compress_ && unit >= 0 && (compression_.local_clip > 0 || !compression_.overlap)) return;
   while (next_ < buckets_.size() && buckets_[next_].min_unit >= unit) {
-    const Bucket& b = buckets_[next_++];
-    reqs_.push_back(launch(b, dp, grads));
+    reqs_.push_back(launch(next_, dp, grads));
+    ++next_;
   }
   for (auto& r : reqs_)
     if (r) r->test();
@@ -65,7 +87,7 @@ void GradBuckets::unit_done(int unit, Comm& dp, float* grads) {
 
 void GradBuckets::finish(Comm& dp, float* grads, const std::function<void()>& before_rest) {
   if (before_rest) before_rest();
-  if (compress_) return finish_compressed(dp, grads);
+  if (compress_ && compression_.local_clip > 0) clip_local(grads);
   unit_done(-1, dp, grads);
   for (auto& r : reqs_)
     if (r) r->wait();
@@ -89,32 +111,16 @@ GradBuckets::WireStats GradBuckets::wire_stats(int ranks) const {
   return w;
 }
 
-void GradBuckets::finish_compressed(Comm& dp, float* grads) {
-  stats_ = CompressStats{};
-  compress::TopkOptions o = compression_.topk;
-  o.density = compress::warmup_density(step_, compression_.warmup_steps, compression_.density);
-  o.leader = int(step_ % dp.size());  // the shared-index transport's leader rotates, as in ScaleCom
-  if (compression_.local_clip > 0) {  // before accumulation: a spike is clipped, not stored in the residual
-    double sumsq = 0;
+// DGC's local clipping, before accumulation: a spike is clipped, not stored in the residual.
+void GradBuckets::clip_local(float* grads) const {
+  double sumsq = 0;
+  for (const Bucket& k : buckets_)
+    for (size_t i = k.begin; i < k.end; ++i) sumsq += double(grads[i]) * grads[i];
+  const double limit = compression_.local_clip * loss_scale_, norm = std::sqrt(sumsq);
+  if (norm > limit) {  // a non-finite norm is left alone: the step is skipped on every rank anyway
+    const float s = float(limit / norm);
     for (const Bucket& k : buckets_)
-      for (size_t i = k.begin; i < k.end; ++i) sumsq += double(grads[i]) * grads[i];
-    const double limit = compression_.local_clip * loss_scale_, norm = std::sqrt(sumsq);
-    if (norm > limit) {  // a non-finite norm is left alone: the step is skipped on every rank anyway
-      const float s = float(limit / norm);
-      for (const Bucket& k : buckets_)
-        for (size_t i = k.begin; i < k.end; ++i) grads[i] *= s;
-    }
-  }
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    const Bucket& k = buckets_[b];
-    const size_t n = k.end - k.begin;
-    o.seed = uint64_t(step_) * 1000003u + b;  // the sampled selection's draw: per step and bucket
-    compress::ErrorFeedback ef(compression_.residual + k.begin, n);
-    const compress::TopkResult r = compress::topk_allreduce<float>(dp, ef, grads + k.begin, n, o);
-    stats_.wire_bytes += r.wire_bytes;
-    stats_.sent += r.k;
-    stats_.total += n;
-    stats_.residual_norm2 += ef.norm2();
+      for (size_t i = k.begin; i < k.end; ++i) grads[i] *= s;
   }
 }
 

@@ -2,7 +2,9 @@
 // Data-parallel gradient buckets: contiguous ranges of the flat gradient buffer, formed in reverse storage
 // order (the order backward completes them), each all-reduced over the DP group as soon as every tensor in
 // it is final, while the rest of backward goes on. With compress.method = topk each bucket is instead
-// compressed (error feedback + top-k, src/train/compress) and sent in finish(), blocking: not yet overlapped.
+// compressed (error feedback + top-k, src/train/compress) when it is final, and its collectives overlap the
+// rest of backward the same way; with compress.local_clip set, everything waits for finish() (the clip needs
+// the norm of this rank's whole gradient first).
 // Under ZeRO-2 each bucket is reduce-scattered: every DP rank receives the sum of the bucket's piece that lies
 // in its shard, into its shard-sized buffer. With a 16-bit wire type each bucket travels as bf16/fp16.
 #include <functional>
@@ -31,6 +33,8 @@ class GradBuckets {
     // DGC's local clipping: this rank's gradient (all its buckets, before error feedback) scaled down to at
     // most this L2 norm (times the loss scale of begin_step); 0: off.
     double local_clip = 0;
+    // Launch buckets during backward (unit_done); false: all in finish(), as before the overlap (tests).
+    bool overlap = true;
   };
   void set_compression(const Compression& c) { compression_ = c; compress_ = true; }
   // compress.method = bf16 | fp16 (or parallel.grad_reduce_dtype = bf16): each bucket rounded to `t` into
@@ -66,10 +70,12 @@ class GradBuckets {
     int min_unit = 0;
   };
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  size_t launched() const { return next_; }  // buckets launched so far this step (tests check the overlap)
 
  private:
-  void finish_compressed(Comm& dp, float* grads);
-  RequestPtr launch(const Bucket& b, Comm& dp, float* grads);
+  void clip_local(float* grads) const;
+  RequestPtr launch(size_t bucket, Comm& dp, float* grads);
+  RequestPtr launch_compressed(size_t bucket, Comm& dp, float* grads);
 
   std::vector<Bucket> buckets_;  // in launch order (end of the buffer first)
   bool compress_ = false;

@@ -131,6 +131,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     c.local_clip = cfg_.compress.local_clip;
     c.topk.force = cfg_.compress.transport != "auto";
     c.topk.forced = cfg_.compress.transport == "shared_index" ? compress::Transport::Shared : compress::Transport::AllGather;
+    c.topk.values = cfg_.compress.values == "bf16" ? DType::BF16 : cfg_.compress.values == "fp16" ? DType::F16 : DType::F32;
     // per rank; in checkpoints, resumed on the same layout only (Checkpointer::resume_residuals)
     c.residual = state_->data<float>(state_->add_buffer("ef_residual", DType::F32).name);
     buckets_->set_compression(c);

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/half.hpp"
 #include "src/core/error.hpp"
 #include "src/train/compress/topk_allreduce.hpp"
 
@@ -49,6 +50,17 @@ std::vector<float> acc_of(int rank, size_t n, int salt) {
   for (size_t i = 0; i < n; ++i) g[i] += r[i];
   return g;
 }
+
+// x as the wire carries it with values of type t: float(V(x)), V = fp32, bf16, fp16 (RNE, kernels/half.hpp,
+// itself tested against the hardware's conversions in tests/kernels)
+float as_wire(float x, gt::DType t) {
+  if (t == gt::DType::BF16) return float(gt::bf16_t(x));
+  if (t == gt::DType::F16) return float(gt::fp16_t(x));
+  return x;
+}
+// The unit roundoff of each value type: half an ulp relative, 2^-24 (fp32), 2^-8 (bf16), 2^-11 (fp16)
+int roundoff_exp(gt::DType t) { return t == gt::DType::BF16 ? -8 : t == gt::DType::F16 ? -11 : -24; }
+const gt::DType kValues[] = {gt::DType::F32, gt::DType::BF16, gt::DType::F16};
 
 void expect_same_on_all_ranks(const std::vector<float>& v, const char* what) {
   std::vector<float> root(v);
@@ -116,8 +128,9 @@ TEST(Compress, SampledSelectionIsTopMWithinDgcBounds) {
   }
 }
 
-// sent + new residual == grad + old residual, exactly, for every entry
-TEST(Compress, ErrorFeedbackLosesNothing) {
+// sent + new residual == grad + old residual, exactly, for every entry, with each wire value type
+template <class V>
+void check_error_feedback_loses_nothing() {
   for (size_t n : kSizes) {
     const auto grad = data_of(rank_of(), n, 3), old = data_of(rank_of(), n, 4, 0.25f);
     auto res = old;
@@ -127,14 +140,42 @@ TEST(Compress, ErrorFeedbackLosesNothing) {
     for (size_t i = 0; i < n; ++i) want[i] = grad[i] + old[i];
     std::vector<int32_t> idx;
     gc::select_exact(acc, n, gc::topk_count(n, 0.04), idx);
-    std::vector<float> val(idx.size());
+    std::vector<V> val(idx.size());
     ef.take(idx.data(), idx.size(), val.data());
     std::vector<float> sent(n, 0.0f);
-    for (size_t j = 0; j < idx.size(); ++j) sent[idx[j]] = val[j];
-    size_t bad = 0;
+    for (size_t j = 0; j < idx.size(); ++j) sent[idx[j]] = float(val[j]);
+    size_t bad = 0, rounded = 0;
     for (size_t i = 0; i < n; ++i) bad += (sent[i] + ef.residual()[i]) != want[i];
-    EXPECT_EQ(bad, 0u) << "n=" << n;
+    for (size_t j = 0; j < idx.size(); ++j) rounded += ef.residual()[idx[j]] != 0.0f;
+    EXPECT_EQ(bad, 0u) << "n=" << n << " value bytes " << sizeof(V);
+    // the data have up to 12 significant bits: a 16-bit value leaves its rounding error in the residual
+    if (sizeof(V) == 2 && n > 100) {
+      EXPECT_GT(rounded, 0u) << "n=" << n;
+    }
   }
+}
+
+TEST(Compress, ErrorFeedbackLosesNothing) {
+  check_error_feedback_loses_nothing<float>();
+  check_error_feedback_loses_nothing<gt::bf16_t>();
+  check_error_feedback_loses_nothing<gt::fp16_t>();
+}
+
+// fp16 overflows at 65520: a finite entry beyond is sent as +-65504 and the excess stays in the residual
+// (exact up to 2 x 65504); inf and NaN are sent as they are, not hidden in the residual
+TEST(Compress, Fp16ValuesSaturate) {
+  std::vector<float> r = {1.0e5f, -70000.5f, 65519.0f, std::numeric_limits<float>::infinity(), std::nanf("")};
+  const std::vector<float> a = r;
+  gc::ErrorFeedback ef(r.data(), r.size());
+  const std::vector<int32_t> idx = {0, 1, 2, 3, 4};
+  std::vector<gt::fp16_t> v(idx.size());
+  ef.take(idx.data(), idx.size(), v.data());
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(std::fabs(float(v[i])), 65504.0f) << i;
+    EXPECT_EQ(float(v[i]) + r[i], a[i]) << i;
+  }
+  EXPECT_TRUE(std::isinf(float(v[3])));
+  EXPECT_TRUE(std::isnan(float(v[4])));
 }
 
 // The chooser against the closed form: with fp32 values, top-k by all-gather sends fewer bytes than a dense
@@ -157,8 +198,22 @@ TEST(Compress, ChooserFollowsTheFormula) {
       gc::Transport want = gc::Transport::Dense;
       if (d < 0.5) want = p == 2 ? gc::Transport::AllGather : gc::Transport::Shared;  // equal bytes at P = 2
       EXPECT_EQ(with_shared, want) << "P=" << p << " d=" << d;
+      // 16-bit values (REFERENCES.md: 0.67/P against a 16-bit dense all-reduce): all-gather while
+      // 6k(P-1) < 2(P-1)/P 2n, i.e. d < 2/(3P); shared while 2(P-1)/P 6k < 2(P-1)/P 2n, i.e. d < 1/3
+      if (std::fabs(d - 2.0 / (3 * p)) < 1e-3 || std::fabs(d - 1.0 / 3) < 1e-3) continue;
+      const auto want16 = d < 2.0 / (3 * p) ? gc::Transport::AllGather : gc::Transport::Dense;
+      EXPECT_EQ(gc::choose_transport(p, n, kk, 2, false), want16) << "16-bit P=" << p << " d=" << d;
+      gc::Transport want2 = gc::Transport::Dense;
+      if (d < 1.0 / 3) want2 = d < 2.0 / (3 * p) && p == 2 ? gc::Transport::AllGather : gc::Transport::Shared;
+      // at P = 2: all-gather 6k, shared 6k: equal, the tie goes to all-gather (checked first)
+      EXPECT_EQ(gc::choose_transport(p, n, kk, 2, true), want2) << "16-bit shared P=" << p << " d=" << d;
     }
   }
+  // the formulas themselves, 16-bit values at P = 4: dense 2(3/4) 2n, all-gather 3 (2 + 4) k, shared 1.5 (4 + 2) k
+  const auto w = gc::wire_bytes(4, 1000, 10, 2);
+  EXPECT_EQ(w.dense, 3000.0);
+  EXPECT_EQ(w.allgather, 180.0);
+  EXPECT_EQ(w.shared, 90.0);
 }
 
 // Both transports (and the dense fall-back) give the reference sums, leave the right residual, and the same
@@ -166,60 +221,68 @@ TEST(Compress, ChooserFollowsTheFormula) {
 TEST(Compress, TransportsMatchDoubleReference) {
   const int p = size_of(), me = rank_of();
   auto comm = gt::make_mpi_comm(MPI_COMM_WORLD, gt::AllreduceAlgo::Library);
-  for (bool shared : {false, true}) {
-    for (gc::Select how : {gc::Select::Exact, gc::Select::Sampled}) {
-      for (size_t n : kSizes) {
-        for (double d : {0.01, 0.04, 0.3, 1.0}) {
-          gc::TopkOptions o;
-          o.density = d;
-          o.select = how;
-          o.allow_shared = shared;
-          o.leader = 1 % p;
-          o.seed = 17 + n;
-          auto residual = data_of(me, n, 11, 0.25f);
-          gc::ErrorFeedback ef(residual.data(), n);
-          auto grad = data_of(me, n, 10);
-          const auto res = gc::topk_allreduce<float>(*comm, ef, grad.data(), n, o);
-          // The entries each rank sent: its own top-m (all-gather), the leader's top-m (shared), all (dense).
-          // m = k, or with the sampled selection the size it chose (checked against DGC's bounds); the sets
-          // themselves come from the naive sort of the regenerated acc.
-          auto sent_by = [&](int q) {
-            std::vector<int32_t> set;
-            if (res.transport == gc::Transport::Dense) {
-              set.resize(n);
-              std::iota(set.begin(), set.end(), 0);
-              return set;
+  for (gt::DType v : kValues) {
+    for (bool shared : {false, true}) {
+      for (gc::Select how : {gc::Select::Exact, gc::Select::Sampled}) {
+        if (v != gt::DType::F32 && how == gc::Select::Sampled) continue;  // the selection does not see V: once
+        for (size_t n : kSizes) {
+          for (double d : {0.01, 0.04, 0.3, 1.0}) {
+            if (v != gt::DType::F32 && (d == 0.01 || d == 0.3)) continue;  // 16-bit: sparse and dense once each
+            gc::TopkOptions o;
+            o.density = d;
+            o.select = how;
+            o.allow_shared = shared;
+            o.leader = 1 % p;
+            o.seed = 17 + n;
+            o.values = v;
+            auto residual = data_of(me, n, 11, 0.25f);
+            gc::ErrorFeedback ef(residual.data(), n);
+            auto grad = data_of(me, n, 10);
+            const auto res = gc::topk_allreduce(*comm, ef, grad.data(), n, o);
+            // The entries each rank sent: its own top-m (all-gather), the leader's top-m (shared), all (dense).
+            // m = k, or with the sampled selection the size it chose (checked against DGC's bounds); the sets
+            // themselves come from the naive sort of the regenerated acc.
+            auto sent_by = [&](int q) {
+              std::vector<int32_t> set;
+              if (res.transport == gc::Transport::Dense) {
+                set.resize(n);
+                std::iota(set.begin(), set.end(), 0);
+                return set;
+              }
+              const auto acc = acc_of(res.transport == gc::Transport::Shared ? o.leader : q, n, 10);
+              size_t m = res.k;
+              if (how == gc::Select::Sampled) {
+                std::vector<int32_t> s;
+                gc::select_sampled(acc.data(), n, res.k, o.seed, s);
+                m = s.size();
+                EXPECT_GE(m, (res.k * 4 + 4) / 5);
+              }
+              return naive_topk(acc, m);
+            };
+            std::vector<double> ref(n, 0.0), mag(n, 0.0);
+            std::vector<char> mine(n, 0);
+            for (int q = 0; q < p; ++q) {
+              const auto acc = acc_of(q, n, 10);
+              const auto set = sent_by(q);
+              for (int32_t i : set) ref[i] += as_wire(acc[i], v), mag[i] += std::fabs(acc[i]);
+              if (q == me) for (int32_t i : set) mine[i] = 1;
             }
-            const auto acc = acc_of(res.transport == gc::Transport::Shared ? o.leader : q, n, 10);
-            size_t m = res.k;
-            if (how == gc::Select::Sampled) {
-              std::vector<int32_t> s;
-              gc::select_sampled(acc.data(), n, res.k, o.seed, s);
-              m = s.size();
-              EXPECT_GE(m, (res.k * 4 + 4) / 5);
+            // The terms are the values as sent, float(V(acc)). All-gather adds them in float: error at most (p-1)
+            // half-ulps of the running sums, bounded by p * 2^-24 * sum |terms|. Dense and shared add in V (each
+            // addition rounded once to V): p * u_V * sum |terms| with V's unit roundoff u_V.
+            const int e = res.transport == gc::Transport::AllGather ? -24 : roundoff_exp(v);
+            size_t bad = 0, bad_res = 0;
+            const auto my_acc = acc_of(me, n, 10);
+            for (size_t i = 0; i < n; ++i) {
+              if (std::fabs(double(grad[i]) - ref[i]) > p * std::ldexp(mag[i], e)) ++bad;
+              const float want_res = mine[i] ? my_acc[i] - as_wire(my_acc[i], v) : my_acc[i];
+              if (ef.residual()[i] != want_res) ++bad_res;
             }
-            return naive_topk(acc, m);
-          };
-          std::vector<double> ref(n, 0.0), mag(n, 0.0);
-          std::vector<char> mine(n, 0);
-          for (int q = 0; q < p; ++q) {
-            const auto acc = acc_of(q, n, 10);
-            const auto set = sent_by(q);
-            for (int32_t i : set) ref[i] += acc[i], mag[i] += std::fabs(acc[i]);
-            if (q == me) for (int32_t i : set) mine[i] = 1;
+            EXPECT_EQ(bad, 0u) << gc::transport_name(res.transport) << " n=" << n << " d=" << d
+                               << " sampled=" << int(how == gc::Select::Sampled) << " values " << int(v);
+            EXPECT_EQ(bad_res, 0u) << "residual, " << gc::transport_name(res.transport) << " n=" << n << " d=" << d;
+            expect_same_on_all_ranks(grad, gc::transport_name(res.transport));
           }
-          // float sum of p exact float terms: error at most (p-1) ulp-halves of the running sums, bounded by
-          // p * 2^-24 * sum |terms|
-          size_t bad = 0, bad_res = 0;
-          const auto my_acc = acc_of(me, n, 10);
-          for (size_t i = 0; i < n; ++i) {
-            if (std::fabs(double(grad[i]) - ref[i]) > p * std::ldexp(mag[i], -24)) ++bad;
-            const float want_res = mine[i] ? 0.0f : my_acc[i];
-            if (ef.residual()[i] != want_res) ++bad_res;
-          }
-          EXPECT_EQ(bad, 0u) << gc::transport_name(res.transport) << " n=" << n << " d=" << d << " sampled=" << int(how == gc::Select::Sampled);
-          EXPECT_EQ(bad_res, 0u) << "residual, " << gc::transport_name(res.transport) << " n=" << n << " d=" << d;
-          expect_same_on_all_ranks(grad, gc::transport_name(res.transport));
         }
       }
     }
@@ -272,6 +335,6 @@ TEST(Compress, BadDensityIsAnError) {
   for (double d : {0.0, -0.1, 1.5}) {
     gc::TopkOptions o;
     o.density = d;
-    EXPECT_THROW(gc::topk_allreduce<float>(*comm, ef, g.data(), 8, o), gt::Error) << d;
+    EXPECT_THROW(gc::topk_allreduce(*comm, ef, g.data(), 8, o), gt::Error) << d;
   }
 }

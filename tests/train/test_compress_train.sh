@@ -15,7 +15,11 @@
 #     (with the residuals zeroed it would not: they hold 96% of the gradient's entries); resumed at dp=4 (the same
 #     global batch) it warns that the residuals start at zero and finishes;
 #   - compress.local_clip: far above every local norm (1e9) it changes nothing (bit for bit the 4% run); at 0.05,
-#     below the local norms, the losses differ;
+#     below the local norms, the losses differ. With local_clip set every bucket waits for the end of backward,
+#     without it the buckets are compressed and sent during backward: the bitwise equality of the two runs is
+#     also the trainer-level check that the overlap changes nothing;
+#   - compress.values=bf16: (index, bf16 value) pairs, 6 bytes each (ratio just under 4/(6*0.04) = 16.67), the
+#     loss within MARGIN of dense as for fp32 values; compress.values without top-k is a config error;
 #   - a bad compress key is a one-line error naming the key.
 #   test_compress_train.sh GRIDTRAIN MPIEXEC
 set -u
@@ -32,11 +36,12 @@ run ef compress.method=topk compress.density=0.04 compress.error_feedback=true
 run ef_low compress.method=topk compress.density=0.001 compress.error_feedback=true
 run noef_low compress.method=topk compress.density=0.001 compress.error_feedback=false
 run shared compress.method=topk compress.density=0.04 compress.transport=shared_index
+run ef_bf16 compress.method=topk compress.density=0.04 compress.values=bf16
 [[ "$(losses ef)" != "$(losses shared)" ]] || fail "compress.transport=shared_index gives the all-gather run's losses"
 python3 - "$work" <<'PY' || exit 1
 import json, sys
 w = sys.argv[1]
-s = {k: json.load(open(f"{w}/{k}/summary.json")) for k in ("dense", "ef", "shared")}
+s = {k: json.load(open(f"{w}/{k}/summary.json")) for k in ("dense", "ef", "shared", "ef_bf16")}
 N = s["dense"]["params"]
 ok = True
 def expect(cond, msg):
@@ -48,6 +53,10 @@ expect("residual_norm" not in s["dense"], "dense reports a residual")
 r = s["ef"]["compression_ratio"]
 expect(12.0 < r <= 12.5, f"top-k 4% all-gather: ratio {r}, expected just under 12.5 (ceil per bucket)")
 expect(s["ef"].get("residual_norm", 0) > 0, "top-k with error feedback reports no residual norm")
+r16 = s["ef_bf16"]["compression_ratio"]
+expect(16.0 < r16 <= 4 / (6 * 0.04), f"top-k 4% with bf16 values: ratio {r16}, expected just under 16.67")
+expect(s["ef_bf16"]["final_loss"] <= s["dense"]["final_loss"] + 0.25,  # MARGIN below
+       f"top-k 4% with bf16 values ends at {s['ef_bf16']['final_loss']}, dense at {s['dense']['final_loss']}")
 expect(s["shared"]["wire_bytes_per_step"] == s["ef"]["wire_bytes_per_step"],
        "shared index and all-gather should send the same bytes at P = 2")
 sys.exit(0 if ok else 1)
@@ -85,4 +94,5 @@ run ck_same "${ck[@]}" checkpoint.resume=auto
   train.micro_batch_size=4 >"$work/ck_four.log" 2>&1 || fail "resume on dp=4 failed: $(tail -2 "$work/ck_four.log")"
 grep -q "error-feedback residuals start at zero" "$work/ck_four.log" || fail "no warning on another layout"
 bad_run 2 "compress.density=0" compress.density compress.density=0
+bad_run 2 "compress.values without top-k" compress.values compress.values=bf16
 echo "ok"

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/half.hpp"
+
 namespace gt::compress {
 
 namespace {
@@ -101,6 +103,12 @@ const float* ErrorFeedback::accumulate(const float* grad) {
   return r_;
 }
 
+// The largest finite value of a wire type: a finite entry beyond it is sent saturated (fp16 overflows at
+// 65520), the excess stays in the residual; inf and NaN are sent as they are (a bad gradient is not hidden).
+template <class V> float max_finite() { return std::numeric_limits<float>::max(); }
+template <> float max_finite<fp16_t>() { return 65504.0f; }
+template <> float max_finite<bf16_t>() { return static_cast<float>(bf16_t::from_bits(0x7F7Fu)); }
+
 template <class V>
 void ErrorFeedback::take(const int32_t* idx, size_t k, V* val) {
   for (size_t j = 0; j < k; ++j) {
@@ -110,10 +118,16 @@ void ErrorFeedback::take(const int32_t* idx, size_t k, V* val) {
     }
     float& a = r_[size_t(idx[j])];
     val[j] = static_cast<V>(a);
-    a -= static_cast<float>(val[j]);  // exact: a and float(V(a)) agree in sign and exponent range
+    if (std::isfinite(a) && !std::isfinite(static_cast<float>(val[j])))
+      val[j] = static_cast<V>(std::copysign(max_finite<V>(), a));
+    // exact while |a| <= 2 max_finite (float(V(a)) is a's nearest V value: same sign, within a factor 2, so
+    // Sterbenz' lemma applies); beyond, only a saturated fp16/bf16 value leaves a rounded excess
+    a -= static_cast<float>(val[j]);
   }
 }
 template void ErrorFeedback::take<float>(const int32_t*, size_t, float*);
+template void ErrorFeedback::take<bf16_t>(const int32_t*, size_t, bf16_t*);
+template void ErrorFeedback::take<fp16_t>(const int32_t*, size_t, fp16_t*);
 
 void ErrorFeedback::drop() { std::fill(r_, r_ + n_, 0.0f); }
 

@@ -41,7 +41,8 @@ class ErrorFeedback {
   // acc[i] = grad[i] + residual[i]; returns acc (the residual's storage).
   const float* accumulate(const float* grad);
   // val[j] = V(acc[idx[j]]), acc[idx[j]] -= float(val[j]) (exact: zero for V = float, the rounding error of
-  // a 16-bit V otherwise). Indices < 0 are padding: val 0, nothing taken.
+  // a 16-bit V otherwise; a finite value beyond V's range is sent saturated). Indices < 0 are padding: val 0,
+  // nothing taken. V: float, bf16_t, fp16_t (kernels/half.hpp).
   template <class V> void take(const int32_t* idx, size_t k, V* val);
   void drop();
   float* residual() { return r_; }

@@ -1,8 +1,12 @@
 #pragma once
 // One bucket's compressed all-reduce (issue 11): error feedback, top-k selection, and the transport that moves
 // the fewest bytes (transport.hpp). The caller owns one ErrorFeedback per bucket per rank.
+// Two halves so that buckets overlap with backward (GradBuckets launches each as backward completes it):
+// topk_start selects, updates the residual and starts the collectives; the returned request's wait() finishes
+// them and writes the sum. topk_allreduce is the two back to back (the same bits: one code path).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "src/comm/comm.hpp"
 #include "src/train/compress/topk.hpp"
@@ -19,6 +23,10 @@ struct TopkOptions {
   Transport forced = Transport::AllGather;
   int leader = 0;              // whose top-k the shared transport uses (rotate it per step, as ScaleCom does)
   uint64_t seed = 0;           // for the sampled selection; vary per step and bucket
+  // The values' type on the wire for every transport (compress.values): F32, BF16 or F16. Indices are int32.
+  // A 16-bit value's rounding error stays in the residual (ErrorFeedback::take); the dense and shared
+  // transports also add in that type (each addition in float, rounded once, as the bf16 all-reduce does).
+  DType values = DType::F32;
 };
 
 struct TopkResult {
@@ -27,10 +35,20 @@ struct TopkResult {
   double wire_bytes = 0;  // bytes this rank sent, by the formula of the chosen transport
 };
 
-// grad[0..n): this rank's gradient in, the sum over ranks of the sent (compressed) gradients out (not
-// averaged), the same bits on every rank. V: the wire's value type for the dense and all-gather transports
-// (the shared transport all-reduces fp32 values).
-template <class V>
+// A started bucket: test() progresses its collectives, wait() completes them and writes grad[0..n) (the sum).
+// grad and the ErrorFeedback's residual must stay alive until then; the residual is final already.
+class TopkRequest : public Request {
+ public:
+  const TopkResult& result() const { return res_; }
+
+ protected:
+  TopkResult res_;
+};
+
+// Collective over c, called in the same order on every rank. grad[0..n): this rank's gradient in; after the
+// request's wait(), the sum over ranks of the sent (compressed) gradients (not averaged), the same bits on
+// every rank. Throws gt::Error on a density outside (0, 1], a leader outside the group or a bad value type.
+std::unique_ptr<TopkRequest> topk_start(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o);
 TopkResult topk_allreduce(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o);
 
 }  // namespace gt::compress

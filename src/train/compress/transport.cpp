@@ -18,7 +18,7 @@ WireBytes wire_bytes(int ranks, size_t n, size_t k, size_t value_bytes) {
   WireBytes w;
   w.dense = ring * double(value_bytes) * double(n);
   w.allgather = (p - 1) * double(value_bytes + 4) * double(k);
-  w.shared = ring * 4.0 * double(k) + ring * 4.0 * double(k);
+  w.shared = ring * 4.0 * double(k) + ring * double(value_bytes) * double(k);
   return w;
 }
 

@@ -3,13 +3,15 @@
 // collective over `c` and leaves the same sum, bit for bit, on every rank.
 //   dense       all-reduce of all n values (fp32: Comm::allreduce; 16-bit V: dense_allreduce below)
 //   all-gather  every rank's k (int32 index, V value) pairs to every rank, summed in rank order
-//   shared      one index set (a leader's top-k) broadcast, the k values at those indices all-reduced in fp32
-// Bytes each rank sends (ring collectives, P ranks, n entries, k = top-k count, v = value bytes):
+//   shared      one index set (a leader's top-k) broadcast, the k values at those indices all-reduced
+// Values travel as v = 4 (fp32) or 2 (bf16/fp16) bytes, indices as int32. Bytes each rank sends (ring
+// collectives, P ranks, n entries, k = top-k count):
 //   dense(v)    2(P-1)/P * v * n
 //   all-gather  (P-1) * (v + 4) * k
-//   shared      2(P-1)/P * 4 * k  (the index broadcast, as scatter + all-gather)  +  2(P-1)/P * 4 * k (values)
-// So all-gather beats fp32 dense while k/n < 1/P (with fp32 values), shared beats it while k/n < 1/2; at P = 2
-// all-gather and shared move the same bytes. docs/compression.md derives them; test_compress checks the chooser.
+//   shared      2(P-1)/P * 4 * k  (the index broadcast, as scatter + all-gather)  +  2(P-1)/P * v * k (values)
+// So all-gather beats dense(v) while k/n < 2v / ((v + 4) P): 1/P with fp32 values, 0.67/P with 16-bit ones;
+// shared beats it while k/n < v / (4 + v): 1/2 (fp32), 1/3 (16-bit). At P = 2, fp32 values, all-gather and
+// shared move the same bytes. docs/compression.md derives them; test_compress checks the chooser.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
