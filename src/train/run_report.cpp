@@ -37,12 +37,33 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
   // GPU builds: the device's datasheet peak for the precision the GEMMs run in (fp32: plain FP32 FMA, cuBLAS
   // SGEMM without TF32; bf16/fp16: dense tensor-core rate), kernels/device_peak.cpp. A device missing from the
   // table falls back to the measured sgemm rate (the start line names the peak it used).
-  if (peaks[0] <= 0 && !exec_on_host) peaks[0] = 1e3 * device_peak_tflops(device_name(), cfg.train.precision);
-  if (peaks[0] <= 0 && exec_on_host) peaks[0] = measure_peak_flops().fp32_gflops;
-  if (peaks[0] <= 0) peaks[0] = peaks[1];  // no FMA loop for this CPU: fall back to the sgemm rate
+  peak_kind_ = "output.peak_gflops";
+  if (peaks[0] <= 0 && !exec_on_host) {
+    peaks[0] = 1e3 * device_peak_tflops(device_name(), cfg.train.precision);
+    peak_kind_ = cfg.train.precision + " datasheet peak of " + device_name();
+  }
+  if (peaks[0] <= 0 && exec_on_host) {
+    // CPUs: the peak of the instruction the run's GEMMs use. bf16 GEMMs run on the bf16 dot product
+    // (vdpbf16ps: twice the fp32 FMA rate per core), so a bf16 run against the fp32 FMA peak reads up to 2x
+    // too high (a step line of 86-106% on the small preset). fp16 has no dot-product instruction on the CPUs
+    // oneDNN 2.6 supports it on here: its GEMMs convert to fp32, the fp32 peak applies. Without AVX512_BF16
+    // peak_flops gives the fp32 figure as the bf16 one (bf16 GEMMs then run as fp32 ones).
+    const PeakFlops pf = measure_peak_flops();
+    const bool bf16 = cfg.train.precision == "bf16";
+    peaks[0] = bf16 ? pf.bf16_gflops : pf.fp32_gflops;
+    peak_kind_ = std::string(bf16 ? "bf16" : "fp32") + " peak (" + (bf16 ? pf.bf16_isa : pf.fp32_isa) + ", measured)";
+  }
+  if (peaks[0] <= 0) {  // no FMA loop for this CPU: fall back to the sgemm rate
+    peaks[0] = peaks[1];
+    peak_kind_ = "sgemm rate (no peak measured)";
+  }
   grid_.world().allreduce(peaks, 2, DType::F64, ReduceOp::Min);
   peak_gflops_ = peaks[0];
   sgemm_gflops_ = peaks[1];
+  if (grid_.world_rank() == 0)
+    std::printf("gridtrain: MFU against the %s: %.1f GFLOP/s per rank; mfu_sgemm against the GEMM backend's "
+                "sgemm: %.1f GFLOP/s per rank\n",
+                peak_kind_.c_str(), peak_gflops_, sgemm_gflops_);
 }
 
 void RunReport::log_step(int step, const StepStats& s) const {
@@ -51,8 +72,10 @@ void RunReport::log_step(int step, const StepStats& s) const {
   const double mfu = flops_per_token_ * tok_s / (peak_gflops_ * 1e9 * grid_.world_size());
   const double comm = s.comm_ms();
   if (step % cfg_.output.log_every == 0 || step == cfg_.train.steps) {
-    std::printf("step %5d/%d | loss %.6f | lr %.3e | gnorm %.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%% | comm %4.1f%%",
-                step, cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, 100.0 * mfu, 100.0 * comm / s.ms);
+    std::printf("step %5d/%d | loss %.6f | lr %.3e | gnorm %.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%% (sgemm %.0f%%) "
+                "| comm %4.1f%%",
+                step, cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, 100.0 * mfu,
+                100.0 * mfu * peak_gflops_ / sgemm_gflops_, 100.0 * comm / s.ms);
     if (s.val_loss >= 0) std::printf(" | val %.4f", s.val_loss);
     if (cfg_.dynamic_loss_scale()) std::printf(" | scale %g", s.loss_scale);
     if (s.skipped && s.bad.empty()) std::printf(" | skipped (overflow: inf/NaN gradients)");
@@ -121,10 +144,10 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .num("pipeline_bubble", bubble_fraction(g.pp, cfg_.train.micro_batches))
       .integer("micro_batch_size", cfg_.train.micro_batch_size).integer("micro_batches", cfg_.train.micro_batches)
       .integer("global_batch_tokens", (long long)tokens_per_step_).integer("seq_len", cfg_.model.seq_len)
-      .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).num("sgemm_gflops_per_rank", sgemm_gflops_)
+      .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).str("peak_kind", peak_kind_).num("sgemm_gflops_per_rank", sgemm_gflops_)
       .str("schedule", cfg_.parallel.schedule).str("allreduce", cfg_.parallel.allreduce)
       .num("peak_rss_mb", rss / 1048576.0).num("analytic_state_mb", in.state_bytes / 1048576.0)
-      .num("analytic_activation_mb", in.activation_bytes / 1048576.0).integer("zero", in.zero_stage)
+      .num("analytic_activation_mb", in.activation_bytes / 1048576.0).str("activation_dtype", in.activation_dtype).integer("zero", in.zero_stage)
       .num("state_params_mb_predicted", ledger[0] / 1048576.0).num("state_grads_mb_predicted", ledger[1] / 1048576.0)
       .num("state_optimizer_mb_predicted", ledger[2] / 1048576.0).num("state_params_mb", ledger[3] / 1048576.0)
       .num("state_grads_mb", ledger[4] / 1048576.0).num("state_optimizer_mb", ledger[5] / 1048576.0)

@@ -26,6 +26,7 @@ struct RunSummaryInputs {
   // allocated (src/train/zero.hpp); summary.json gives the largest over ranks.
   double ledger_predicted[3] = {0, 0, 0}, ledger_allocated[3] = {0, 0, 0};
   int zero_stage = 0;
+  std::string activation_dtype = "fp32";  // the element type activation_bytes counts (train.precision's)
 };
 
 class RunReport {
@@ -42,6 +43,7 @@ class RunReport {
   Grid& grid_;
   double tokens_per_step_ = 0;
   double peak_gflops_ = 0;   // hardware peak per rank (MFU's denominator)
+  std::string peak_kind_;    // which peak: "bf16 peak (avx512_bf16 vdpbf16ps, measured)", a datasheet, ...
   double sgemm_gflops_ = 0;  // the GEMM backend's measured sgemm rate per rank (mfu_sgemm)
   double flops_per_token_ = 0;
   int64_t n_params_ = 0;

@@ -155,10 +155,13 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                                                    gather_ ? gather_->buffer_elems() : 0);
     const StateLedger have = allocated_state_bytes(*state_);
     const double mib = 1048576.0;
+    // The activation ledger counts the stored activations in the working type (2 bytes in bf16/fp16), the
+    // LayerNorm and cross-entropy statistics in fp32 (GPT<T>::activation_bytes_per_slot, work_bytes).
     std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
-                "optimizer %.2f/%.2f\n",
+                "optimizer %.2f/%.2f | activations %.2f MiB in %s (ledger, %d micro-batches in flight + work buffers)\n",
                 zero_.describe().c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
-                pred.optimizer / mib, have.optimizer / mib);
+                pred.optimizer / mib, have.optimizer / mib, activation_bytes() / mib, cfg_.train.precision.c_str(),
+                model_->slots());
   }
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);
@@ -176,6 +179,10 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
 }
 
 Trainer::~Trainer() = default;
+
+size_t Trainer::activation_bytes() const {
+  return size_t(model_->slots()) * model_->activation_bytes_per_slot() + model_->work_bytes();
+}
 
 StepStats Trainer::train_step() {
   Comm* embed = grid_.embed();
@@ -311,7 +318,8 @@ void Trainer::finish(const std::string& status) {
   std::copy(p3, p3 + 3, in.ledger_predicted);
   std::copy(a3, a3 + 3, in.ledger_allocated);
   in.zero_stage = zero_.stage;
-  in.activation_bytes = size_t(model_->slots()) * model_->activation_bytes_per_slot() + model_->work_bytes();
+  in.activation_bytes = activation_bytes();
+  in.activation_dtype = cfg_.train.precision;
   report_->write_summary(in);
 }
 

@@ -65,6 +65,7 @@ class Trainer {
 
  private:
   StepStats train_step();
+  size_t activation_bytes() const;  // this rank's activation ledger (stored activations + work buffers)
   double validate();
   void save(const std::string& reason);
   void finish(const std::string& status);

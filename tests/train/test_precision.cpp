@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "tests/common/run_helpers.hpp"
 #include "src/train/trainer.hpp"
@@ -45,6 +49,14 @@ gt::Config learnable(const std::string& dir, const std::string& precision) {
   c.data.synthetic_noise = 0.1;
   c.train.precision = precision;
   return c;
+}
+
+// A number from summary.json ("key": value), -1 when absent.
+double summary_number(const std::string& dir, const std::string& key) {
+  std::ifstream f(dir + "/summary.json");
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"" + key + "\": ");
+  return at == std::string::npos ? -1 : std::atof(text.c_str() + at + key.size() + 4);
 }
 
 }  // namespace
@@ -97,5 +109,12 @@ TEST(Precision, HalfRunsFollowTheFp32Run) {
       worst_rel = std::max(worst_rel, std::sqrt(num) / (std::sqrt(den) + 1e-6));
     }
     std::printf("%s vs fp32: worst |loss diff| %.2e, worst tensor ||diff||/||fp32|| %.2e\n", p, worst_loss, worst_rel);
+    // The activation ledger counts the working type: the stored activations in 2 bytes, only the LayerNorm
+    // and cross-entropy statistics and the int32 tokens stay 4 bytes, so the half ledger is just over half of
+    // fp32's (0.5 plus ~1% here); a ledger counting 4 bytes per element would give 1.
+    const double ratio = summary_number(dir + "/" + p, "analytic_activation_mb") /
+                         summary_number(dir + "/fp32", "analytic_activation_mb");
+    EXPECT_GT(ratio, 0.45) << p;
+    EXPECT_LT(ratio, 0.55) << p;
   }
 }
