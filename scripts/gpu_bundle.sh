@@ -26,8 +26,9 @@ gridtrain=$here/build/src/cli/gridtrain
 mkdir -p "$bundle/third_party" "$bundle/debs"
 cp "$third_party"/kokkos-4.6.01.tar.gz "$third_party"/kokkos-4.6.01-cuda13.patch "$third_party"/SHA256SUMS "$bundle/third_party/"
 
-# Packages: the owners of the libraries the CPU programs load, the headers' packages, MPICH's launcher.
-bins=("$gridtrain" "$here"/build/tests/*/*test* "$here"/build/bench/bench_step /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy)
+# Packages: the owners of the libraries the CPU programs load (gridtrain-bin: `gridtrain` is its static launcher),
+# the headers' packages, MPICH's launcher.
+bins=("$gridtrain-bin" "$here"/build/tests/*/*test* "$here"/build/bench/bench_step /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy)
 pkgs=$( { for b in "${bins[@]}"; do [ -x "$b" ] && [ -f "$b" ] && ldd "$b" 2>/dev/null; done | awk '/=> \//{print $3}' | sort -u |
           xargs -r readlink -f | xargs -r dpkg -S 2>/dev/null | cut -d: -f1;
           echo mpich libmpich-dev libhdf5-mpich-dev libopenblas-dev libopenblas-pthread-dev libgtest-dev; } | sort -u)

@@ -1,8 +1,9 @@
 #pragma once
 // Stop requests: SIGTERM and SIGUSR1 ask a training run to write a checkpoint and stop at the next step boundary
 // (Slurm's --signal warning before a time limit, scancel, a preemption). The handler only sets a flag, so a signal
-// is never fatal once gridtrain has started: main() installs the handler before anything else, and a request that
-// arrives while the program executes itself again (kernels/gemm_blas.cpp) is carried across the exec.
+// is never fatal once gridtrain has started: the `gridtrain` launcher (src/cli/launcher.cpp) starts the program with
+// the signals blocked, main() installs the handler before anything else and only then unblocks them, and a request
+// that arrives while the program executes itself again (kernels/gemm_blas.cpp) is carried across the exec.
 // One exception: a second SIGTERM after a first SIGTERM ends the process at once, so that a run stuck where it
 // cannot reach a step boundary still ends on `kill` twice (Slurm's SIGTERM after its SIGUSR1 warning is a first).
 namespace gt {

@@ -90,9 +90,10 @@ case $case in
     done
     echo "ok: 4 kinds of disagreeing ranks (MPMD) end with one line naming the key" ;;
   orphan)
-    # the rank processes of this run (not mpiexec or timeout, whose command lines match too)
+    # the rank processes of this run (not mpiexec or timeout, whose command lines match too): they run the
+    # program the gridtrain launcher executes (src/cli/launcher.cpp), gridtrain-bin beside it
     ranks_of() { for p in $(pgrep -f "output.dir=$work/o "); do
-                   [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$bin")" ] && echo $p; done; }
+                   [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$bin")-bin" ] && echo $p; done; }
     timeout -k 10 240 "$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/o" train.steps=100000000 >"$work/o.log" 2>&1 &
     launcher=$!
     t=0

@@ -179,7 +179,8 @@ f=open(sys.argv[1],"r+b"); n=int(sys.argv[2]); f.seek(n//2); b=f.read(64); f.see
     done
     r0=""; r1=""
     for p in $(pgrep -f "output.dir=$work/k "; pgrep -f "output.dir=$work/k\$"); do
-      [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$bin")" ] || continue
+      # the rank runs the program the gridtrain launcher executes (src/cli/launcher.cpp): gridtrain-bin beside it
+      [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$bin")-bin" ] || continue
       case $(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -m1 '^PMI_RANK=') in
         PMI_RANK=0) r0=$p ;; PMI_RANK=1) r1=$p ;;
       esac
