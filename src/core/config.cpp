@@ -57,6 +57,7 @@ std::vector<Field> schema(Config& c) {
       {"parallel.pp", Kind::Int, &c.parallel.pp},
       {"parallel.dp", Kind::Int, &c.parallel.dp},
       {"train.precision", Kind::String, &c.train.precision, {"fp32", "bf16", "fp16"}},
+      {"train.recompute", Kind::String, &c.train.recompute, {"none", "selective", "full"}},
       {"train.loss_scale", Kind::String, &c.train.loss_scale, {"auto", "dynamic", "none"}},
       {"train.loss_scale_initial", Kind::Double, &c.train.loss_scale_initial},
       {"train.loss_scale_min", Kind::Double, &c.train.loss_scale_min},
@@ -403,6 +404,11 @@ std::vector<int> ParallelConfig::stage_block_counts() const {
     out.push_back(int(v));
   }
   return out;
+}
+
+Recompute Config::recompute() const {
+  return train.recompute == "full" ? Recompute::Full : train.recompute == "selective" ? Recompute::Selective
+                                                                                      : Recompute::None;
 }
 
 Precision Config::precision() const {

@@ -44,6 +44,9 @@ struct TrainConfig {
   double watchdog_s = 300;            // a rank blocked this long in one communication call aborts the job; 0: off
   // Mixed precision (docs/precision.md): the working type of weights and stored activations.
   std::string precision = "fp32";    // "fp32", "bf16" or "fp16"
+  // Activation recomputation (docs/zero.md): "none"; "selective" recomputes the attention core (the T x T
+  // probabilities) in backward; "full" keeps only each block's input and recomputes the block in backward.
+  std::string recompute = "none";
   // Dynamic loss scaling (Megatron/DeepSpeed semantics): "auto" (dynamic for fp16, none otherwise),
   // "dynamic", "none".
   std::string loss_scale = "auto";
@@ -104,6 +107,7 @@ struct OutputConfig {
 };
 
 enum class Precision { F32, BF16, F16 };
+enum class Recompute { None, Selective, Full };
 
 // Kernel libraries (docs/kernels.md).
 struct KernelsConfig {
@@ -149,6 +153,7 @@ struct Config {
   void validate() const;
   // Typed views of the enum keys (the names are checked once, in the schema).
   Precision precision() const;
+  Recompute recompute() const;
   bool dynamic_loss_scale() const;  // train.loss_scale resolved against train.precision
   // Flat `section.key -> value` text of every key, for the summary file and checkpoints.
   std::map<std::string, std::string> to_map() const;

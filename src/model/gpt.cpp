@@ -74,35 +74,32 @@ std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLa
 
 template <class T>
 GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLayout stage, TensorParallel tp,
-            int slots, const TensorLayout* layout)
+            int slots, const TensorLayout* layout, Recompute recompute)
     : d_(cfg, tp.rank, tp.size),
       B_(micro_batch_size),
       stage_(stage),
       tp_(tp),
-      store_(layout ? *layout : TensorLayout(model_tensor_specs(cfg, stage, tp.rank, tp.size), 1)) {
+      store_(layout ? *layout : TensorLayout(model_tensor_specs(cfg, stage, tp.rank, tp.size), 1)),
+      recompute_(recompute) {
   const int C = d_.C;
   if (!layout) store_.allocate(seed);
 
   const long BT = long(B_) * d_.T;
   const int nb = stage.block_end - stage.block_begin;
   acts_.resize(slots);
+  if (recompute_ == Recompute::Full && nb > 0) shared_ = make_block_acts(false);
+  if (recompute_ == Recompute::Selective && nb > 0) shared_.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
   for (auto& a : acts_) {
     a.x0 = DeviceView<T>("x0", BT * C);
     a.blocks.resize(nb);
     for (auto& b : a.blocks) {
-      b.ln1 = DeviceView<T>("ln1", BT * C);
-      b.ln1_mean = DeviceView<A>("ln1_mean", BT);
-      b.ln1_rstd = DeviceView<A>("ln1_rstd", BT);
-      b.qkv = DeviceView<T>("qkv", BT * 3 * d_.Cl);
-      b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
-      b.atty = DeviceView<T>("atty", BT * d_.Cl);
-      b.res2 = DeviceView<T>("res2", BT * C);
-      b.ln2 = DeviceView<T>("ln2", BT * C);
-      b.ln2_mean = DeviceView<A>("ln2_mean", BT);
-      b.ln2_rstd = DeviceView<A>("ln2_rstd", BT);
-      b.fch = DeviceView<T>("fch", BT * d_.Fl);
-      b.fchg = DeviceView<T>("fchg", BT * d_.Fl);
-      b.res3 = DeviceView<T>("res3", BT * C);
+      if (recompute_ == Recompute::Full) {  // only the output is this block's; the rest is rebuilt in backward
+        b = shared_;
+        b.res3 = DeviceView<T>("res3", BT * C);
+      } else {
+        b = make_block_acts(true);
+        if (recompute_ == Recompute::Selective) b.att = shared_.att;
+      }
     }
     if (stage.first()) a.inputs = Kokkos::View<int32_t*, mem_space>("inputs", BT);
     if (stage.last()) {
@@ -130,6 +127,34 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     dfchg_ = DeviceView<T>("dfchg", BT * d_.Fl);
     att_scratch_ = DeviceView<T>("att_scratch", long(d_.T) * d_.T);
   }
+}
+
+// One block's activation buffers (shapes: B*T rows of C, 3Cl, Cl, Fl; att (B, NHl, T, T)); res3 only with_res3.
+template <class T>
+typename GPT<T>::BlockActs GPT<T>::make_block_acts(bool with_res3) const {
+  const long BT = long(B_) * d_.T, C = d_.C;
+  BlockActs b;
+  b.ln1 = DeviceView<T>("ln1", BT * C);
+  b.ln1_mean = DeviceView<A>("ln1_mean", BT);
+  b.ln1_rstd = DeviceView<A>("ln1_rstd", BT);
+  b.qkv = DeviceView<T>("qkv", BT * 3 * d_.Cl);
+  b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
+  b.atty = DeviceView<T>("atty", BT * d_.Cl);
+  b.res2 = DeviceView<T>("res2", BT * C);
+  b.ln2 = DeviceView<T>("ln2", BT * C);
+  b.ln2_mean = DeviceView<A>("ln2_mean", BT);
+  b.ln2_rstd = DeviceView<A>("ln2_rstd", BT);
+  b.fch = DeviceView<T>("fch", BT * d_.Fl);
+  b.fchg = DeviceView<T>("fchg", BT * d_.Fl);
+  if (with_res3) b.res3 = DeviceView<T>("res3", BT * C);
+  return b;
+}
+
+template <class T>
+size_t GPT<T>::block_acts_bytes(const BlockActs& b) const {
+  const size_t n = b.ln1.size() + b.qkv.size() + b.att.size() + b.atty.size() + b.res2.size() + b.ln2.size() +
+                   b.fch.size() + b.fchg.size() + b.res3.size();
+  return n * sizeof(T) + (b.ln1_mean.size() + b.ln1_rstd.size() + b.ln2_mean.size() + b.ln2_rstd.size()) * sizeof(A);
 }
 
 namespace {
@@ -214,6 +239,13 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   BlockTensors<T> p = block_params(l);
   BlockTensors<A> g = block_grads(l);
   T* dres = dres_.data();
+  if (recompute_ == Recompute::Full) {
+    // Rebuild the block's activations from its kept input x into the shared buffers. Its output goes to dln_,
+    // free until the MLP's input gradient below: the kept res3 may still be the source of a pipeline send.
+    BlockActs redo = a;
+    redo.res3 = DeviceView<T>(dln_.data(), dln_.size());
+    block_forward(l, x, redo);
+  }
   // MLP half (the residual path carries dres through unchanged; layernorm_backward adds the branch)
   bias_backward(g.fcprojb, dres, BT, C);
   linear_backward(dfchg_.data(), g.fcprojw, static_cast<A*>(nullptr), dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
@@ -224,6 +256,9 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   // attention half
   bias_backward(g.projb, dres, BT, C);
   linear_backward(datty_.data(), g.projw, static_cast<A*>(nullptr), dres, a.atty.data(), p.projw, BT, Cl, C);
+  // Selective: the probabilities again from the kept qkv (the shared att buffer holds another block's); the
+  // attention output they also give lands in tmp_, unused in backward (the kept atty is the same bits).
+  if (recompute_ == Recompute::Selective) attention_forward(tmp_.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
   attention_backward(dqkv_.data(), att_scratch_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, Tn, d_.NHl, d_.hd);
   linear_backward(dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, 3 * Cl);
   tp_allreduce_sum(dln_.data(), size_t(BT) * C);
@@ -318,26 +353,31 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
   }
 }
 
+// What each slot keeps: its own buffers (a view shared under recompute is counted once, in work_bytes).
 template <class T>
 size_t GPT<T>::activation_bytes_per_slot() const {
   const size_t BT = size_t(B_) * d_.T, C = d_.C;
-  // storage-type elements (residuals, LN outputs, qkv, attention probabilities and output, MLP) and the
-  // LayerNorm statistics in A
   const size_t blocks = stage_.block_end - stage_.block_begin;
-  const size_t per_block = BT * (C * 4 + 3 * d_.Cl + d_.Cl + 2 * d_.Fl) + size_t(B_) * d_.NHl * d_.T * d_.T;
-  size_t n = BT * C + per_block * blocks, stats = 4 * BT * blocks;
+  size_t per_block = 0;
+  if (blocks > 0) {
+    const BlockActs& b = acts_.front().blocks.front();
+    per_block = recompute_ == Recompute::Full ? b.res3.size() * sizeof(T)
+                                              : block_acts_bytes(b) - shared_.att.size() * sizeof(T);
+  }
+  size_t n = BT * C, stats = 0;
   if (stage_.last()) {
     n += BT * C;
     stats += 2 * BT;
   }
-  return n * sizeof(T) + stats * sizeof(A) + BT * 2 * sizeof(int32_t);
+  return n * sizeof(T) + per_block * blocks + stats * sizeof(A) + BT * 2 * sizeof(int32_t);
 }
 
 template <class T>
 size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
              att_scratch_.size() + lnf_.size() + logits_.size();
-  return n * sizeof(T) + (ce_.size() + loss_.size()) * sizeof(A) + tp_sum_.size() * sizeof(float);
+  return n * sizeof(T) + (ce_.size() + loss_.size()) * sizeof(A) + tp_sum_.size() * sizeof(float) +
+         block_acts_bytes(shared_);
 }
 
 template class GPT<float>;

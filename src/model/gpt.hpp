@@ -50,8 +50,14 @@ class GPT final : public StageModel {
   using A = acc_t<T>;
   // With `layout` (the TrainState's, from model_tensor_specs of the same stage and TP rank) the model holds no
   // parameter storage: the caller binds it (store().bind). Without, it allocates and initialises its own.
+  // recompute (train.recompute): which activations backward recomputes instead of keeping per slot and block:
+  //   Selective  the attention probabilities (B, NHl, T, T): one buffer shared by every block and slot, refilled
+  //              from the kept qkv just before attention_backward;
+  //   Full       everything but the block output res3 (the next block's input): one set of block buffers shared
+  //              by every block and slot; backward reruns block_forward from the kept input first.
+  // The same kernels on the same inputs in the same order: the gradients equal those of None bitwise.
   GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLayout stage, TensorParallel tp, int slots,
-      const TensorLayout* layout = nullptr);
+      const TensorLayout* layout = nullptr, Recompute recompute = Recompute::None);
 
   ParamStore<T>& store() { return store_; }
   const ModelDims& dims() const { return d_; }
@@ -121,6 +127,8 @@ class GPT final : public StageModel {
   void tp_allreduce_sum(U* buf, size_t n);
   void block_forward(int l, const T* x, BlockActs& a);
   void block_backward(int l, const T* x, BlockActs& a);
+  BlockActs make_block_acts(bool with_res3) const;
+  size_t block_acts_bytes(const BlockActs& b) const;
   void head_forward(Acts& a, bool with_grad, A loss_scale, double* loss_sum);
   void time_unit(int u, bool start) const {
     if (unit_timer_) unit_timer_(u, start);
@@ -135,6 +143,8 @@ class GPT final : public StageModel {
   TensorParallel tp_;
   ParamStore<T> store_;
   std::vector<Acts> acts_;
+  Recompute recompute_;
+  BlockActs shared_;  // the buffers every block's BlockActs aliases under recompute (empty views otherwise)
   // shared buffers
   DeviceView<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_, dfchg_, att_scratch_;
   DeviceView<A> ce_, loss_;

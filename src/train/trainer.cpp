@@ -55,10 +55,11 @@ bool file_exists(const std::string& path) {
 
 // The model of this stage in the run's storage type (train.precision).
 std::unique_ptr<StageModel> make_model(Precision p, const ModelConfig& m, uint64_t seed, int micro_batch_size,
-                                       StageLayout stage, TensorParallel tp, int slots, const TensorLayout* layout) {
-  if (p == Precision::BF16) return std::make_unique<GPT<bf16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout);
-  if (p == Precision::F16) return std::make_unique<GPT<fp16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout);
-  return std::make_unique<GPT<float>>(m, seed, micro_batch_size, stage, tp, slots, layout);
+                                       StageLayout stage, TensorParallel tp, int slots, const TensorLayout* layout,
+                                       Recompute rc) {
+  if (p == Precision::BF16) return std::make_unique<GPT<bf16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
+  if (p == Precision::F16) return std::make_unique<GPT<fp16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
+  return std::make_unique<GPT<float>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
 }
 
 }  // namespace
@@ -77,7 +78,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   state_ = std::make_unique<TrainState>(TensorLayout(model_tensor_specs(m, stage_, tp.rank, tp.size), g.dp),
                                         cfg_.precision(), seed);
   model_ = make_model(cfg_.precision(), m, seed, cfg_.train.micro_batch_size, stage_, tp,
-                      std::max(1, max_in_flight(ops)), &state_->layout());
+                      std::max(1, max_in_flight(ops)), &state_->layout(), cfg_.recompute());
   model_->bind(state_->params(), state_->grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
@@ -156,12 +157,15 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     const StateLedger have = allocated_state_bytes(*state_);
     const double mib = 1048576.0;
     // The activation ledger counts the stored activations in the working type (2 bytes in bf16/fp16), the
-    // LayerNorm and cross-entropy statistics in fp32 (GPT<T>::activation_bytes_per_slot, work_bytes).
+    // LayerNorm and cross-entropy statistics in fp32 (GPT<T>::activation_bytes_per_slot, work_bytes):
+    // what every slot keeps and the shared work buffers (train.recompute shifts the first to the second).
+    const double kept = double(model_->slots()) * double(model_->activation_bytes_per_slot());
     std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
-                "optimizer %.2f/%.2f | activations %.2f MiB in %s (ledger, %d micro-batches in flight + work buffers)\n",
+                "optimizer %.2f/%.2f | activations %.2f MiB in %s (ledger, %d micro-batches in flight + work buffers; "
+                "recompute %s: kept %.2f, work %.2f)\n",
                 zero_.describe().c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
                 pred.optimizer / mib, have.optimizer / mib, activation_bytes() / mib, cfg_.train.precision.c_str(),
-                model_->slots());
+                model_->slots(), cfg_.train.recompute.c_str(), kept / mib, double(model_->work_bytes()) / mib);
   }
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);

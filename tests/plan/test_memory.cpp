@@ -76,9 +76,11 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   mc.vocab_size = 64;
   const ModelShape m = ModelShape::from(mc);
   struct Case { int tp, pp, b, mb; bool gpipe; };
+  for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
   for (Case k : {Case{1, 1, 2, 1, false}, Case{2, 1, 3, 2, false}, Case{1, 2, 2, 4, false}, Case{1, 3, 1, 4, true},
                  Case{4, 2, 2, 3, false}, Case{2, 5, 1, 8, false}}) {
     Layout l;
+    l.recompute = rc;
     l.tp = k.tp;
     l.pp = k.pp;
     l.micro_batch = k.b;
@@ -88,7 +90,10 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
     for (int s = 0; s < k.pp; ++s) {
       gt::StageLayout st{s, k.pp, begin[s], begin[s + 1]};
       const int slots = in_flight(l, s);
-      gt::GPT<float> model(mc, 1, k.b, st, gt::TensorParallel{0, k.tp, nullptr}, slots);
+      const gt::Recompute mrc = rc == Recompute::Full        ? gt::Recompute::Full
+                                : rc == Recompute::Selective ? gt::Recompute::Selective
+                                                             : gt::Recompute::None;
+      gt::GPT<float> model(mc, 1, k.b, st, gt::TensorParallel{0, k.tp, nullptr}, slots, nullptr, mrc);
       const MemoryBreakdown pm = stage_memory(m, l, Framework::Gridtrain, s);
       const double model_act = double(model.slots()) * model.activation_bytes_per_slot();
       EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s;

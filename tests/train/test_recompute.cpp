@@ -1,0 +1,58 @@
+// Activation recomputation (train.recompute) against none on one layout (tp pp precision, from the command
+// line): three steps with micro_batches = 4, so that under pp = 2 two micro-batches are in flight in 1F1B and
+// the buffers shared under recompute are refilled by another slot's and another block's forward between a
+// block's forward and its backward. Selective and full rerun the same kernels on the same inputs in the same
+// order (the TP all-reduces included), so the losses, the last step's gradients (the fp32 "grads" buffer) and
+// the parameters must equal none's bit for bit: no tolerance. A recompute that read a stale shared buffer (the
+// probabilities of another block, a ln statistic of another slot) changes the gradients and fails here.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "src/train/trainer.hpp"
+#include "tests/common/run_helpers.hpp"
+
+namespace {
+struct Result {
+  std::vector<double> losses;
+  std::vector<std::pair<std::string, std::vector<float>>> grads, params;
+};
+
+Result run(const gt::Config& c) {
+  gt::Grid grid(MPI_COMM_WORLD, c.parallel.tp, c.parallel.pp, c.parallel.dp, gt::parse_allreduce_algo(c.parallel.allreduce));
+  gt::Trainer t(c, grid, c.to_toml());
+  EXPECT_EQ(t.run(), 0);
+  Result r;
+  for (const auto& s : t.history()) r.losses.push_back(s.loss);
+  r.grads = t.gather("grads");
+  r.params = t.gather_params();
+  return r;
+}
+}  // namespace
+
+TEST(Recompute, EqualsNoneBitwise) {
+  ASSERT_EQ(gt_test::argc, 4) << "usage: test_recompute tp pp precision";
+  const int tp = std::atoi(gt_test::argv[1]), pp = std::atoi(gt_test::argv[2]);
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_WORLD, "recompute");
+  gt::Config c = gt_test::tiny_config(dir);
+  c.parallel.tp = tp;
+  c.parallel.pp = pp;
+  c.train.steps = 3;
+  c.train.micro_batches = 4;
+  c.train.micro_batch_size = 4;
+  c.train.precision = gt_test::argv[3];
+  c.output.dir = dir + "/none";
+  const Result none = run(c);
+  for (const char* mode : {"selective", "full"}) {
+    gt::Config r = c;
+    r.train.recompute = mode;
+    r.output.dir = dir + "/" + mode;
+    const Result got = run(r);
+    EXPECT_EQ(got.losses, none.losses) << mode;
+    ASSERT_EQ(got.grads.size(), none.grads.size());
+    for (size_t k = 0; k < got.grads.size(); ++k) {
+      EXPECT_EQ(got.grads[k].second, none.grads[k].second) << mode << " gradient of " << got.grads[k].first;
+      EXPECT_EQ(got.params[k].second, none.params[k].second) << mode << " parameter " << got.params[k].first;
+    }
+  }
+}
