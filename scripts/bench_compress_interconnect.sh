@@ -10,7 +10,8 @@
 # and the matrix goes on (emulate_cluster.sh tears its namespaces down on every exit). Each run is ended after
 # RUN_TIMEOUT seconds (default 240): MPICH/UCX over the shaped TCP link now and then hangs in MPI_Finalize after
 # the run is complete (seen once at 50 Mbit/s: rank 0 polling UCX's tcp transport, rank 1 gone); a run whose
-# summary.json was written is kept and its directory gets a file FINALIZE_HANG. Then
+# summary.json was written is kept and its directory gets a file FINALIZE_HANG; a killed run's namespaces and
+# the processes in them are removed by pid (cleanup_run). Then
 #   /usr/bin/python3 scripts/plot_compress_interconnect.py OUT docs/experiments/compress_interconnect.png
 # Needs root (network namespaces; exit 77 with a message where they cannot be made) and a built gridtrain.
 set -uo pipefail
@@ -34,6 +35,17 @@ declare -A cfg=(
 )
 order=(fp32 bf16 topk4_ag topk4_sh topk4_ag_bf16v topk1_ag topk1_sh topk0.1_ag topk0.1_sh)
 read -r -a methods <<<"${METHODS:-${order[*]}}"
+cleanup_run() {
+  local ns pids
+  for ns in $(ip netns list 2>/dev/null | awk -v p="$1-" 'index($1, p) == 1 {print $1}'); do
+    pids=$(ip netns pids "$ns" 2>/dev/null)
+    [[ -n "$pids" ]] && kill -KILL $pids 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+  done
+  # the mpiexec of the run lives in the hub namespace: killed above; nothing of the run is left
+  return 0
+}
+runs=0
 mkdir -p "$out"
 for r in "${rates[@]}"; do
   for m in "${methods[@]}"; do
@@ -42,10 +54,15 @@ for r in "${rates[@]}"; do
     rm -rf "$d" && mkdir -p "$d"
     cut -d' ' -f1-3 /proc/loadavg >"$d/load"
     # shellcheck disable=SC2086  # cfg holds several overrides
-    timeout -k 10 "${RUN_TIMEOUT:-240}" "$here/scripts/emulate_cluster.sh" --rate "$r" -- \
+    name="gtc$(( $$ % 100000 ))n$((++runs))"  # at most 12 characters (emulate_cluster.sh --name); this run's namespaces: $name-hub, $name-n0, $name-n1
+    timeout -k 10 "${RUN_TIMEOUT:-240}" "$here/scripts/emulate_cluster.sh" --rate "$r" --name "$name" -- \
       "$bin" train --config "${PRESET:-tiny}" parallel.dp=2 train.steps="$steps" output.log_every="$steps" \
       output.peak_gflops=1 checkpoint.save_final=false output.dir="$d/run" ${cfg[$m]} >"$d/train.log" 2>&1
     rc=$?
+    # a run ended by the timeout may leave its namespaces and the processes in them (mpiexec waiting on a rank
+    # stuck in MPI_Finalize) when the kill cut emulate_cluster.sh's own teardown short: end those processes by
+    # pid and remove this run's namespaces
+    [[ $rc == 124 || $rc == 137 ]] && cleanup_run "$name"
     [[ $rc == 77 ]] && { tail -1 "$d/train.log" >&2; exit 77; }
     [[ $rc == 124 && -f "$d/run/summary.json" ]] && { touch "$d/FINALIZE_HANG"; rc=0; }
     if [[ $rc != 0 || ! -f "$d/run/summary.json" ]]; then
