@@ -2,7 +2,7 @@
 # Per-rank model-state memory of gpt2-124m at dp = 1, 2, 4 for ZeRO stages 0..3 (docs/zero.md, docs/benchmarks.md).
 # Memory figures do not depend on the machine's load; ranks may be oversubscribed. One short step per run
 # (seq_len 64, micro-batch 1: the activations stay small, psi changes only by wpe: 64 instead of 1024 rows).
-# Usage: scripts/bench_zero_memory.sh [build/src/cli/gridtrain] [mpiexec]  -> table on stdout and in $OUT
+# Usage: [DPS="1 2 4"] scripts/bench_zero_memory.sh [build/src/cli/gridtrain] [mpiexec]  -> table on stdout and in $OUT
 set -euo pipefail
 bin=${1:-build/src/cli/gridtrain}
 mpiexec=${2:-mpiexec}
@@ -16,7 +16,7 @@ field() { python3 -c "import json,sys; print('%.1f' % json.load(open(sys.argv[1]
   echo "| dp | zero | params | grads | optimizer | model state | x zero 0 | peak RSS |"
   echo "|---|---|---|---|---|---|---|---|"
 } | tee "$out"
-for dp in 1 2 4; do
+for dp in ${DPS:-1 2 4}; do
   base=""
   for z in 0 1 2 3; do
     d="$work/dp${dp}_z${z}"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Step time of the `small` preset at dp=2 (one rank per core) for ZeRO stages 0..3 and the exposed-communication
+# share of each (docs/zero.md). The four runs follow each other so that they share the machine's load; quote
+# the ratios. Usage: scripts/bench_zero_step.sh [build/src/cli/gridtrain] [mpiexec]  -> table on stdout and in $OUT
+set -euo pipefail
+bin=${1:-build/src/cli/gridtrain}
+mpiexec=${2:-mpiexec}
+out=${OUT:-bench_zero_step.txt}
+STEPS=${STEPS:-8}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+field() { python3 -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+{
+  echo "# small, dp=2, $STEPS steps ($(date -u +%FT%TZ), load before $(cut -d' ' -f1-3 /proc/loadavg))"
+  echo "| zero | ms/step | x zero 0 | exposed comm share | comm dp ms | compute ms |"
+  echo "|---|---|---|---|---|---|"
+} | tee "$out"
+base=""
+for z in 0 1 2 3; do
+  d="$work/z$z"
+  "$mpiexec" -n 2 "$bin" train --config small parallel.dp=2 parallel.zero="$z" train.steps="$STEPS" \
+    output.peak_gflops=1 checkpoint.save_final=false output.dir="$d" >"$d.log" 2>&1 ||
+    { echo "run zero=$z failed:"; tail -5 "$d.log"; exit 1; }
+  s="$d/summary.json"
+  ms=$(field "$s" ms_per_step)
+  [ -n "$base" ] || base=$ms
+  echo "| $z | $ms | $(python3 -c "print('%.2f' % ($ms / $base))") | $(field "$s" exposed_comm_share) | $(field "$s" comm_dp_ms) | $(field "$s" compute_ms) |" | tee -a "$out"
+done
