@@ -4,6 +4,7 @@ python3-torch 1.13, CPU), for side-by-side figures with gridtrain (issues #2 and
 
   python3 scripts/bench_pytorch.py --preset small --threads 1 --steps 5            # single process
   python3 scripts/bench_pytorch.py --preset small --ddp 2 --steps 5                # DDP, gloo, 2 ranks pinned one per core
+  python3 scripts/bench_pytorch.py --preset small --autocast bf16 --batch 2         # CPU bf16 autocast, batch override
 
 Prints ms/step, tokens/s and GFLOP/s with gridtrain's FLOP formula (tokens * (6 N + 12 L T C)), and writes a
 JSON line to --out. Not part of the test suite (PyTorch is not a dependency of gridtrain).
@@ -65,6 +66,9 @@ def main():
     ap.add_argument("--ddp", type=int, default=0, help="number of DDP ranks (gloo), one thread each")
     ap.add_argument("--rank", type=int, default=-1)
     ap.add_argument("--out", default="runs/bench/pytorch.jsonl")
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
+                    help="bf16: forward under torch.autocast('cpu', bfloat16) (fp32 weights, bf16 matmuls)")
+    ap.add_argument("--batch", type=int, default=0, help="micro-batch size instead of the preset's")
     a = ap.parse_args()
     if a.ddp and a.rank < 0:
         import subprocess, sys
@@ -78,7 +82,7 @@ def main():
     torch.manual_seed(0)
     c = read_preset(a.preset)
     L, C, H, T, V = (int(c["model." + k]) for k in ("n_layer", "d_model", "n_head", "seq_len", "vocab_size"))
-    B = int(c.get("train.micro_batch_size", 4))
+    B = a.batch or int(c.get("train.micro_batch_size", 4))
     model = build(torch, L, C, H, T, V)
     if a.ddp:
         import torch.distributed as dist
@@ -89,20 +93,27 @@ def main():
     tgt = torch.randint(0, V, (B, T))
     n_params = sum(p.numel() for p in model.parameters())
     flops = B * T * (6 * (n_params - T * C) + 12 * L * T * C)
-    times = []
+    times, cpu = [], []
     for it in range(a.steps + 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
-        loss = model(idx, tgt)
+        if a.autocast == "bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(idx, tgt)
+        else:
+            loss = model(idx, tgt)
         loss.backward()
         opt.step()
         if it:
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)  # this process's CPU time: robust on a shared machine
     ms = 1e3 * sum(times) / len(times)
     world = max(1, a.ddp)
     res = {"preset": a.preset, "mode": f"ddp{a.ddp}" if a.ddp else f"threads{a.threads}", "ms_per_step": ms,
            "tokens_per_s": world * B * T / (ms * 1e-3), "gflops_per_rank": flops / (ms * 1e-3) * 1e-9,
-           "params": n_params, "torch": torch.__version__, "load": open("/proc/loadavg").read().strip()}
+           "params": n_params, "torch": torch.__version__, "load": open("/proc/loadavg").read().strip(),
+           "autocast": a.autocast, "batch": B, "cpu_ms_per_step": 1e3 * sum(cpu) / len(cpu),
+           "peak_rss_mb": __import__("resource").getrusage(__import__("resource").RUSAGE_SELF).ru_maxrss / 1024.0}
     if a.rank <= 0:
         print(json.dumps(res))
         os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
