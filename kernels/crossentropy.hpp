@@ -4,7 +4,7 @@
 // (with one rank no reduction is needed):
 //   1. ce_row_max          -> all-reduce MAX of rowmax
 //   2. ce_row_sumexp       -> all-reduce SUM of sumexp and tlogit (only the owning rank has a nonzero tlogit)
-//   3. ce_loss             loss_i = log(sumexp_i) + rowmax_i - tlogit_i
+//   3. ce_loss             loss_i = log(sumexp_i) + rowmax_i - tlogit_i (ce_loss_accumulate: their sum, on the device)
 //   4. ce_backward_inplace logits <- scale * (softmax - onehot(target))
 // The logits are in the storage type T; the row statistics, the loss and all arithmetic in A = acc_t<T>
 // (fp32 for the 16-bit types), so the reductions over the vocabulary never round to 16 bits.
@@ -70,11 +70,39 @@ void ce_row_sumexp(acc_t<T>* sumexp, acc_t<T>* tlogit, const T* logits, const ac
   });
 }
 
+// The loss of token i from its all-reduced row statistics, in A.
+template <class A>
+KOKKOS_INLINE_FUNCTION A ce_token_loss(const A* sumexp, const A* rowmax, const A* tlogit, long i) {
+  return math::log(sumexp[i]) + rowmax[i] - tlogit[i];
+}
+
 // sumexp, rowmax, tlogit: (N, all reduced)  loss: (N) set
 template <class A>
 void ce_loss(A* loss, const A* sumexp, const A* rowmax, const A* tlogit, int N) {
-  Kokkos::parallel_for("ce_loss", range(0, N), KOKKOS_LAMBDA(long i) {
-    loss[i] = math::log(sumexp[i]) + rowmax[i] - tlogit[i];
+  Kokkos::parallel_for("ce_loss", range(0, N), KOKKOS_LAMBDA(long i) { loss[i] = ce_token_loss(sumexp, rowmax, tlogit, i); });
+}
+
+// sumexp, rowmax, tlogit: (N, all reduced)  loss_sum: one double in memory of the execution space,
+// += sum_i loss_i, each token loss computed in A (as ce_loss stores it) and summed in double. Stays on the
+// device: the caller reads loss_sum once per step, not once per micro-batch. One kernel, deterministic: the
+// host split adds the tokens in order (the sum the host loop over ce_loss's output made); the device split is
+// one team (a fixed tree for a given team size; N = B*T rows of a few flops each do not need more).
+template <class A>
+void ce_loss_accumulate(double* loss_sum, const A* sumexp, const A* rowmax, const A* tlogit, int N) {
+  if constexpr (!kHostBlocking) {
+    Kokkos::parallel_for("ce_loss_accumulate", RowTeams(1, Kokkos::AUTO), KOKKOS_LAMBDA(const RowTeam& tm) {
+      double s = 0;
+      Kokkos::parallel_reduce(Kokkos::TeamThreadRange(tm, N), [&](int i, double& a) {
+        a += static_cast<double>(ce_token_loss(sumexp, rowmax, tlogit, i));
+      }, s);
+      Kokkos::single(Kokkos::PerTeam(tm), [&]() { loss_sum[0] += s; });
+    });
+    return;
+  }
+  Kokkos::parallel_for("ce_loss_accumulate", range(0, 1), KOKKOS_LAMBDA(long) {
+    double s = 0;
+    for (int i = 0; i < N; ++i) s += static_cast<double>(ce_token_loss(sumexp, rowmax, tlogit, i));
+    loss_sum[0] += s;
   });
 }
 

@@ -113,8 +113,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     lnf_ = DeviceView<T>("lnf", BT * C);
     logits_ = DeviceView<T>("logits", BT * d_.Vl);
     ce_ = DeviceView<A>("ce", 3 * BT);
-    loss_ = DeviceView<A>("loss", BT);
-    loss_host_ = Kokkos::View<A*, host_space>("loss_host", BT);
+    loss_acc_ = DeviceView<double>("loss_acc", 1);
   }
   if (is_half_v<T> && tp.size > 1) tp_sum_ = DeviceView<float>("tp_sum", BT * C);
   tmp_ = DeviceView<T>("tmp", BT * C);
@@ -265,9 +264,9 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), x, p.ln1w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C);
 }
 
-// in: last block output (B,T,C)   out: token losses summed into *loss_sum; with_grad: a.dlnf, dwte acc
+// in: last block output (B,T,C)   out: token losses summed into loss_acc_ (device); with_grad: a.dlnf, dwte acc
 template <class T>
-void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale, double* loss_sum) {
+void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   const int C = d_.C, BT = B_ * d_.T, Vl = d_.Vl, v0 = d_.v0;
   const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
   T* wte = store_.param("wte");
@@ -281,11 +280,7 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale, double* loss_su
   if (tp_.size > 1) tp_.comm->allreduce(rowmax, BT, dtype_of<A>(), ReduceOp::Max);
   ce_row_sumexp(sumexp, tlogit, logits_.data(), rowmax, a.targets.data(), BT, Vl, v0);
   tp_allreduce_sum(sumexp, 2 * size_t(BT));  // sumexp and tlogit are adjacent
-  ce_loss(loss_.data(), sumexp, rowmax, tlogit, BT);
-  Kokkos::deep_copy(loss_host_, loss_);
-  double s = 0;
-  for (int i = 0; i < BT; ++i) s += loss_host_(i);
-  *loss_sum += s;
+  ce_loss_accumulate(loss_acc_.data(), sumexp, rowmax, tlogit, BT);
   if (!with_grad) return;
   ce_backward_inplace(logits_.data(), rowmax, sumexp, a.targets.data(), BT, Vl, v0, loss_scale);
   linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<A*>(nullptr), logits_.data(), lnf_.data(), wte, BT, C, Vl);
@@ -293,7 +288,7 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale, double* loss_su
 }
 
 template <class T>
-void GPT<T>::forward(int slot, bool with_grad, double loss_scale, double* loss_sum) {
+void GPT<T>::forward(int slot, bool with_grad, double loss_scale) {
   Acts& a = acts_[slot];
   const int BT = B_ * d_.T, C = d_.C;
   if (stage_.first()) {
@@ -317,9 +312,20 @@ void GPT<T>::forward(int slot, bool with_grad, double loss_scale, double* loss_s
   if (stage_.last()) {
     time_unit(d_.L + 1, true);
     need_units(d_.L + 1, store_.spec("wte").unit);
-    head_forward(a, with_grad, A(loss_scale), loss_sum);
+    head_forward(a, with_grad, A(loss_scale));
     time_unit(d_.L + 1, false);
   }
+}
+
+// One device-to-host copy of the sum accumulated since the last call, then the accumulator restarts at 0.
+template <class T>
+double GPT<T>::take_loss_sum() {
+  if (!stage_.last()) return 0.0;
+  double s = 0;
+  Kokkos::deep_copy(Kokkos::View<double, host_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&s),
+                    Kokkos::subview(loss_acc_, 0));
+  Kokkos::deep_copy(loss_acc_, 0.0);
+  return s;
 }
 
 template <class T>
@@ -376,7 +382,7 @@ template <class T>
 size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
              att_scratch_.size() + lnf_.size() + logits_.size();
-  return n * sizeof(T) + (ce_.size() + loss_.size()) * sizeof(A) + tp_sum_.size() * sizeof(float) +
+  return n * sizeof(T) + ce_.size() * sizeof(A) + loss_acc_.size() * sizeof(double) + tp_sum_.size() * sizeof(float) +
          block_acts_bytes(shared_);
 }
 

@@ -84,10 +84,12 @@ class GPT final : public StageModel {
   void* stage_output_data(int slot) override { return stage_output(slot); }
   void* grad_buffer_data() override { return grad_buffer(); }
 
-  // Forward of the micro-batch in `slot`. On the last stage adds the summed token losses to *loss_sum and,
-  // when with_grad, computes the head's gradients scaled by loss_scale (1 / tokens of the global batch, times
-  // the loss scale; rounded to A).
-  void forward(int slot, bool with_grad, double loss_scale, double* loss_sum) override;
+  // Forward of the micro-batch in `slot`. On the last stage adds the summed token losses to a device
+  // accumulator (take_loss_sum) and, when with_grad, computes the head's gradients scaled by loss_scale
+  // (1 / tokens of the global batch, times the loss scale; rounded to A).
+  void forward(int slot, bool with_grad, double loss_scale) override;
+  // The token losses summed since the last call (0 off the last stage): one copy to the host per call.
+  double take_loss_sum() override;
   // Backward of the micro-batch in `slot`; grads accumulate into the store. on_unit(u) is called once the
   // gradients of unit u are complete for this micro-batch (units: L+1 head, L..1 blocks, 0 embedding).
   void backward(int slot, const std::function<void(int)>& on_unit = {}) override;
@@ -129,7 +131,7 @@ class GPT final : public StageModel {
   void block_backward(int l, const T* x, BlockActs& a);
   BlockActs make_block_acts(bool with_res3) const;
   size_t block_acts_bytes(const BlockActs& b) const;
-  void head_forward(Acts& a, bool with_grad, A loss_scale, double* loss_sum);
+  void head_forward(Acts& a, bool with_grad, A loss_scale);
   void time_unit(int u, bool start) const {
     if (unit_timer_) unit_timer_(u, start);
   }
@@ -147,8 +149,8 @@ class GPT final : public StageModel {
   BlockActs shared_;  // the buffers every block's BlockActs aliases under recompute (empty views otherwise)
   // shared buffers
   DeviceView<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_, dfchg_, att_scratch_;
-  DeviceView<A> ce_, loss_;
-  Kokkos::View<A*, host_space> loss_host_;
+  DeviceView<A> ce_;
+  DeviceView<double> loss_acc_;  // last stage: summed token losses (double) since the last take_loss_sum
   DeviceView<float> tp_sum_;  // 16-bit T with tp > 1: the fp32 staging of the all-reduced activations
   std::function<void(int, bool)> unit_timer_;
   std::function<void(int, int)> param_hook_;

@@ -33,8 +33,11 @@ class StageModel {
   virtual void* grad_buffer_data() = 0;
   virtual size_t activation_elems() const = 0;
   virtual DType activation_dtype() const = 0;
-  // loss_scale: d(loss)/d(token loss) times the loss scale; applied in the model's compute type.
-  virtual void forward(int slot, bool with_grad, double loss_scale, double* loss_sum) = 0;
+  // loss_scale: d(loss)/d(token loss) times the loss scale; applied in the model's compute type. The last
+  // stage adds the micro-batch's summed token losses to an accumulator in device memory (no host copy);
+  // take_loss_sum() returns what was added since its last call (0 elsewhere) and restarts it: once per step.
+  virtual void forward(int slot, bool with_grad, double loss_scale) = 0;
+  virtual double take_loss_sum() = 0;
   virtual void backward(int slot, const std::function<void(int)>& on_unit) = 0;
   // Optional probe around each unit's work in forward and backward (GPT::set_unit_timer).
   virtual void set_unit_timer(std::function<void(int, bool)> timer) = 0;

@@ -73,13 +73,13 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   const double BT = B * T, Cl = C / t, Fl = 4 * C / t, NHl = m.a / t;
   double n = 3 * BT * C;  // tmp, dres, dln
   if (blocks > 0) n += 3 * BT * Cl + BT * Cl + 2 * BT * Fl + T * T;
-  if (last) n += BT * C + BT * (m.V / t) + 3 * BT + BT;  // lnf, logits, ce, loss
+  if (last) n += BT * C + BT * (m.V / t) + 3 * BT;  // lnf, logits, ce
   // Full recompute rebuilds one block's activations at a time during backward (one shared set, its output
   // into dln); selective refills one shared probability buffer.
   if (l.recompute == Recompute::Full && blocks > 0)
     n += BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + B * NHl * T * T - BT * C;
   if (l.recompute == Recompute::Selective && blocks > 0) n += B * NHl * T * T;
-  return n * e;
+  return n * e + (last ? 8.0 : 0.0);  // + the loss accumulator, one double
 }
 
 double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l) {

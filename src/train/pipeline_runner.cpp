@@ -29,7 +29,7 @@ void PipelineRunner::wait_sends() {
   sends_used_ = 0;
 }
 
-void PipelineRunner::forward_op(int m, int64_t first_sample, Split split, bool with_grad, double* loss_sum) {
+void PipelineRunner::forward_op(int m, int64_t first_sample, Split split, bool with_grad) {
   const double t0 = MPI_Wtime(), c0 = blocked(&grid_.tp()) + blocked(&grid_.pp());
   const StageLayout& stage = model_.stage();
   const int slot = m % model_.slots();
@@ -42,7 +42,7 @@ void PipelineRunner::forward_op(int m, int64_t first_sample, Split split, bool w
   }
   // d(loss)/d(token loss) times the loss scale (a power of two: exact in float)
   const float scale = float(loss_scale_) / float(double(loader_.global_batch()) * cfg_.model.seq_len);
-  model_.forward(slot, with_grad, scale, loss_sum);
+  model_.forward(slot, with_grad, scale);
   if (!stage.last()) send(model_.stage_output_data(slot), pp_rank + 1, 2 * m);
   t_fwd_ += MPI_Wtime() - t0;
   comm_fwd_ += blocked(&grid_.tp()) + blocked(&grid_.pp()) - c0;
@@ -67,19 +67,21 @@ void PipelineRunner::train_step(int64_t samples_done, double loss_scale, double*
   for (size_t i = 0; i < ops_.size(); ++i) {
     const PipeOp& op = ops_[i];
     if (op.kind == PipeOp::Forward)
-      forward_op(op.micro_batch, loader_.first_sample(samples_done, op.micro_batch), Split::Train, true, loss_sum);
+      forward_op(op.micro_batch, loader_.first_sample(samples_done, op.micro_batch), Split::Train, true);
     else
       backward_op(op.micro_batch, i + 1 == ops_.size() ? on_unit : std::function<void(int)>());
   }
   wait_sends();
+  *loss_sum += model_.take_loss_sum();  // the step's one copy of the loss to the host
 }
 
 void PipelineRunner::validate(int batches, double* loss_sum) {
   // Validation micro-batch j is micro-batch j % M of validation batch j / M, laid out like a training batch.
   const int M = cfg_.train.micro_batches;
   for (int j = 0; j < batches * M; ++j)
-    forward_op(j, loader_.first_sample(int64_t(j / M) * loader_.global_batch(), j % M), Split::Val, false, loss_sum);
+    forward_op(j, loader_.first_sample(int64_t(j / M) * loader_.global_batch(), j % M), Split::Val, false);
   wait_sends();
+  *loss_sum += model_.take_loss_sum();
 }
 
 }  // namespace gt

@@ -17,9 +17,9 @@ class PipelineRunner {
  public:
   PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader, std::vector<PipeOp> ops);
 
-  // Every op of one training step (micro-batches of the step that starts at samples_done); token losses are
-  // summed into *loss_sum on the last stage. on_unit(u) is called as backward completes the gradients of unit
-  // u in the step's last backward op (the DP buckets' hook); may be empty.
+  // Every op of one training step (micro-batches of the step that starts at samples_done); the step's token
+  // losses are added to *loss_sum on the last stage (one device-to-host copy per step). on_unit(u) is called as
+  // backward completes the gradients of unit u in the step's last backward op (the DP buckets' hook); may be empty.
   // loss_scale multiplies the loss before backward (1 without loss scaling).
   void train_step(int64_t samples_done, double loss_scale, double* loss_sum, const std::function<void(int)>& on_unit);
   // Forward only over `batches` global validation batches (the same sequences for every layout).
@@ -33,7 +33,7 @@ class PipelineRunner {
   double comm_bwd_s() const { return comm_bwd_; }
 
  private:
-  void forward_op(int m, int64_t first_sample, Split split, bool with_grad, double* loss_sum);
+  void forward_op(int m, int64_t first_sample, Split split, bool with_grad);
   double loss_scale_ = 1;
   void backward_op(int m, const std::function<void(int)>& on_unit);
   // Activations and their gradients travel in the model's storage type.

@@ -270,6 +270,21 @@ TYPED_TEST(KernelRef, CrossEntropyVocabParallel) {
   auto loss_t = kt::poisoned<T>(N);
   gt::ce_loss(loss_t.data(), gsum.data(), gmax.data(), gt_logit.data(), N);
   EXPECT_LT(rel_err(loss_t, loss), kt::tol<T>());
+  // The device-side sum of the token losses (ce_loss_accumulate), called twice as for two micro-batches, into an
+  // accumulator that starts at 0.5 (it adds, it never overwrites): against the reference's double sum. Each token
+  // loss carries a relative error below kt::tol<T>() (checked just above) and all are positive (a log-sum-exp
+  // above the target logit), so the sum's relative error is below it too.
+  kt::DVec<double> acc(1, 0.5);
+  gt::ce_loss_accumulate(acc.data(), gsum.data(), gmax.data(), gt_logit.data(), N);
+  gt::ce_loss_accumulate(acc.data(), gsum.data(), gmax.data(), gt_logit.data(), N);
+  double ref_sum = 0;
+  for (double l : loss) ref_sum += l;
+  EXPECT_NEAR(acc[0] - 0.5, 2 * ref_sum, 2 * ref_sum * kt::tol<T>());
+  if (gt::kHostBlocking) {  // the host split adds the tokens in order: the sum of ce_loss's outputs, bit for bit
+    double host_sum = 0;
+    for (int i = 0; i < N; ++i) host_sum += static_cast<double>(loss_t[i]);
+    EXPECT_EQ(acc[0], (0.5 + host_sum) + host_sum);
+  }
   Vec dl(static_cast<size_t>(N) * V);
   for (int s = 0; s < S; ++s) {
     const int v0 = bounds[s], Vl = bounds[s + 1] - bounds[s];
