@@ -175,7 +175,7 @@ int run(int argc, char** argv) {
 
   // attention
   auto qkv = randv(rng, BT * 3 * C);
-  std::vector<float> att(static_cast<size_t>(B) * NH * T * T), ao(BT * C), dqkv(BT * 3 * C), scratch(T * T);
+  std::vector<float> att(static_cast<size_t>(B) * NH * T * T), ao(BT * C), dqkv(BT * 3 * C), scratch(gt::attention_scratch_elems(NH, T));
   const double causal_pairs = static_cast<double>(B) * NH * T * (T + 1) / 2.0;
   bench.run("attention_forward", dims({B, T, NH, hd}), 0, causal_pairs * hd * 2 * 2,
             [&] { gt::attention_forward(ao.data(), att.data(), qkv.data(), B, T, NH, static_cast<int>(hd)); });

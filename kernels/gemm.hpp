@@ -58,6 +58,11 @@ GT_HALF_GEMM_TYPES(GT_DECLARE_HOST_HALF)
 #define GT_DECLARE_CUBLAS_HALF(H, CT) GT_HALF_GEMM_SIGNATURE(cublas_gemm_half, H, CT);
 GT_HALF_GEMM_TYPES(GT_DECLARE_CUBLAS_HALF)
 #undef GT_DECLARE_CUBLAS_HALF
+// Strided-batched GEMM (cublasGemmStridedBatchedEx), C in the input type: float and double compute in their
+// type, bf16_t and fp16_t in fp32 (S = acc_t<T> is the type of alpha and beta). Defined for those four types.
+template <class T, class S>
+void cublas_gemm_strided_batched(Op ta, Op tb, int M, int N, int K, S alpha, const T* A, int lda, long sA, const T* B,
+                                 int ldb, long sB, S beta, T* C, int ldc, long sC, int batch);
 #endif
 }  // namespace detail
 
@@ -88,6 +93,26 @@ void gemm(Op ta, Op tb, int M, int N, int K, float alpha, const H* A, int lda, c
   } else {
 #if defined(GRIDTRAIN_HAVE_CUBLAS)
     detail::cublas_gemm_half(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
+    static_assert(exec_on_host, "device execution space without cuBLAS: configure with GRIDTRAIN_ENABLE_CUBLAS");
+#endif
+  }
+}
+
+// `batch` independent GEMMs of one shape, C_i = alpha op(A_i) op(B_i) + beta C_i, where X_i = X + i * sX (sX in
+// elements): the heads of attention in one call. T: float, double, bf16_t or fp16_t (inputs and C in T, fp32
+// accumulation for the 16-bit types; alpha and beta in acc_t<T>). CUDA: one cublasGemmStridedBatchedEx launch.
+// Host: a loop of gt::gemm (the per-call cost there is a function call, not a launch).
+template <class T>
+void gemm_strided_batched(Op ta, Op tb, int M, int N, int K, acc_t<T> alpha, const T* A, int lda, long sA, const T* B,
+                          int ldb, long sB, acc_t<T> beta, T* C, int ldc, long sC, int batch) {
+  if (M == 0 || N == 0 || batch == 0) return;
+  if constexpr (exec_on_host) {
+    for (int i = 0; i < batch; ++i)
+      gemm(ta, tb, M, N, K, alpha, A + i * sA, lda, B + i * sB, ldb, beta, C + i * sC, ldc);
+  } else {
+#if defined(GRIDTRAIN_HAVE_CUBLAS)
+    detail::cublas_gemm_strided_batched(ta, tb, M, N, K, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch);
 #else
     static_assert(exec_on_host, "device execution space without cuBLAS: configure with GRIDTRAIN_ENABLE_CUBLAS");
 #endif

@@ -59,6 +59,7 @@ template <class T>
 constexpr cudaDataType_t cuda_type() {
   if constexpr (std::is_same_v<T, bf16_t>) return CUDA_R_16BF;
   else if constexpr (std::is_same_v<T, fp16_t>) return CUDA_R_16F;
+  else if constexpr (std::is_same_v<T, double>) return CUDA_R_64F;
   else return CUDA_R_32F;
 }
 
@@ -69,6 +70,32 @@ void gemm_ex(Op ta, Op tb, int M, int N, int K, float alpha, const H* A, int lda
                      cuda_type<H>(), lda, &beta, C, cuda_type<CT>(), ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");
 }
+
+template <class T>
+constexpr cublasComputeType_t compute_type() {
+  if constexpr (std::is_same_v<T, double>) return CUBLAS_COMPUTE_64F;
+  else return CUBLAS_COMPUTE_32F;  // float: plain FP32 (no TF32); bf16/fp16 inputs: fp32 accumulation
+}
+
+template <class T, class S>
+void cublas_gemm_strided_batched(Op ta, Op tb, int M, int N, int K, S alpha, const T* A, int lda, long sA, const T* B,
+                                 int ldb, long sB, S beta, T* C, int ldc, long sC, int batch) {
+  static_assert(std::is_same_v<S, acc_t<T>>, "alpha and beta are in the compute type");
+  // Row-major C_i = op(A_i) op(B_i) is column-major C_i^T = op(B_i)^T op(A_i)^T, as in gemm_ex.
+  check(cublasGemmStridedBatchedEx(handle(), to_cublas(tb), to_cublas(ta), N, M, K, &alpha, B, cuda_type<T>(), ldb, sB,
+                                   A, cuda_type<T>(), lda, sA, &beta, C, cuda_type<T>(), ldc, sC, batch,
+                                   compute_type<T>(), CUBLAS_GEMM_DEFAULT),
+        "cublasGemmStridedBatchedEx");
+}
+
+template void cublas_gemm_strided_batched<float, float>(Op, Op, int, int, int, float, const float*, int, long,
+                                                        const float*, int, long, float, float*, int, long, int);
+template void cublas_gemm_strided_batched<double, double>(Op, Op, int, int, int, double, const double*, int, long,
+                                                          const double*, int, long, double, double*, int, long, int);
+template void cublas_gemm_strided_batched<bf16_t, float>(Op, Op, int, int, int, float, const bf16_t*, int, long,
+                                                         const bf16_t*, int, long, float, bf16_t*, int, long, int);
+template void cublas_gemm_strided_batched<fp16_t, float>(Op, Op, int, int, int, float, const fp16_t*, int, long,
+                                                         const fp16_t*, int, long, float, fp16_t*, int, long, int);
 
 #define GT_DEFINE_CUBLAS(H, CT) \
   GT_HALF_GEMM_SIGNATURE(cublas_gemm_half, H, CT) { gemm_ex(GT_HALF_GEMM_ARGS); }

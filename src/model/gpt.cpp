@@ -124,7 +124,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     datty_ = DeviceView<T>("datty", BT * d_.Cl);
     dfch_ = DeviceView<T>("dfch", BT * d_.Fl);
     dfchg_ = DeviceView<T>("dfchg", BT * d_.Fl);
-    att_scratch_ = DeviceView<T>("att_scratch", long(d_.T) * d_.T);
+    att_scratch_ = DeviceView<T>("att_scratch", attention_scratch_elems(d_.NHl, d_.T));
   }
 }
 

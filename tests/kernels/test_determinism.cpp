@@ -41,7 +41,7 @@ std::vector<float> run_chain(const kt::DVec<int32_t>& tok, const kt::DVec<float>
   keep(logits);
   // backward
   kt::DVec<float> dg(g.size()), dwte(wte.size(), 0.0f), dy(y.size()), dqkv(qkv.size());
-  kt::DVec<float> scratch(static_cast<size_t>(T_) * T_), dwqkv(wqkv.size(), 0.0f), dln(ln.size());
+  kt::DVec<float> scratch(gt::attention_scratch_elems(NH, T_)), dwqkv(wqkv.size(), 0.0f), dln(ln.size());
   gt::linear_backward(dg.data(), dwte.data(), nullptr, logits.data(), g.data(), wte.data(), BT,
                       C, V);
   gt::gelu_backward(dy.data(), y.data(), dg.data(), static_cast<long>(dy.size()));

@@ -170,6 +170,51 @@ TEST_P(Gemm, DescribeNamesTheBackend) {
 INSTANTIATE_TEST_SUITE_P(Backends, Gemm, ::testing::Values(gt::GemmBackend::OpenBLAS, gt::GemmBackend::OneDNN),
                          [](const auto& info) { return std::string(gt::gemm_backend_name(info.param)); });
 
+// gemm_strided_batched with operands laid out like attention's heads: batch i of A and B is the column block
+// [i*w, i*w + w) of wider row-major matrices (batch stride w, row stride nb*w + 1), batch i of C a separate
+// matrix after batch i-1 (batch stride M*ldc). Each batch against the double reference with the elementwise
+// bound of check_case (fp32 inputs: 4 gamma_K sum|a||b|), every transpose pair; a wrong stride or a batch
+// computed twice or skipped misses it by orders of magnitude.
+TEST(GemmStridedBatched, HeadsInterleavedLikeAttention) {
+  std::mt19937_64 rng(7);
+  const int nb = 3, M = 33, N = 17, K = 9;
+  const double u = unit_roundoff<float>(), gamma = K * u / (1 - K * u);
+  for (Op ta : {Op::N, Op::T})
+    for (Op tb : {Op::N, Op::T}) {
+      const int ar = ta == Op::N ? M : K, ac = ta == Op::N ? K : M;
+      const int br = tb == Op::N ? K : N, bc = tb == Op::N ? N : K;
+      const int lda = nb * ac + 1, ldb = nb * bc + 1, ldc = N + 2;
+      std::vector<double> a, b, a0, b0;
+      const std::vector<float> A = make_operand<float>(rng, ar, nb * ac, lda, a, a0);
+      const std::vector<float> B = make_operand<float>(rng, br, nb * bc, ldb, b, b0);
+      std::vector<float> C(static_cast<size_t>(nb) * M * ldc, std::numeric_limits<float>::quiet_NaN());
+      gt::gemm_strided_batched(ta, tb, M, N, K, 0.5f, A.data(), lda, ac, B.data(), ldb, bc, 0.f, C.data(), ldc,
+                               long(M) * ldc, nb);
+      for (int i = 0; i < nb; ++i)
+        for (int r = 0; r < M; ++r)
+          for (int c = 0; c < N; ++c) {
+            double dot = 0, mag = 0;
+            for (int k = 0; k < K; ++k) {
+              // op(A_i)[r][k] in the packed (ar x nb*ac) matrix: column offset i*ac
+              const double x = ta == Op::N ? a[static_cast<size_t>(r) * nb * ac + i * ac + k]
+                                           : a[static_cast<size_t>(k) * nb * ac + i * ac + r];
+              const double y = tb == Op::N ? b[static_cast<size_t>(k) * nb * bc + i * bc + c]
+                                           : b[static_cast<size_t>(c) * nb * bc + i * bc + k];
+              dot += x * y;
+              mag += std::fabs(x * y);
+            }
+            const double got = C[static_cast<size_t>(i) * M * ldc + static_cast<size_t>(r) * ldc + c];
+            ASSERT_LE(std::fabs(got - 0.5 * dot), 4 * gamma * 0.5 * mag + 1e-30)
+                << (ta == Op::N ? "N" : "T") << (tb == Op::N ? "N" : "T") << " batch " << i << " C(" << r << ","
+                << c << ")";
+          }
+      for (int i = 0; i < nb; ++i)  // C's padding never written
+        for (int r = 0; r < M; ++r)
+          for (int c = N; c < ldc; ++c)
+            ASSERT_TRUE(std::isnan(C[static_cast<size_t>(i) * M * ldc + static_cast<size_t>(r) * ldc + c]));
+    }
+}
+
 TEST(GemmSelect, AutoPrefersOnednn) {
   gt::gemm_select(gt::GemmBackend::Auto);
   EXPECT_EQ(gt::gemm_backend(), gt::onednn_compiled() ? gt::GemmBackend::OneDNN : gt::GemmBackend::OpenBLAS);

@@ -93,7 +93,7 @@ TEST(GradCheck, Attention) {
     };
     const Vec g_fd = kt::finite_diff(loss, qkv);
     gt::attention_forward(out.data(), att.data(), DV(qkv).data(), s.B, s.T_, s.NH, s.hd);
-    DV dqkv(qkv.size()), scratch(static_cast<size_t>(s.T_) * s.T_);
+    DV dqkv(qkv.size()), scratch(gt::attention_scratch_elems(s.NH, s.T_));
     gt::attention_backward(dqkv.data(), scratch.data(), DV(R).data(), DV(qkv).data(), att.data(), s.B, s.T_, s.NH, s.hd);
     EXPECT_LT(grad_err("attention dqkv", dqkv, g_fd), kGradTol) << "T=" << s.T_;
   }

@@ -158,7 +158,7 @@ TYPED_TEST(KernelRef, AttentionForwardAndBackward) {
     EXPECT_LT(rel_err(att_t, att), kt::tol<T>()) << "T=" << s.T_;
     EXPECT_LT(rel_err(out_t, out), kt::tol<T>()) << "T=" << s.T_;
     auto dqkv_t = kt::poisoned<T>(qkv.size());
-    auto scratch = kt::poisoned<T>(static_cast<size_t>(s.T_) * s.T_);
+    auto scratch = kt::poisoned<T>(gt::attention_scratch_elems(s.NH, s.T_));
     gt::attention_backward(dqkv_t.data(), scratch.data(), dout_t.data(), qkv_t.data(), att_t.data(), s.B, s.T_, s.NH,
                            s.hd);
     EXPECT_LT(rel_err(dqkv_t, dqkv), 4 * kt::tol<T>()) << "T=" << s.T_;
