@@ -162,7 +162,7 @@ TYPED_TEST(KernelRefHalf, Attention) {
     EXPECT_LT(rel_err(att_t, att), u<T>() + kF32) << "T=" << s.T_;
     EXPECT_LT(rel_err(out_t, out), 2 * u<T>()) << "T=" << s.T_;
     auto dqkv_t = nan_filled<T>(qkv.size());
-    auto scratch = nan_filled<T>(size_t(s.T_) * s.T_);
+    auto scratch = nan_filled<T>(gt::attention_scratch_elems(s.NH, s.T_));
     gt::attention_backward(dqkv_t.data(), scratch.data(), dout_t.data(), qkv_t.data(), att_t.data(), s.B, s.T_, s.NH,
                            s.hd);
     // dqkv passes through the rounded att (1 u), the stored dP/dS scratch (1-2 u) and its own rounding, and
