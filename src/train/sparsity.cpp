@@ -60,12 +60,18 @@ void Sparsity::compute_masks() {
     if (sparse_tensor(s)) mask_2of4(w + s.offset, m + s.offset, long(s.size));
 }
 
-void Sparsity::prune_masters() {
-  float* w = state_.master();
-  const float* m = state_.data<float>("sparse_mask");
-  Kokkos::parallel_for("sparsity_prune", range(0, long(state_.layout().size())), KOKKOS_LAMBDA(long i) {
+namespace {
+// w[i] = 0 where m[i] == 0 (n elements). A free function: nvcc refuses an extended (device) lambda whose
+// enclosing function is a private member (Sparsity::prune_masters).
+void zero_where_masked(float* w, const float* m, long n) {
+  Kokkos::parallel_for("sparsity_prune", range(0, n), KOKKOS_LAMBDA(long i) {
     if (m[i] == 0.0f) w[i] = 0.0f;
   });
+}
+}  // namespace
+
+void Sparsity::prune_masters() {
+  zero_where_masked(state_.master(), state_.data<float>("sparse_mask"), long(state_.layout().size()));
 }
 
 void Sparsity::before_update(int updates_done, double loss_scale) {
