@@ -108,6 +108,10 @@ nice -n "$nice_level" cmake --build "$build" -j "$jobs" >"$build.build.log" 2>&1
 if grep -n "warning" "$build.build.log" | grep -v "nvcc_wrapper has been given\|Wno-deprecated-gpu-targets" | head -5 | grep -q .; then
   echo "check_gpu_build.sh: warnings in the CUDA build:"; grep -n "warning" "$build.build.log" | head -20
 fi
-log "gridtrain built for $arch in $(( $(date +%s) - t0 )) s ($(grep -c "Building CXX" "$build.build.log") files compiled)"
+# CPU time (user + sys of the compilers: `times`' second line, this shell's waited-for children) is the figure to
+# compare on a shared machine, where wall time depends on the others' load.
+times >"$build.times"
+cpu=$(tail -1 "$build.times" | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')
+log "gridtrain built for $arch in $(( $(date +%s) - t0 )) s wall, ${cpu} s CPU since the start of this script ($(grep -c "Building CXX" "$build.build.log") files compiled)"
 "$build/src/comm/gridtrain_gpu_link_check" || true   # reports "no CUDA device" on a machine without a GPU
 log "done in $(( $(date +%s) - t_start )) s; build in $build"
