@@ -10,6 +10,17 @@
 
 #define GT_KOKKOS_AT_LEAST(major, minor) (KOKKOS_VERSION >= ((major)*10000 + (minor)*100))
 
+// GT_IVDEP goes before an element-wise inner loop over a row whose output never overlaps its inputs (other than
+// element for element). Without it GCC 12 at -O3 unroll-and-jams the Serial row loop around such a loop and leaves
+// the 16-bit conversions scalar: residual_bias_forward in bf16 took 1.0 ms per 1024 x 384 call instead of 0.05 ms
+// (measured 2026-12-04, AMD EPYC Zen 5), the fp32 instantiation was unaffected. Host GCC only: nvcc and clang
+// get nothing (they neither need nor all accept the pragma).
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__NVCC__) && !defined(__CUDA_ARCH__)
+#define GT_IVDEP _Pragma("GCC ivdep")
+#else
+#define GT_IVDEP
+#endif
+
 namespace gt {
 
 using exec_space = Kokkos::DefaultExecutionSpace;

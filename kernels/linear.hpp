@@ -17,6 +17,7 @@ void linear_forward(T* out, const T* inp, const T* weight, const no_deduce_t<T>*
     // rows start as the bias, then the GEMM accumulates onto them (one pass over out instead of two)
     Kokkos::parallel_for("linear_forward_bias", range(0, N), KOKKOS_LAMBDA(long i) {
       T* o = out + i * OUT;
+      GT_IVDEP
       for (int j = 0; j < OUT; ++j) o[j] = bias[j];
     });
     beta = 1;

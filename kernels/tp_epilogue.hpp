@@ -12,8 +12,11 @@ namespace gt {
 template <class T>
 void residual_bias_forward(T* out, const T* res, const T* y, const T* bias, int N, int C) {
   Kokkos::parallel_for("residual_bias_forward", range(0, long(N)), KOKKOS_LAMBDA(long i) {
-    const long o = i * C;
-    for (int c = 0; c < C; ++c) out[o + c] = T(acc_t<T>(res[o + c]) + acc_t<T>(y[o + c]) + acc_t<T>(bias[c]));
+    T* o = out + i * C;
+    const T* r = res + i * C;
+    const T* v = y + i * C;
+    GT_IVDEP
+    for (int c = 0; c < C; ++c) o[c] = T(acc_t<T>(r[c]) + acc_t<T>(v[c]) + acc_t<T>(bias[c]));
   });
 }
 
@@ -32,7 +35,9 @@ template <class T>
 void add_positions(T* x, const T* wpe, int BT, int T_, int C) {
   Kokkos::parallel_for("add_positions", range(0, long(BT)), KOKKOS_LAMBDA(long i) {
     const T* p = wpe + (i % T_) * C;
-    for (int c = 0; c < C; ++c) x[i * C + c] = T(acc_t<T>(x[i * C + c]) + acc_t<T>(p[c]));
+    T* xi = x + i * C;
+    GT_IVDEP
+    for (int c = 0; c < C; ++c) xi[c] = T(acc_t<T>(xi[c]) + acc_t<T>(p[c]));
   });
 }
 
