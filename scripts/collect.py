@@ -18,7 +18,7 @@ import json
 import os
 import sys
 
-COLUMNS = ["ranks", "layout", "tp", "pp", "dp", "tokens_per_s", "tokens_per_s_per_rank", "efficiency",
+COLUMNS = ["ranks", "layout", "tp", "pp", "dp", "zero", "tokens_per_s", "tokens_per_s_per_rank", "efficiency",
            "ms_per_step", "exposed_comm_share", "exposed_comm_share_slowest", "imbalance_share", "mfu", "forward_ms", "backward_ms", "optimizer_ms",
            "comm_exposed_ms", "other_ms", "global_batch_tokens", "final_loss", "run_dir"]
 
@@ -55,12 +55,13 @@ def load_rows(paths):
             continue
         r = {k: s.get(k) for k in COLUMNS if k in s}
         r["ranks"] = int(s["world_size"])
-        r["layout"] = f"tp{s['tp']}xpp{s['pp']}"
+        r["zero"] = int(s.get("zero", 0))
+        r["layout"] = f"tp{s['tp']}xpp{s['pp']}" + (f" zero{r['zero']}" if r["zero"] else "")
         r["run_dir"] = os.path.dirname(p)
         parts = sum(float(s.get(k, 0.0)) for k in ("forward_ms", "backward_ms", "optimizer_ms", "comm_exposed_ms"))
         r["other_ms"] = max(0.0, float(s["ms_per_step"]) - parts)
         rows.append(r)
-    rows.sort(key=lambda r: (r["ranks"], r["tp"], r["pp"]))
+    rows.sort(key=lambda r: (r["ranks"], r["tp"], r["pp"], r["zero"]))
     if rows:
         base = rows[0]
         for r in rows:
@@ -84,11 +85,12 @@ def write_csv(rows, path):
 
 def write_markdown(rows, path, title):
     lines = [f"### {title}", "",
-             "| ranks | layout (tp x pp x dp) | tokens/s | tokens/s per rank | efficiency | ms/step "
+             "| ranks | layout (tp x pp x dp, ZeRO stage) | tokens/s | tokens/s per rank | efficiency | ms/step "
              "| exposed comm | slowest rank's | MFU |",
              "|---:|:---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['ranks']} | {r['tp']} x {r['pp']} x {r['dp']} | {r['tokens_per_s']:.0f} "
+        zero = f" zero {r['zero']}" if r["zero"] else ""
+        lines.append(f"| {r['ranks']} | {r['tp']} x {r['pp']} x {r['dp']}{zero} | {r['tokens_per_s']:.0f} "
                      f"| {r['tokens_per_s_per_rank']:.0f} | {r['efficiency']:.2f} | {r['ms_per_step']:.2f} "
                      f"| {100 * r['exposed_comm_share']:.1f}% | {100 * (r.get('exposed_comm_share_slowest') or 0):.1f}% "
                      f"| {100 * r['mfu']:.2f}% |")
@@ -133,7 +135,7 @@ def plot(rows, prefix, title):
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(rows) + 2), 4))
-    labels = [f"{r['ranks']}: {r['tp']}x{r['pp']}x{r['dp']}" for r in rows]
+    labels = [f"{r['ranks']}: {r['tp']}x{r['pp']}x{r['dp']}" + (f" z{r['zero']}" if r["zero"] else "") for r in rows]
     bottom = [0.0] * len(rows)
     for key, name in (("forward_ms", "forward"), ("backward_ms", "backward"), ("optimizer_ms", "optimizer"),
                       ("comm_exposed_ms", "exposed comm"), ("other_ms", "other")):

@@ -9,7 +9,9 @@
   scripts/sweep.py ... --local          the same points, one after the other, with mpiexec instead of Slurm
   scripts/sweep.py ... --wait --collect wait for the Slurm jobs, then write the table and plots (collect.py)
 
-A layout TPxPP uses dp = ranks / (tp * pp); layouts that do not divide a rank count are skipped for it.
+A layout TPxPP uses dp = ranks / (tp * pp); layouts that do not divide a rank count are skipped for it. A layout
+may name the ZeRO stage too, TPxPPzN (1x1z3: pure data parallel at ZeRO-3); the point's name then ends in -zN.
+  scripts/sweep.py --kind weak --ranks 1,2,4 --layouts 1x1,1x1z1,1x1z2,1x1z3 --deck small --steps 8 ...
 Every point is launched through slurm/train.sbatch (sbatch on a cluster, run directly with --local), so the
 checks and the output layout are the same in both cases. The points and job ids go to <out>/sweep.json.
 """
@@ -28,7 +30,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kind", choices=["weak", "strong"], default="weak")
     p.add_argument("--ranks", default="1,2,4", help="comma-separated rank counts")
-    p.add_argument("--layouts", default="1x1", help="comma-separated TPxPP layouts (default pure data parallel)")
+    p.add_argument("--layouts", default="1x1",
+                   help="comma-separated TPxPP[zN] layouts, N the ZeRO stage (default pure data parallel, the deck's stage)")
     p.add_argument("--deck", default="tiny", help="preset or input deck")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--micro-batch-size", type=int, default=4, help="weak: sequences per micro-batch per rank")
@@ -56,10 +59,15 @@ def parse_args(argv):
 
 
 def layouts_of(text):
+    """'2x1,1x1z3' -> [(2, 1, None), (1, 1, 3)]: (tp, pp, ZeRO stage or None for the deck's)."""
     out = []
     for item in text.split(","):
-        tp, _, pp = item.strip().lower().partition("x")
-        out.append((int(tp), int(pp or 1)))
+        spec, _, zero = item.strip().lower().partition("z")
+        tp, _, pp = spec.partition("x")
+        try:
+            out.append((int(tp), int(pp or 1), int(zero) if zero else None))
+        except ValueError:
+            sys.exit(f"sweep: error: bad layout {item.strip()!r} (expected TPxPP or TPxPPzN, e.g. 2x1 or 1x1z3)")
     return out
 
 
@@ -68,7 +76,7 @@ def points_of(a):
     global_batch = a.global_batch or a.micro_batch_size * a.micro_batches * max(ranks)
     points = []
     for r in ranks:
-        for tp, pp in layouts_of(a.layouts):
+        for tp, pp, zero in layouts_of(a.layouts):
             if r % (tp * pp):
                 print(f"sweep: skipping tp={tp} pp={pp} at {r} ranks (does not divide)", file=sys.stderr)
                 continue
@@ -82,15 +90,16 @@ def points_of(a):
                           f"over dp={dp} x {a.micro_batches} micro-batches", file=sys.stderr)
                     continue
                 mbs, mb = per_dp // a.micro_batches, a.micro_batches
-            name = f"r{r}-tp{tp}-pp{pp}-dp{dp}"
-            points.append({"name": name, "ranks": r, "tp": tp, "pp": pp, "dp": dp,
+            name = f"r{r}-tp{tp}-pp{pp}-dp{dp}" + (f"-z{zero}" if zero is not None else "")
+            points.append({"name": name, "ranks": r, "tp": tp, "pp": pp, "dp": dp, "zero": zero,
                            "micro_batch_size": mbs, "micro_batches": mb})
     return points
 
 
 def overrides_of(a, pt):
+    zero = [f"parallel.zero={pt['zero']}"] if pt.get("zero") is not None else []
     return [f"train.micro_batch_size={pt['micro_batch_size']}", f"train.micro_batches={pt['micro_batches']}",
-            "data.source=synthetic", "checkpoint.save_final=false"] + list(a.overrides)
+            "data.source=synthetic", "checkpoint.save_final=false"] + zero + list(a.overrides)
 
 
 def env_of(a, pt, run_dir):

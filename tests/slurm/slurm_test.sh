@@ -180,13 +180,14 @@ bad)
 
 sweep|sweep_local)
   # weak scaling over 1 and 2 ranks through Slurm; strong scaling with mpiexec (no Slurm): table and plots
+  # (the local one also names a ZeRO stage in a layout: 1x1z2 runs parallel.zero=2 at every rank count)
   if [ "$what" = sweep ]; then
-    kind=weak; mode=(--wait --poll 0.5)
+    kind=weak; mode=(--wait --poll 0.5); layouts=1x1
   else
-    kind=strong; mode=(--local)
+    kind=strong; mode=(--local); layouts=1x1,1x1z2
   fi
   sw=$work/sweep
-  "$here/scripts/sweep.py" --kind $kind --ranks 1,2 --deck "$deck" --steps 3 --micro-batch-size 2 \
+  "$here/scripts/sweep.py" --kind $kind --ranks 1,2 --layouts $layouts --deck "$deck" --steps 3 --micro-batch-size 2 \
     --out "$sw" "${mode[@]}" --collect || fail "sweep.py failed"
   for f in scaling.csv scaling.md scaling_throughput.png scaling_breakdown.png sweep.json; do
     [ -s "$sw/$f" ] || fail "$f missing"
@@ -198,15 +199,22 @@ sweep|sweep_local)
 import csv, json, os, sys
 sw, kind = sys.argv[1], sys.argv[2]
 rows = list(csv.DictReader(open(os.path.join(sw, "scaling.csv"))))
-assert [int(r["ranks"]) for r in rows] == [1, 2], rows
+# the ZeRO stage in force: at one rank (dp=1) zero=2 is a no-op and the trainer reports stage 0
+expect = [(1, 0), (2, 0)] if kind == "weak" else [(1, 0), (1, 0), (2, 0), (2, 2)]
+assert [(int(r["ranks"]), int(r["zero"])) for r in rows] == expect, rows
 sums = {r: json.load(open(os.path.join(sw, f"r{r}-tp1-pp1-dp{r}", "summary.json"))) for r in (1, 2)}
 for r in rows:
-    s = sums[int(r["ranks"])]
+    z = int(r["zero"])
+    s = json.load(open(os.path.join(r["run_dir"], "summary.json")))
     assert s["world_size"] == int(r["ranks"]) and s["status"] == "finished", s
+    assert s["zero"] == z and (z == 0 or r["run_dir"].endswith(f"-z{z}")), (r, s["zero"])
     assert abs(float(r["tokens_per_s"]) - s["tokens_per_s"]) <= 1e-6 * s["tokens_per_s"], (r, s)
 # efficiency against the 1-rank point, recomputed from the summaries
 eff = (sums[2]["tokens_per_s"] / 2) / (sums[1]["tokens_per_s"] / 1)
-assert abs(float(rows[1]["efficiency"]) - eff) < 1e-6 and float(rows[0]["efficiency"]) == 1.0, rows
+two = next(r for r in rows if r["run_dir"].endswith("r2-tp1-pp1-dp2"))
+base = json.load(open(os.path.join(rows[0]["run_dir"], "summary.json")))["tokens_per_s"]
+eff = (sums[2]["tokens_per_s"] / 2) / base  # against the first 1-rank row, whichever of the two it is
+assert abs(float(two["efficiency"]) - eff) < 1e-6 and float(rows[0]["efficiency"]) == 1.0, rows
 # the generator's meaning of weak and strong scaling, seen in what the trainer ran
 g1, g2 = sums[1]["global_batch_tokens"], sums[2]["global_batch_tokens"]
 assert (g2 == 2 * g1) if kind == "weak" else (g2 == g1), (kind, g1, g2)
