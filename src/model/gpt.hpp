@@ -17,6 +17,7 @@
 // tensor-parallel all-reduces of 16-bit activations sum in fp32.
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/kokkos_compat.hpp"
@@ -102,6 +103,10 @@ class GPT final : public StageModel {
   // store (src/train/zero_gather.hpp). Forward: every unit; backward: the head and the blocks.
   void set_param_hook(std::function<void(int a, int b)> h) override { param_hook_ = std::move(h); }
   void redirect_param(size_t tensor_index, void* at) override { store_.redirect(tensor_index, static_cast<T*>(at)); }
+  void redirect_grad(size_t tensor_index, float* at) override {
+    if constexpr (std::is_same_v<A, float>) store_.redirect_grad(tensor_index, at);
+    else throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
+  }
 
   // Bytes of activations kept per slot and of the shared work buffers (for the memory report).
   size_t activation_bytes_per_slot() const override;

@@ -43,7 +43,19 @@ class ParamStore {
     if (!p) throw Error("parameter '" + name + "' read while not gathered (ZeRO-3)");
     return p;
   }
-  G* grad(const std::string& name) { return grads_ + spec(name).offset; }
+  // ZeRO-2/3 without the full gradient buffer: tensor k's gradients go to redirect_grad(k) (a unit's staging
+  // buffer, src/train/zero_grads.hpp); null entries are tensors whose gradients may not be written now.
+  void redirect_grad(size_t tensor_index, G* at) {
+    if (grad_redirect_.empty()) grad_redirect_.assign(layout_.tensors().size(), nullptr);
+    grad_redirect_[tensor_index] = at;
+  }
+  G* grad(const std::string& name) {
+    const TensorSpec& s = spec(name);
+    if (grad_redirect_.empty()) return grads_ + s.offset;
+    G* g = grad_redirect_[static_cast<size_t>(&s - layout_.tensors().data())];
+    if (!g) throw Error("gradient of '" + name + "' written while its unit is not staged (ZeRO)");
+    return g;
+  }
   T* params() { return params_; }
   G* grads() { return grads_; }
   size_t size() const { return layout_.size(); }
@@ -56,6 +68,7 @@ class ParamStore {
   T* params_ = nullptr;
   G* grads_ = nullptr;
   std::vector<T*> redirect_;  // per tensor; empty: no redirection
+  std::vector<G*> grad_redirect_;
 };
 
 }  // namespace gt

@@ -45,6 +45,8 @@ class StageModel {
   // (b = -1: one unit); redirect_param points tensor k's parameters at a gathered copy (null: not readable).
   virtual void set_param_hook(std::function<void(int a, int b)> hook) = 0;
   virtual void redirect_param(size_t tensor_index, void* at) = 0;
+  // ZeRO-2/3 (src/train/zero_grads.hpp): tensor k's gradients (fp32) written at `at` (null: not writable).
+  virtual void redirect_grad(size_t tensor_index, float* at) = 0;
   virtual size_t activation_bytes_per_slot() const = 0;
   virtual size_t work_bytes() const = 0;
 };

@@ -1,5 +1,7 @@
 #include "src/model/tensor_layout.hpp"
 
+#include <algorithm>
+
 #include "src/core/error.hpp"
 #include "src/model/init.hpp"
 
@@ -72,24 +74,33 @@ Range TensorLayout::shard_range(int dp_rank) const {
 }
 
 template <class T>
-void initial_params(const TensorLayout& layout, uint64_t seed, T* p) {
-  for (size_t i = layout.used(); i < layout.size(); ++i) p[i] = T(0);
+void initial_params(const TensorLayout& layout, uint64_t seed, T* p, Range r) {
+  std::fill(p, p + r.size(), T(0));  // the padding, and any gap between tensors
   for (const auto& s : layout.tensors()) {
+    const size_t b = std::max(s.offset, r.begin), e = std::min(s.offset + s.size, r.end);
+    if (b >= e) continue;
     const uint64_t name_hash = fnv1a64(s.name);
-    T* q = p + s.offset;
-    for (size_t i = 0; i < s.size; ++i) {
+    for (size_t i = b - s.offset; i < e - s.offset; ++i) {
+      T& q = p[s.offset + i - r.begin];
       switch (s.init) {
-        case Init::Zeros: q[i] = T(0); break;
-        case Init::Ones: q[i] = T(1); break;
+        case Init::Zeros: q = T(0); break;
+        case Init::Ones: q = T(1); break;
         case Init::Normal:
-          q[i] = static_cast<T>(s.std * normal_at(seed, name_hash, static_cast<uint64_t>(s.global_index(i))));
+          q = static_cast<T>(s.std * normal_at(seed, name_hash, static_cast<uint64_t>(s.global_index(i))));
           break;
       }
     }
   }
 }
 
+template <class T>
+void initial_params(const TensorLayout& layout, uint64_t seed, T* p) {
+  initial_params(layout, seed, p, Range{0, layout.size()});
+}
+
 template void initial_params<float>(const TensorLayout&, uint64_t, float*);
 template void initial_params<double>(const TensorLayout&, uint64_t, double*);
+template void initial_params<float>(const TensorLayout&, uint64_t, float*, Range);
+template void initial_params<double>(const TensorLayout&, uint64_t, double*, Range);
 
 }  // namespace gt

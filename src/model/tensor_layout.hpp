@@ -71,5 +71,8 @@ class TensorLayout {
 // element index), so every layout starts from the same global model. host: layout.size() elements.
 template <class T>
 void initial_params(const TensorLayout& layout, uint64_t seed, T* host);
+// The same values for the elements r only (a ZeRO shard, or a chunk of one): element i at host[i - r.begin].
+template <class T>
+void initial_params(const TensorLayout& layout, uint64_t seed, T* host, Range r);
 
 }  // namespace gt

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "src/plan/rebalance.hpp"
 
@@ -106,10 +107,24 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   const double psi = stage_params(m, l.tp, blocks, first, last, f);
   MemoryBreakdown r = zero_states(psi, state_bytes(l.precision), l.zero, l.dp);
   r.stage = stage;
-  // gridtrain's ZeRO-2 reduce-scatters each bucket out of the full gradient store (the backward accumulates
-  // into it) into a gradient shard, so it holds both (src/train/zero.cpp, predicted_state_bytes).
-  if (f == Framework::Gridtrain && l.zero == 2 && l.dp > 1)
-    r.grads = psi * state_bytes(l.precision).g * (1.0 + 1.0 / l.dp);
+  // gridtrain's units (src/train/zero.hpp, ZeroUnit): the blocks, the embedding (wte + wpe) on the first stage,
+  // the head on the last (ln_f, and the tied wte's copy off the first stage).
+  const double emb = double(padded_vocab(m, l.tp, f)) * m.h / l.tp;
+  const double block = 12.0 * m.h * m.h / l.tp + 7.0 * m.h / l.tp + 6.0 * m.h;
+  std::vector<double> units(size_t(blocks), block);
+  if (first) units.push_back(emb + double(m.s) * m.h);
+  if (last) units.push_back(2.0 * m.h + (first ? 0.0 : emb));
+  std::sort(units.rbegin(), units.rend());
+  // gridtrain's ZeRO-2/3 (src/train/zero.cpp, predicted_state_bytes): the gradient shard, plus either the staging
+  // of one unit at a time (one micro-batch, one stage: the embedding's own buffer and two of the largest
+  // other unit, src/train/zero_grads.hpp) or the full accumulation buffer.
+  if (f == Framework::Gridtrain && l.zero >= 2 && l.dp > 1) {
+    const double g = state_bytes(l.precision).g;
+    if (l.micro_batches == 1 && l.pp == 1)
+      r.grads = psi * g / l.dp + g * (emb + double(m.s) * m.h + 2.0 * std::max(blocks > 0 ? block : 0.0, 2.0 * m.h));
+    else
+      r.grads = psi * g * (1.0 + 1.0 / l.dp);
+  }
   const double e = elem_bytes(l.precision), sbh = double(m.s) * l.micro_batch * m.h;
   const int slots = in_flight(l, stage);
   if (f == Framework::Gridtrain) {
@@ -123,9 +138,14 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
     if (last) r.workspace = 4.0 * m.s * l.micro_batch * double(padded_vocab(m, l.tp, f)) / l.tp;
   }
   // Communication buffers: pipeline send and receive of one micro-batch's (b, s, h) activations, and ZeRO-3's
-  // two gathered blocks (the one computing and the one prefetched).
+  // two gather buffers, as large as the stage's largest unit and its second largest (src/train/zero_gather.hpp:
+  // the embedding or the tied head, a block).
   if (l.pp > 1) r.comm_buffers += 2 * sbh * e;
-  if (l.zero >= 3 && blocks > 0) r.comm_buffers += 2 * (12.0 * m.h * m.h / l.tp + 13.0 * m.h) * e;
+  if (f == Framework::Gridtrain && l.zero >= 3 && l.dp > 1) {
+    for (size_t i = 0; i < std::min<size_t>(2, units.size()); ++i) r.comm_buffers += units[i] * e;
+  } else if (l.zero >= 3 && blocks > 0) {
+    r.comm_buffers += 2 * (12.0 * m.h * m.h / l.tp + 13.0 * m.h) * e;
+  }
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "src/train/train_state.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/elementwise.hpp"
@@ -17,19 +18,43 @@ struct TrainState::Storage {
   Kokkos::View<unsigned char*, host_space> host;
 };
 
+namespace {
+StateExtents whole(const TensorLayout& l) { return {{0, l.size()}, {0, l.size()}, true}; }
+}  // namespace
+
 TrainState::TrainState(TensorLayout layout, Precision working, uint64_t seed)
+    : TrainState(layout, working, seed, whole(layout)) {}
+
+TrainState::TrainState(TensorLayout layout, Precision working, uint64_t seed, const StateExtents& e)
     : layout_(std::move(layout)), working_(working) {
-  const Range all{0, layout_.size()};
-  add_buffer("params", working_dtype(working));
-  if (working != Precision::F32) add_buffer("master", DType::F32);
-  add_buffer("grads", DType::F32);
-  add_buffer("adam_m", DType::F32);
-  add_buffer("adam_v", DType::F32);
-  DeviceView<float> p(master(), layout_.size());
-  auto host = Kokkos::create_mirror_view(p);
-  initial_params(layout_, seed, host.data());
-  Kokkos::deep_copy(p, host);
-  refresh_params(all);
+  add_buffer("params", working_dtype(working), MemSpace::Device, e.working);
+  if (working != Precision::F32) add_buffer("master", DType::F32, MemSpace::Device, e.optimizer);
+  if (e.full_grads) add_buffer("grads", DType::F32);
+  add_buffer("adam_m", DType::F32, MemSpace::Device, e.optimizer);
+  add_buffer("adam_v", DType::F32, MemSpace::Device, e.optimizer);
+  // The working copy straight from the initial values (rounded once, as refresh_params rounds the master's
+  // identical values), so a full working copy never waits on a full master.
+  fill_initial(buffer("params"), seed);
+  if (has_buffer("master")) fill_initial(buffer("master"), seed);
+}
+
+// The initial values of the buffer's elements in chunks of a small fp32 temporary (copied to the device, rounded
+// there for a 16-bit buffer): no full-size staging, so the peak memory at start-up follows the extents.
+void TrainState::fill_initial(const StateBuffer& b, uint64_t seed) {
+  const size_t chunk = std::min<size_t>(size_t(1) << 20, b.extent.size());
+  if (chunk == 0) return;
+  DeviceView<float> dev("state_init_chunk", chunk);
+  auto host = Kokkos::create_mirror_view(dev);
+  for (size_t at = b.extent.begin; at < b.extent.end; at += chunk) {
+    const Range r{at, std::min(at + chunk, b.extent.end)};
+    initial_params(layout_, seed, host.data(), r);
+    Kokkos::deep_copy(dev, host);
+    const size_t off = r.begin - b.extent.begin;
+    const long n = long(r.size());
+    if (b.dtype == DType::BF16) convert(static_cast<bf16_t*>(b.data) + off, dev.data(), n);
+    else if (b.dtype == DType::F16) convert(static_cast<fp16_t*>(b.data) + off, dev.data(), n);
+    else convert(static_cast<float*>(b.data) + off, dev.data(), n);
+  }
 }
 
 void TrainState::refresh_params(Range r) {
@@ -49,6 +74,7 @@ StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpa
 
 void TrainState::shard_buffer(const std::string& name, Range extent) {
   const StateBuffer old = buffer(name);
+  if (extent.begin == old.extent.begin && extent.end == old.extent.end) return;  // allocated as a shard already
   if (extent.begin < old.extent.begin || extent.end > old.extent.end)
     throw Error("train state: buffer '" + name + "' cannot be sharded to elements it does not hold");
   std::unique_ptr<Storage> keep = std::move(storage_[name]);  // the old values stay alive for the copy
@@ -86,6 +112,12 @@ StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpa
   }
   storage_[name] = std::move(st);
   return buffers_[name] = b;
+}
+
+void TrainState::remove_buffer(const std::string& name) {
+  buffer(name);  // throws if there is none
+  buffers_.erase(name);
+  storage_.erase(name);
 }
 
 StateBuffer& TrainState::buffer(const std::string& name) {

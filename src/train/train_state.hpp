@@ -40,11 +40,22 @@ struct StateBuffer {
 // take owned elements from DP rank 0.
 bool owner(const TensorSpec& tensor, const Grid& grid);
 
+// Which elements the standard buffers hold: the working copy, the optimizer's buffers (AdamW moments and the
+// fp32 master of a 16-bit run), and whether the full gradient buffer exists. All of the layout, or one DP shard
+// under ZeRO (src/train/zero.hpp, state_extents): the shards are allocated directly, so a sharded state never
+// holds the full buffers, not even at start-up.
+struct StateExtents {
+  Range working, optimizer;
+  bool full_grads = true;
+};
+
 class TrainState {
  public:
-  // Allocates the standard buffers (zeroed) and fills the parameters from the pure init function: the fp32
-  // master, and a 16-bit working copy rounded from it (to nearest even) when the working type is not fp32.
+  // Allocates the standard buffers (zeroed) over the layout and fills the parameters from the pure init function:
+  // the fp32 master, and a 16-bit working copy rounded from the same values (to nearest even) when the working
+  // type is not fp32. The second form holds only the extents' elements and computes only their initial values.
   TrainState(TensorLayout layout, Precision working, uint64_t seed);
+  TrainState(TensorLayout layout, Precision working, uint64_t seed, const StateExtents& extents);
   ~TrainState();
   TrainState(const TrainState&) = delete;
   TrainState& operator=(const TrainState&) = delete;
@@ -59,6 +70,8 @@ class TrainState {
   // Replaces a buffer by one holding only `extent`, keeping the values there (ZeRO-1: the AdamW moments and
   // the fp32 master of this rank's shard).
   void shard_buffer(const std::string& name, Range extent);
+  // Frees a buffer (ZeRO-2/3 staging its gradients: the full "grads" goes). Pointers to it are stale.
+  void remove_buffer(const std::string& name);
   bool has_buffer(const std::string& name) const { return buffers_.count(name) > 0; }
   StateBuffer& buffer(const std::string& name);
   // The buffer's elements as T*; throws if the buffer does not hold T.
@@ -82,6 +95,7 @@ class TrainState {
 
  private:
   struct Storage;
+  void fill_initial(const StateBuffer& b, uint64_t seed);
   TensorLayout layout_;
   Precision working_;
   std::map<std::string, StateBuffer> buffers_;

@@ -15,6 +15,7 @@
 #include "src/train/metrics.hpp"
 #include "src/train/rebalancer.hpp"
 #include "src/train/zero.hpp"
+#include "src/train/zero_grads.hpp"
 
 namespace gt {
 
@@ -75,28 +76,33 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
 
-  state_ = std::make_unique<TrainState>(TensorLayout(model_tensor_specs(m, stage_, tp.rank, tp.size), g.dp),
-                                        cfg_.precision(), seed);
+  // The ZeRO plan first: the state is allocated as shards directly (no full buffer exists even at start-up).
+  TensorLayout layout(model_tensor_specs(m, stage_, tp.rank, tp.size), g.dp);
+  zero_ = ZeroPlan(cfg_.parallel.zero, layout, grid_.dp_rank(), g.dp);
+  const bool stage_grads = ZeroGradStaging::applies(zero_, cfg_.train.micro_batches, g.pp);
+  const StateExtents extents = state_extents(zero_, layout.size(), stage_grads);
+  state_ = std::make_unique<TrainState>(std::move(layout), cfg_.precision(), seed, extents);
+  auto grads = [this] { return state_->has_buffer("grads") ? state_->grads() : nullptr; };
   model_ = make_model(cfg_.precision(), m, seed, cfg_.train.micro_batch_size, stage_, tp,
                       std::max(1, max_in_flight(ops)), &state_->layout(), cfg_.recompute());
-  model_->bind(state_->params(), state_->grads());
+  model_->bind(state_->params(), grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
   const size_t n = state_->layout().size();
-  if (g.dp > 1 && exec_on_host) {
+  if (g.dp > 1 && exec_on_host && !stage_grads) {  // staged gradients: no full buffer to share
     // On CPU builds the DP all-reduce can work in place in shared memory (parallel.allreduce=shm): the
     // gradient buffer moves into the DP communicator's registered region. Collective over the DP group.
     if (void* shared = grid_.dp().alloc_registered(n * sizeof(float))) {
       state_->move_grads_to(static_cast<float*>(shared));
-      model_->bind(state_->params(), state_->grads());
+      model_->bind(state_->params(), grads());
     }
   }
-  zero_ = ZeroPlan(cfg_.parallel.zero, state_->layout(), grid_.dp_rank(), g.dp);
   apply_zero_plan(*state_, zero_);
+  if (stage_grads) staging_ = std::make_unique<ZeroGradStaging>(*state_, zero_, *model_);
   if (zero_.stage >= 3) {  // the working parameters are a shard now: the model reads gathered units
-    model_->bind(state_->params(), state_->grads());
+    model_->bind(state_->params(), grads());
     gather_ = std::make_unique<ZeroGather>(*state_, zero_, grid_.dp(), *model_);
     model_->set_param_hook([this](int a, int b) { gather_->need(a, b); });
   }
@@ -151,9 +157,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
                                                  loader_->global_batch(), zero_, mirror_mode_);
   if (grid_.world_rank() == 0) {  // the memory ledger of rank 0 (stage 0 of the pipeline, TP rank 0)
-    const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage,
-                                                   dtype_size(state_->buffer("params").dtype),
-                                                   gather_ ? gather_->buffer_elems() : 0);
+    const StateLedger pred = predicted_ledger();
     const StateLedger have = allocated_state_bytes(*state_);
     const double mib = 1048576.0;
     // The activation ledger counts the stored activations in the working type (2 bytes in bf16/fp16), the
@@ -194,9 +198,10 @@ StepStats Trainer::train_step() {
   const double tp0 = blocked(&grid_.tp()), pp0 = blocked(&grid_.pp()), dp0 = blocked(&grid_.dp());
   const double other0 = blocked(&grid_.mp()) + blocked(embed);
   loader_->take_wait_seconds();  // what validation waited is not this step's
-  state_->zero_grads();
+  if (staging_) staging_->begin_step();
+  else state_->zero_grads();
   if (gather_) gather_->invalidate();  // the parameters changed since the last gather (step, resume)
-  test_overflow_hook(grid_.world_rank(), progress_.step + 1, state_->grads());
+  test_overflow_hook(grid_.world_rank(), progress_.step + 1, staging_ ? staging_->some_grad() : state_->grads());
   const double loss_scale = scaler_->scale();
 
   // Forward and backward of every micro-batch; the DP buckets go out as the last backward completes them.
@@ -206,13 +211,15 @@ StepStats Trainer::train_step() {
     buckets_->begin_step(progress_.step, loss_scale);
     on_unit = [this](int u) { buckets_->unit_done(u, grid_.dp(), state_->grads()); };
   }
+  if (staging_) on_unit = [this](int u) { staging_->unit_done(u, grid_.dp()); };
   pipeline_->train_step(progress_.samples_done, loss_scale, &loss_sum, on_unit);
   auto sum_tied_wte = [&] {  // the tied wte: the embedding's and the head's gradients summed
     const TensorSpec& wte = state_->layout().spec("wte");
     embed->allreduce(state_->grads() + wte.offset, wte.size, DType::F32, ReduceOp::Sum);
   };
   const bool wte_first = embed && zero_.stage >= 2;  // before the reduce-scatter: the shards cut wte differently
-  if (buckets_)
+  if (staging_) staging_->finish();  // one pipeline stage: no tied wte to sum
+  else if (buckets_)
     buckets_->finish(grid_.dp(), state_->grads(), wte_first ? std::function<void()>(sum_tied_wte) : nullptr);
   else if (wte_first) sum_tied_wte();
   if (embed && !wte_first) sum_tied_wte();
@@ -313,9 +320,7 @@ void Trainer::finish(const std::string& status) {
   in.bad_steps = guard_->counts();
   in.nonfinite_policy = guard_->policy();
   in.loss_scale = scaler_->scale();
-  const StateLedger pred = predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage,
-                                                 dtype_size(state_->buffer("params").dtype),
-                                                 gather_ ? gather_->buffer_elems() : 0);
+  const StateLedger pred = predicted_ledger();
   const StateLedger have = allocated_state_bytes(*state_);
   const double p3[3] = {double(pred.params), double(pred.grads), double(pred.optimizer)};
   const double a3[3] = {double(have.params), double(have.grads), double(have.optimizer)};
@@ -325,6 +330,12 @@ void Trainer::finish(const std::string& status) {
   in.activation_bytes = activation_bytes();
   in.activation_dtype = cfg_.train.precision;
   report_->write_summary(in);
+}
+
+StateLedger Trainer::predicted_ledger() const {
+  return predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage,
+                               dtype_size(state_->buffer("params").dtype), gather_ ? gather_->buffer_elems() : 0,
+                               staging_ ? staging_->elems() : 0);
 }
 
 int Trainer::run() {

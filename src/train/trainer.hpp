@@ -34,6 +34,7 @@
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
 #include "src/train/zero_gather.hpp"
+#include "src/train/zero_grads.hpp"
 
 namespace gt {
 
@@ -87,6 +88,8 @@ class Trainer {
   // How the host reads device state (checkpoints, gathers); Copy only under GRIDTRAIN_TEST_HOST_MIRROR=copy.
   MirrorMode mirror_mode_ = host_mirror_mode_from_env();
   std::unique_ptr<ZeroGather> gather_;  // ZeRO-3: the units' parameters gathered before use
+  std::unique_ptr<ZeroGradStaging> staging_;  // ZeRO-2/3: gradients staged unit by unit, no full buffer
+  StateLedger predicted_ledger() const;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<RunReport> report_;
   TrainProgress progress_;

@@ -36,6 +36,48 @@ std::vector<size_t> shard_counts(const TensorLayout& layout, Range bucket) {
   return counts;
 }
 
+std::map<int, ZeroUnit> zero_units(const TensorLayout& layout) {
+  std::map<int, ZeroUnit> units;
+  const std::vector<TensorSpec>& t = layout.tensors();
+  for (size_t k = 0; k < t.size(); ++k) {
+    ZeroUnit& u = units[t[k].unit];
+    // Tensors of one unit that follow each other in storage share a range (with the alignment gap between
+    // them, which is zero everywhere).
+    if (!u.tensors.empty() && u.tensors.back() == k - 1) {
+      u.ranges.back().end = t[k].offset + t[k].size;
+    } else {
+      u.ranges.push_back({t[k].offset, t[k].offset + t[k].size});
+    }
+    u.tensors.push_back(k);
+  }
+  for (auto& [id, u] : units) {  // where each tensor lands when the ranges are packed one after the other
+    size_t base = 0, k = 0;
+    for (const Range& r : u.ranges) {
+      for (; k < u.tensors.size() && t[u.tensors[k]].offset < r.end; ++k)
+        u.packed.push_back(base + t[u.tensors[k]].offset - r.begin);
+      base += r.size();
+    }
+    u.elems = base;
+  }
+  return units;
+}
+
+RequestPtr ireduce_scatter_range(Comm& dp, const TensorLayout& layout, Range shard, Range r, const float* send,
+                                 float* shard_grads) {
+  const size_t first = std::min(std::max(r.begin, shard.begin), shard.end);
+  return dp.ireduce_scatter_v(send, shard_grads + (first - shard.begin), shard_counts(layout, r), DType::F32,
+                              ReduceOp::Sum);
+}
+
+StateExtents state_extents(const ZeroPlan& plan, size_t layout_size, bool staged_grads) {
+  const Range all{0, layout_size};
+  StateExtents e;
+  e.optimizer = plan.sharded() ? plan.shard : all;
+  e.working = plan.stage >= 3 ? plan.shard : all;
+  e.full_grads = !staged_grads;
+  return e;
+}
+
 void apply_zero_plan(TrainState& state, const ZeroPlan& plan) {
   if (!plan.sharded()) return;
   state.shard_buffer("adam_m", plan.shard);
@@ -59,21 +101,24 @@ void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp) {
   dp.allgather(p + plan.shard.begin * dtype_size(b.dtype), p, n, b.dtype);
 }
 
-StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes, size_t gather_elems) {
+StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes, size_t gather_elems,
+                                  size_t staging_elems) {
   const int nd = stage > 0 ? dp : 1;
   StateLedger l;
-  // the working copy (stage 3: a shard plus two gathered units), and the fp32 master (sharded with the moments)
-  // when the working type is not fp32
-  l.params = stage >= 3 && dp > 1 ? working_bytes * (psi / dp) + 2 * working_bytes * gather_elems : working_bytes * psi;
+  // the working copy (stage 3: a shard plus the two gather buffers, gather_elems together), and the fp32 master
+  // (sharded with the moments) when the working type is not fp32
+  l.params = stage >= 3 && dp > 1 ? working_bytes * (psi / dp + gather_elems) : working_bytes * psi;
   l.params += working_bytes != 4 ? 4 * (psi / nd) : 0;
-  l.grads = 4 * psi + (stage >= 2 && dp > 1 ? 4 * (psi / dp) : 0);
+  // the accumulation buffer (full, or the staging of a unit at a time), and the reduced shard from stage 2
+  l.grads = 4 * (staging_elems > 0 ? staging_elems : psi) + (stage >= 2 && dp > 1 ? 4 * (psi / dp) : 0);
   l.optimizer = 8 * (psi / nd);
   return l;
 }
 
 StateLedger allocated_state_bytes(const TrainState& state) {
   StateLedger l;
-  for (const char* name : {"params", "master", "gather0", "gather1", "grads", "grads_shard", "adam_m", "adam_v"}) {
+  for (const char* name : {"params", "master", "gather0", "gather1", "grads", "grads_tied", "grads_stage0",
+                           "grads_stage1", "grads_shard", "adam_m", "adam_v"}) {
     if (!state.has_buffer(name)) continue;
     const size_t b = const_cast<TrainState&>(state).buffer(name).bytes;
     const std::string n(name);

@@ -4,12 +4,14 @@
 // of that shard only:
 //   stage 1  AdamW moments of the shard; gradients all-reduced as at stage 0; each rank updates its shard of
 //            the parameters, which are then all-gathered.
-//   stage 2  as 1, and the gradients are reduce-scattered bucket by bucket into a shard-sized buffer
-//            ("grads_shard") during backward; no rank holds the full reduced gradient. The full fp32 buffer
-//            "grads" stays: micro-batches accumulate into it before the one reduction per step.
+//   stage 2  as 1, and the gradients are reduce-scattered into a shard-sized buffer ("grads_shard") during
+//            backward; no rank holds the full reduced gradient. With one micro-batch and one pipeline stage
+//            each unit's gradients are staged and reduce-scattered unit by unit (zero_grads.hpp); otherwise
+//            the full fp32 buffer "grads" stays (micro-batches accumulate into it) and goes out in buckets.
 //   stage 3  as 2, and the parameters are sharded too: each unit's are all-gathered just before a computation
 //            reads them (src/train/zero_gather.hpp); the optimizer updates the shard in place, no gather after.
 // With dp = 1 every stage is stage 0 (nothing to shard).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,29 @@ Range intersect(const TensorSpec& s, Range r);
 // How many elements of the flat range `bucket` lie in each DP rank's shard (the counts of its reduce-scatter).
 std::vector<size_t> shard_counts(const TensorLayout& layout, Range bucket);
 
+// A unit (TensorSpec::unit: 0 embedding, 1..L blocks, L+1 head): its tensors and the one or two contiguous
+// ranges of the layout they fill (the head of a last pipeline stage is wte at the start and ln_f at the end).
+// ZeRO-3 gathers a unit's parameters into a buffer, ZeRO-2/3 stage its gradients in one: the ranges packed one
+// after the other, tensor k of the unit at packed[k] elements from the buffer's start.
+struct ZeroUnit {
+  std::vector<Range> ranges;    // of the layout, ascending
+  std::vector<size_t> tensors;  // indices into layout.tensors()
+  std::vector<size_t> packed;   // per entry of tensors
+  size_t elems = 0;             // of all ranges
+};
+std::map<int, ZeroUnit> zero_units(const TensorLayout& layout);
+
+// A reduce-scatter over dp of the layout's range r, whose elements are at `send`, into this rank's shard
+// buffer (element i of the layout at shard_grads[i - shard.begin]): each rank receives the sum of the piece of
+// r that lies in its shard (an empty piece still takes part).
+RequestPtr ireduce_scatter_range(Comm& dp, const TensorLayout& layout, Range shard, Range r, const float* send,
+                                 float* shard_grads);
+
+// The extents a TrainState is built with under the plan (allocated as shards from the start, the initial values
+// computed for the shard only): moments and the fp32 master sharded from stage 1, the working copy at stage 3,
+// no full gradient buffer when the gradients are staged (staged_grads: ZeroGradStaging::applies).
+StateExtents state_extents(const ZeroPlan& plan, size_t layout_size, bool staged_grads);
+
 // Shards the TrainState for the plan: moments to the shard (stage >= 1), a shard-sized reduced-gradient
 // buffer "grads_shard" (stage >= 2), the parameters to the shard keeping their values (stage 3). Stage 0:
 // nothing changes.
@@ -59,9 +84,12 @@ struct StateLedger {
 // stage 2 keeps for micro-batches (so stage 2's gradients are 4 psi + 4 psi / dp, the paper's 4 psi / dp
 // being the part that persists reduced).
 // working_bytes: 4 (fp32: the params are the master), 2 (bf16/fp16: a 16-bit copy of everything plus the fp32
-// master, sharded like the moments). Stage 3: the working copy is a shard plus the two gather buffers of
-// gather_elems elements each (the largest unit).
-StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes = 4, size_t gather_elems = 0);
+// master, sharded like the moments). Stage 3: the working copy is a shard plus the two gather buffers,
+// gather_elems elements together (the largest unit and the second largest: ZeroGather::buffer_elems).
+// staging_elems: the gradient staging buffers of ZeroGradStaging (src/train/zero_grads.hpp), which replace the
+// full accumulation buffer at stages 2 and 3 when it applies (0: the full buffer is kept).
+StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes = 4, size_t gather_elems = 0,
+                                  size_t staging_elems = 0);
 // The bytes the TrainState's buffers hold, by category (params/master; grads*; adam_*).
 StateLedger allocated_state_bytes(const TrainState& state);
 

@@ -6,27 +6,18 @@ namespace gt {
 
 ZeroGather::ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model)
     : state_(state), plan_(plan), dp_(dp), model_(model), dtype_(state.buffer("params").dtype),
-      elem_(dtype_size(dtype_)) {
-  const std::vector<TensorSpec>& t = state.layout().tensors();
-  for (size_t k = 0; k < t.size(); ++k) {
-    Unit& u = units_[t[k].unit];
-    u.tensors.push_back(k);
-    // Tensors of one unit that follow each other in storage share a range (with the alignment gap between
-    // them, which is zero everywhere).
-    if (!u.ranges.empty() && k > 0 && u.tensors.size() > 1 && u.tensors[u.tensors.size() - 2] == k - 1)
-      u.ranges.back().end = t[k].offset + t[k].size;
-    else
-      u.ranges.push_back({t[k].offset, t[k].offset + t[k].size});
-  }
-  for (const auto& [id, u] : units_) {
-    size_t n = 0;
-    for (const Range& r : u.ranges) n += r.size();
-    max_unit_ = std::max(max_unit_, n);
-  }
-  for (size_t k = 0; k < t.size(); ++k) model.redirect_param(k, nullptr);  // nothing readable until gathered
+      elem_(dtype_size(dtype_)), units_(zero_units(state.layout())) {
+  std::vector<size_t> sizes;
+  for (const auto& [id, u] : units_) sizes.push_back(u.elems);
+  std::sort(sizes.rbegin(), sizes.rend());
+  slots_[0].cap = sizes.empty() ? 0 : sizes[0];
+  slots_[1].cap = sizes.size() > 1 ? sizes[1] : 0;
+  // nothing readable until gathered
+  for (size_t k = 0; k < state.layout().tensors().size(); ++k) model.redirect_param(k, nullptr);
   for (int i = 0; i < 2; ++i) {
     const std::string name = "gather" + std::to_string(i);
-    slots_[i].data = static_cast<unsigned char*>(state.add_buffer(name, dtype_, MemSpace::Device, {0, max_unit_}).data);
+    slots_[i].data = static_cast<unsigned char*>(
+        state.add_buffer(name, dtype_, MemSpace::Device, {0, slots_[i].cap}).data);
   }
 }
 
@@ -54,15 +45,8 @@ void ZeroGather::issue(Slot& s, int unit) {
 }
 
 void ZeroGather::point(const Slot& s) {
-  const std::vector<TensorSpec>& t = state_.layout().tensors();
-  const Unit& u = units_.at(s.unit);
-  unsigned char* at = s.data;
-  size_t k = 0;
-  for (const Range& r : u.ranges) {
-    for (; k < u.tensors.size() && t[u.tensors[k]].offset < r.end; ++k)
-      model_.redirect_param(u.tensors[k], at + (t[u.tensors[k]].offset - r.begin) * elem_);
-    at += r.size() * elem_;
-  }
+  const ZeroUnit& u = units_.at(s.unit);
+  for (size_t k = 0; k < u.tensors.size(); ++k) model_.redirect_param(u.tensors[k], s.data + u.packed[k] * elem_);
 }
 
 void ZeroGather::settle(Slot& s) {
@@ -77,25 +61,53 @@ ZeroGather::Slot* ZeroGather::holding(int unit) {
   return nullptr;
 }
 
+// Two units at once (the head of a one-stage model and the embedding's wte): the larger buffer takes a unit
+// that only fits there; otherwise a unit already gathered stays where it is.
+void ZeroGather::place_two(int a, int b) {
+  Slot* sa = holding(a);
+  Slot* sb = holding(b);
+  const bool keep_a = sa && fits(*other(sa), b);
+  const bool keep_b = sb && fits(*other(sb), a);
+  if (keep_a) sb = other(sa);
+  else if (keep_b) sa = other(sb);
+  else {
+    const bool a_large = units_.at(a).elems >= units_.at(b).elems;
+    sa = a_large ? &slots_[0] : &slots_[1];
+    sb = other(sa);
+  }
+  for (auto [s, u] : {std::pair<Slot*, int>{sa, a}, {sb, b}}) {
+    if (s->unit == u) ++hits_;
+    else issue(*s, u);
+  }
+  settle(*sb);  // after both issues: an issue clears the redirections of the unit its buffer held
+  settle(*sa);
+}
+
 void ZeroGather::need(int a, int b) {
   if (b == a) b = -1;
-  auto other = [&](Slot* s) { return s == &slots_[0] ? &slots_[1] : &slots_[0]; };
   Slot* sa = holding(a);
-  Slot* sb = b >= 0 ? holding(b) : nullptr;
-  if (sa) ++hits_;
-  else issue(*(sa = sb ? other(sb) : holding(-1) ? holding(-1) : other(holding(last_))), a);
   if (b >= 0) {
-    if (sb) ++hits_;
-    else issue(*(sb = other(sa)), b);
-    settle(*sb);
+    place_two(a, b);
+    sa = holding(a);
+  } else if (sa) {
+    ++hits_;
+    settle(*sa);
+  } else {
+    // A free buffer, else the one the last unit does not use (its prefetch guessed wrong); the large one when
+    // the unit fits nowhere else. The last unit is done, so either may be overwritten.
+    sa = holding(-1) ? holding(-1) : holding(last_) ? other(holding(last_)) : &slots_[0];
+    if (!fits(*sa, a)) sa = &slots_[0];
+    issue(*sa, a);
+    settle(*sa);
   }
-  settle(*sa);
   if (last_ >= 0) descending_ = a <= last_;  // equal: the head, its forward and then its backward
   last_ = a;
   if (b >= 0) return;  // both buffers in use
-  // Prefetch the next unit into the other buffer, whose unit is done. In backward the embedding reads nothing.
+  // Prefetch the next unit into the other buffer, whose unit is done, if it fits there (else it is gathered
+  // when requested). In backward the embedding reads nothing.
   const int next = descending_ ? a - 1 : a + 1;
-  if (units_.count(next) && !(descending_ && next == 0) && !holding(next)) issue(*other(sa), next);
+  if (units_.count(next) && !(descending_ && next == 0) && !holding(next) && fits(*other(sa), next))
+    issue(*other(sa), next);
 }
 
 void ZeroGather::invalidate() {

@@ -12,6 +12,7 @@
 //    cases stay bitwise (the working copy is rounded from the same fp32 master shard by shard, the gather moves
 //    bits); the clipped comparisons widen to 1e-2 relative (bf16 rounds to 2^-8 = 3.9e-3: a master that
 //    differs in its last fp32 bit can round its working copy to the other bf16 neighbour).
+//  - zero=2 and 3 with one micro-batch and pp=1 hold no full gradient buffer (the TrainState's allocations).
 //  - checkpoints: a run stopped at step 3 and resumed on the same layout continues bitwise; resumed at zero=0 on
 //    one rank (world rank 0 alone, the same global batch) it continues within 1e-5 relative.
 #include <gtest/gtest.h>
@@ -28,6 +29,7 @@ constexpr int kGlobalBatch = 16;
 struct Result {
   std::vector<double> losses, norms;
   std::vector<std::pair<std::string, std::vector<float>>> params;
+  bool full_grads = false;  // whether the TrainState held the full gradient buffer
 };
 
 Result run(MPI_Comm comm, const gt::Config& c) {
@@ -40,6 +42,7 @@ Result run(MPI_Comm comm, const gt::Config& c) {
     r.norms.push_back(s.grad_norm);
   }
   r.params = t.gather_params();
+  r.full_grads = t.state().has_buffer("grads");
   return r;
 }
 
@@ -114,6 +117,9 @@ TEST(Zero, MatchesZeroStageZero) {
   expect_close(rz.losses, r0.losses, "loss");
   expect_close(rz.norms, r0.norms, "global gradient norm");
   expect_params_close(rz, r0, c);
+  // Stages 2 and 3 with one micro-batch and one pipeline stage stage each unit's gradients and reduce-scatter
+  // them as the unit's backward ends (src/train/zero_grads.hpp): the full fp32 buffer must not exist.
+  EXPECT_EQ(rz.full_grads, !(zero >= 2 && mb == 1 && pp == 1)) << "the full gradient buffer at zero " << zero;
   ASSERT_TRUE(all_ok());
 
   // Clipping off: bitwise where the reduction order is the same by construction.

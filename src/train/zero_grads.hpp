@@ -1,0 +1,73 @@
+#pragma once
+// ZeRO-2/3 without the full gradient buffer. The backward writes each unit's gradients (ZeroUnit: embedding,
+// blocks, head) into a unit-sized fp32 staging buffer; as soon as the unit's backward ends, the buffer is
+// reduce-scattered over the DP group into this rank's shard ("grads_shard"), while the next unit's backward
+// fills the other of two rotating buffers (the non-blocking reduce-scatter overlaps it, as the gathers of
+// zero_gather.hpp overlap compute). So a rank holds its gradient shard plus at most two units' gradients, not
+// 4 psi bytes of accumulation buffer.
+//
+// The unit holding wte keeps a buffer of its own for the whole step: with tied weights the head's forward
+// writes wte's gradient long before the embedding's backward adds to it.
+//
+// The rule for what runs this path (applies()): one micro-batch per step and one pipeline stage. With several
+// micro-batches each unit's gradient would have to be reduced after every micro-batch and added into the
+// shard (DeepSpeed's ZeRO-2 rule: M reduce-scatters per step instead of one), and across pipeline stages the
+// tied wte is summed over the embedding group before its reduction; those runs keep the full buffer "grads"
+// (docs/zero.md).
+#include <map>
+#include <vector>
+
+#include "src/comm/comm.hpp"
+#include "src/model/stage_model.hpp"
+#include "src/train/train_state.hpp"
+#include "src/train/zero.hpp"
+
+namespace gt {
+
+class ZeroGradStaging {
+ public:
+  // Whether a run stages its gradients (the rule above) instead of keeping the full buffer.
+  static bool applies(const ZeroPlan& plan, int micro_batches, int pp);
+  // Adds "grads_tied" (the unit holding wte) and "grads_stage0", "grads_stage1" (the largest other unit) to
+  // the state, and removes a full "grads" buffer if there is one: from here on the model's gradients go to the
+  // staging.
+  ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model);
+  ~ZeroGradStaging();
+  ZeroGradStaging(const ZeroGradStaging&) = delete;
+  ZeroGradStaging& operator=(const ZeroGradStaging&) = delete;
+
+  // Start of a step: the wte unit and the first unit of backward (the highest) zeroed and writable, nothing
+  // else.
+  void begin_step();
+  // The backward finished unit u (units complete from the highest down): its reduce-scatter starts and the
+  // next unit down gets the other rotating buffer, zeroed, once that buffer's reduce-scatter is done.
+  void unit_done(int unit, Comm& dp);
+  // Waits every reduce-scatter: grads_shard holds the step's reduced gradient.
+  void finish();
+  // Elements of all staging buffers together (the ledger's figure).
+  size_t elems() const { return tied_.cap + slots_[0].cap + slots_[1].cap; }
+  // A gradient element of this step (the overflow test hook poisons one).
+  float* some_grad() { return tied_.data; }
+
+ private:
+  struct Slot {
+    float* data = nullptr;
+    size_t cap = 0;  // elements
+    int unit = -1;
+    std::vector<RequestPtr> pending;  // its reduce-scatter until waited
+  };
+  void point(int unit, float* at);  // null: not writable
+  void prepare(Slot& s, int unit);
+  static void wait(Slot& s);
+
+  TrainState& state_;
+  const ZeroPlan& plan_;
+  StageModel& model_;
+  std::map<int, ZeroUnit> units_;
+  int tied_unit_ = -1;  // the unit holding wte
+  Slot tied_;
+  Slot slots_[2];
+  int turn_ = 0;  // the rotating buffer the next unit takes
+};
+
+}  // namespace gt
