@@ -25,6 +25,7 @@
 #include "src/data/prepare.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/config_agree.hpp"
+#include "src/io/h5_probe.hpp"
 #include "src/io/inspect.hpp"
 #include "src/io/run_dirs.hpp"
 #include "src/model/gpt.hpp"
@@ -216,6 +217,9 @@ int cmd_train(const std::vector<std::string>& args) {
 
 int cmd_inspect(const std::vector<std::string>& args) {
   if (args.size() != 1) throw UsageError("inspect takes exactly one PATH");
+  // libhdf5 crashes or hangs on some damaged metadata: find out in a child process first (one line, exit 1).
+  if (std::string problem = gt::io::hdf5_probe_problem(args[0]); !problem.empty())
+    throw gt::Error(args[0] + ": " + problem);
   const std::string kind = gt::hdf5_file_kind(args[0]);
   if (kind == "checkpoint") return gt::inspect_checkpoint(args[0], std::cout);
   if (kind == "dataset") {
@@ -228,6 +232,9 @@ int cmd_inspect(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A child started to read an HDF5 file on the run's behalf (src/io/h5_probe.hpp) does only that: no MPI, no
+  // Kokkos, no signal handlers of the run.
+  if (const int probe = gt::io::serve_probe_if_asked(argc, argv); probe >= 0) return probe;
   // First of all: from here on SIGTERM/SIGUSR1 (Slurm's time-limit warning can come at any moment, even during
   // start-up) only ask the trainer to checkpoint and stop; a request survives the re-exec just below.
   gt::install_stop_signal_handlers();

@@ -12,6 +12,7 @@
 #include "src/core/error.hpp"
 #include "src/io/checkpoint.hpp"
 #include "src/io/checkpoint_files.hpp"
+#include "src/io/checkpoint_verify.hpp"
 
 namespace fs = std::filesystem;
 
@@ -113,6 +114,9 @@ std::optional<std::string> find_latest_checkpoint(MPI_Comm comm, const std::stri
     const std::string path = list.substr(p, nl - p);
     p = nl + 1;
     try {
+      // A crash or hang of libhdf5 on damaged metadata is caught in a child process, so it is one more reason
+      // to skip the file instead of the end of the run.
+      io::check_hdf5_survives(comm, path);
       verify_checkpoint(comm, path, req);
     } catch (const Error& e) {
       std::string reason = e.what();

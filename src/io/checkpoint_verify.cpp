@@ -8,6 +8,7 @@
 #include "src/io/checksum.hpp"
 #include "src/io/finite.hpp"
 #include "src/io/h5_error.hpp"
+#include "src/io/h5_probe.hpp"
 #include "src/io/shard_table.hpp"
 
 namespace gt::io {
@@ -45,6 +46,19 @@ H5Handle open_checkpoint_file(MPI_Comm comm, const std::string& path) {
   H5Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
   agree(comm, file.valid() ? "" : path + ": not a readable HDF5 file" + h5_error_suffix());
   return file;
+}
+
+void check_hdf5_survives(MPI_Comm comm, const std::string& path) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string problem;
+  if (rank == 0) {
+    std::error_code ec;
+    // A missing file is open_checkpoint_file's to report, with its own words.
+    if (std::filesystem::is_regular_file(path, ec)) problem = hdf5_probe_problem(path);
+    if (!problem.empty()) problem = path + ": " + problem;
+  }
+  agree(comm, problem);
 }
 
 namespace {

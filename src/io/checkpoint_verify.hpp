@@ -24,6 +24,11 @@ H5Handle make_mpio_fapl(MPI_Comm comm, const CheckpointOptions& opt);
 // Collective open (read-only) with agreed errors: "<file>: no such file", "<file>: not a readable HDF5 file".
 H5Handle open_checkpoint_file(MPI_Comm comm, const std::string& path);
 
+// Collective: before any rank opens path with HDF5, rank 0 reads its metadata in a child process
+// (src/io/h5_probe.hpp; every rank would read the same bytes). Throws on every rank "<file>: HDF5 crashed reading
+// it (SIGSEGV): its metadata is damaged" (or "... did not finish ... (hung) ...") when the child crashed or hung.
+void check_hdf5_survives(MPI_Comm comm, const std::string& path);
+
 // Checks gridtrain_kind and format_version and returns all root attributes as meta. Rank-local; throws
 // gt::Error "<file>: ..." (callers agree).
 CheckpointMeta read_checkpoint_root(hid_t file, const std::string& path);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/core/error.hpp"
+#include "src/io/checkpoint_verify.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/sparsity.hpp"
 
@@ -217,6 +218,9 @@ bool Checkpointer::resume(TrainProgress* p) {
       return false;
     }
     path = *found;
+  } else {
+    // An explicit file is not skipped when damaged, but HDF5 crashing on it is one error line, not exit 139.
+    io::check_hdf5_survives(grid_.world_mpi(), path);
   }
   CheckpointMeta meta = load(path, h, s, req, p);
   resumed_from_ = path;

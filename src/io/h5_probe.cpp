@@ -1,0 +1,159 @@
+#include "src/io/h5_probe.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "src/io/h5_walk.hpp"
+
+extern char** environ;
+
+namespace gt::io {
+
+namespace {
+
+// argv[1] of a probe child: not a command a user would type, and not a section.key=value override.
+constexpr const char* kProbeArg = "--gridtrain-internal-h5-probe";
+bool g_serves_probe = false;  // set by serve_probe_if_asked(): see the header
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGABRT: return "SIGABRT";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+int serve_probe_if_asked(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], kProbeArg) != 0) {
+    g_serves_probe = true;
+    return -1;
+  }
+  if (argc != 4) return 2;
+  // A stop request meant for the run (Slurm signals the whole process group) must not kill the child, or the
+  // run would take a valid checkpoint for a damaged one; the parent bounds the child's time itself.
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_IGN);
+  // A parent killed while it waits (a cancelled job) takes a hung child with it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != static_cast<pid_t>(std::atoll(argv[3]))) return 0;  // the parent is already gone
+  // Test hook: GRIDTRAIN_TEST_H5_PROBE_SLEEP_S makes the child hang as libhdf5 does on some files, whatever the
+  // library does with the file at hand (the time limit is tested without depending on a libhdf5 bug).
+  if (const char* s = std::getenv("GRIDTRAIN_TEST_H5_PROBE_SLEEP_S"); s && *s)
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(s)));
+  walk_hdf5_metadata(argv[2]);
+  // _exit: nothing of the library's own shutdown (atexit) is part of the verdict.
+  ::_exit(0);
+}
+
+ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
+  ProbeVerdict v;
+  if (!g_serves_probe) return v;  // Unavailable, no detail: this executable is not the gridtrain program
+  const std::string ppid = std::to_string(::getpid());
+  char arg0[] = "gridtrain-h5-probe";
+  char arg1[sizeof "--gridtrain-internal-h5-probe"];
+  std::strcpy(arg1, kProbeArg);
+  std::string path_arg = path, ppid_arg = ppid;
+  char* child_argv[] = {arg0, arg1, path_arg.data(), ppid_arg.data(), nullptr};
+
+  // The child's output goes nowhere (a crash handler's backtrace is not the run's business); its signals start
+  // at their defaults and unblocked (the parent may have blocked the stop signals).
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &files, &attr, child_argv, environ);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    v.detail = std::string("cannot start a child process: ") + std::strerror(rc);
+    return v;
+  }
+
+  // Polled rather than blocked in waitpid: the time limit needs no timer signal, and a stop signal arriving
+  // meanwhile only sets the trainer's flag.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      v.detail = std::string("cannot wait for the child process: ") + std::strerror(errno);
+      return v;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      v.kind = ProbeVerdict::Hung;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g s", timeout_s);
+      v.detail = buf;
+      return v;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    v.kind = ProbeVerdict::Survived;
+  } else if (WIFSIGNALED(status)) {
+    v.kind = ProbeVerdict::Crashed;
+    const char* name = signal_name(WTERMSIG(status));
+    v.detail = name ? name : "signal " + std::to_string(WTERMSIG(status));
+  } else {
+    // A crash handler (UCX's, say) may turn the signal into an exit status.
+    v.kind = ProbeVerdict::Crashed;
+    v.detail = "exit status " + std::to_string(WEXITSTATUS(status));
+  }
+  return v;
+}
+
+double probe_timeout_s() {
+  const char* s = std::getenv("GRIDTRAIN_H5_PROBE_TIMEOUT_S");
+  const double t = s && *s ? std::atof(s) : 0;
+  return t > 0 ? t : 60.0;
+}
+
+std::string hdf5_probe_problem(const std::string& path) {
+  const double timeout = probe_timeout_s();
+  const ProbeVerdict v = probe_hdf5_file(path, timeout);
+  switch (v.kind) {
+    case ProbeVerdict::Survived: return "";
+    case ProbeVerdict::Crashed: return "HDF5 crashed reading it (" + v.detail + "): its metadata is damaged";
+    case ProbeVerdict::Hung:
+      return "HDF5 did not finish reading it within " + v.detail +
+             " (hung; GRIDTRAIN_H5_PROBE_TIMEOUT_S sets the limit): its metadata is damaged";
+    case ProbeVerdict::Unavailable:
+      if (!v.detail.empty())
+        std::cerr << "gridtrain: warning: " << path << ": " << v.detail
+                  << "; reading it without the guard against HDF5 crashing on damaged metadata" << std::endl;
+      return "";
+  }
+  return "";
+}
+
+}  // namespace gt::io
