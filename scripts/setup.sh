@@ -37,6 +37,14 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GRIDTRAIN_CMAKE_ARGS:-} >"$build.configure.log" 2>&1 \
     || { cat "$build.configure.log"; exit 1; }
 fi
-cmake --build "$build" -j "$jobs" 2>&1 | grep -E "error|warning: unused|Error|\*\*\*" || true
-test "${PIPESTATUS[0]}" -eq 0 || { echo "setup: build failed"; cmake --build "$build" -j1 2>&1 | tail -40; exit 1; }
+# The build's status is taken from cmake itself, not from a pipeline: `cmake | grep || true` left PIPESTATUS
+# holding true's status, so a failed build went on to "built" and a test run against the previous binaries.
+rc=0
+cmake --build "$build" -j "$jobs" >"$build.build.log" 2>&1 || rc=$?
+grep -E "error|warning: unused|Error|\*\*\*" "$build.build.log" || true
+if [ $rc -ne 0 ]; then
+  echo "setup: build failed (exit $rc; $build.build.log)"
+  cmake --build "$build" -j1 2>&1 | tail -40
+  exit 1
+fi
 echo "setup: built in $build"
