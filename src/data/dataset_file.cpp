@@ -8,6 +8,7 @@
 #include "src/core/error.hpp"
 #include "src/data/dataset_format.hpp"
 #include "src/data/hash.hpp"
+#include "src/io/h5_probe.hpp"
 
 namespace gt {
 
@@ -39,6 +40,10 @@ DatasetFile::DatasetFile(const std::string& path) {
   info_.path = path;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw Error(path + ": no such dataset file");
+  // libhdf5 1.10.8 crashes or hangs on some damaged metadata (src/io/h5_probe.hpp): find out in a child process
+  // first, so that it is one line and exit 1 instead of exit 139 or a run that never starts. Each rank that opens
+  // the file asks (the ranks are independent here); they read the same bytes and so reach the same verdict.
+  if (const std::string problem = io::hdf5_probe_problem(path); !problem.empty()) throw Error(path + ": " + problem);
   if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not an HDF5 file (or its header is damaged)");
   file_ = io::H5Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!file_.valid()) throw Error(path + ": cannot open as HDF5 (truncated or corrupt?)");

@@ -7,10 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <iostream>
 #include <thread>
 
@@ -36,6 +40,23 @@ const char* signal_name(int sig) {
     case SIGKILL: return "SIGKILL";
     default: return nullptr;
   }
+}
+
+// utime + stime of a child from /proc/<pid>/stat (fields 14 and 15, after the command name in parentheses); 0
+// when unreadable.
+double child_cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && (fields >> f); ++i) {  // field 3 is the state
+    if (i == 14) utime = std::strtoull(f.c_str(), nullptr, 10);
+    if (i == 15) stime = std::strtoull(f.c_str(), nullptr, 10);
+  }
+  return double(utime + stime) / double(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace
@@ -95,9 +116,19 @@ ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
     return v;
   }
 
-  // Polled rather than blocked in waitpid: the time limit needs no timer signal, and a stop signal arriving
-  // meanwhile only sets the trainer's flag.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  // Polled rather than blocked in waitpid: the limits need no timer signal, and a stop signal arriving meanwhile
+  // only sets the trainer's flag. Two limits, so that neither a loaded machine nor a suspended job makes a valid
+  // file look hung:
+  //  - the child's CPU time (the known hang is a loop inside the library, which burns CPU): a child starved of
+  //    CPU by other processes (4-8 ranks on 2 cores) does not reach it;
+  //  - kWaitFactor times as long while it burns none (a stuck file system), counted only while this process runs
+  //    and in steps of at most 0.1 s: a job suspended as a whole (SIGSTOP, Slurm's suspend) stops the child too,
+  //    and the wall time that passes meanwhile is not the child's.
+  constexpr double kWaitFactor = 5;
+  using Clock = std::chrono::steady_clock;
+  const Clock::duration max_step = std::chrono::milliseconds(100);
+  Clock::duration counted{0};
+  Clock::time_point last = Clock::now();
   int status = 0;
   for (;;) {
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
@@ -106,13 +137,18 @@ ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
       v.detail = std::string("cannot wait for the child process: ") + std::strerror(errno);
       return v;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    const Clock::time_point now = Clock::now();
+    counted += std::min(now - last, max_step);
+    last = now;
+    const double cpu = child_cpu_seconds(pid), waited = std::chrono::duration<double>(counted).count();
+    if (cpu >= timeout_s || waited >= kWaitFactor * timeout_s) {
       ::kill(pid, SIGKILL);
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
       v.kind = ProbeVerdict::Hung;
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%g s", timeout_s);
+      char buf[96];
+      std::snprintf(buf, sizeof buf, cpu >= timeout_s ? "after %.3g s of CPU time" : "after %.3g s",
+                    cpu >= timeout_s ? cpu : waited);
       v.detail = buf;
       return v;
     }
@@ -135,7 +171,7 @@ ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
 double probe_timeout_s() {
   const char* s = std::getenv("GRIDTRAIN_H5_PROBE_TIMEOUT_S");
   const double t = s && *s ? std::atof(s) : 0;
-  return t > 0 ? t : 60.0;
+  return t > 0 ? t : 30.0;
 }
 
 std::string hdf5_probe_problem(const std::string& path) {
@@ -145,8 +181,8 @@ std::string hdf5_probe_problem(const std::string& path) {
     case ProbeVerdict::Survived: return "";
     case ProbeVerdict::Crashed: return "HDF5 crashed reading it (" + v.detail + "): its metadata is damaged";
     case ProbeVerdict::Hung:
-      return "HDF5 did not finish reading it within " + v.detail +
-             " (hung; GRIDTRAIN_H5_PROBE_TIMEOUT_S sets the limit): its metadata is damaged";
+      return "HDF5 did not finish reading it (hung: killed " + v.detail +
+             "; GRIDTRAIN_H5_PROBE_TIMEOUT_S sets the limit): its metadata is damaged";
     case ProbeVerdict::Unavailable:
       if (!v.detail.empty())
         std::cerr << "gridtrain: warning: " << path << ": " << v.detail

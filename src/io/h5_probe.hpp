@@ -24,22 +24,24 @@ struct ProbeVerdict {
   enum Kind {
     Survived,     // the child read everything and exited 0 (the file may still be invalid: HDF5 said so)
     Crashed,      // killed by a signal or a non-zero exit: HDF5 crashed on this file
-    Hung,         // not done within the time limit: killed
+    Hung,         // over the time limit (CPU time, or 5x as long without using CPU): killed
     Unavailable,  // no child could be started (see detail); the caller reads the file itself
   } kind = Unavailable;
-  std::string detail;  // "SIGSEGV", "60 s", "posix_spawn: ..."
+  std::string detail;  // "SIGSEGV", "after 30 s of CPU time", "cannot start a child process: ..."
 };
 
-// Walks path in a child process, waiting at most timeout_s. Rank-local, no MPI.
+// Walks path in a child process: killed once it has used timeout_s of CPU time (the known hang is a loop inside
+// libhdf5) or waited 5 x timeout_s without (counted while this process runs). Rank-local, no MPI.
 ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s);
 
-// The time limit: GRIDTRAIN_H5_PROBE_TIMEOUT_S when set (> 0), else 60 s (the walk of a gpt2-124m checkpoint
-// takes well under a second; the margin is for a slow or loaded file system).
+// The time limit: GRIDTRAIN_H5_PROBE_TIMEOUT_S when set (> 0), else 30 s of CPU time (150 s of waiting). The
+// walk of a small checkpoint takes ~0.1 s of CPU, most of it the program's start; the margin is for large files
+// and slow file systems.
 double probe_timeout_s();
 
 // "" when the file survived the walk (or no child could be started), else the problem for a one-line message:
-// "HDF5 crashed reading it (SIGSEGV): its metadata is damaged" / "HDF5 did not finish reading it within 60 s
-// (hung): its metadata is damaged". Rank-local.
+// "HDF5 crashed reading it (SIGSEGV): its metadata is damaged" / "HDF5 did not finish reading it (hung: killed
+// after 30 s of CPU time; ...): its metadata is damaged". Rank-local.
 std::string hdf5_probe_problem(const std::string& path);
 
 }  // namespace gt::io
