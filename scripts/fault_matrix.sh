@@ -2,8 +2,10 @@
 # Reruns the faults of issue 14 that this branch fixed and prints one table row each: the faulty run's wall time
 # (the fault is present from its start, or strikes at its second save), its exit code and what was kept.
 #   scripts/fault_matrix.sh [GRIDTRAIN] [OUT.md]
+#   FAULT_ROWS=new scripts/fault_matrix.sh ...   only the rows added 2026-12-04 (early stop, quote, HDF5 crashes)
 set -u
 bin=${1:-build/src/cli/gridtrain} out=${2:-runs/fault_matrix.md}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 w=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_faults_XXXXXX"); trap 'rm -rf "$w"' EXIT
 mkdir -p "$(dirname "$out")"
 c=(train --config tiny model.d_model=32 model.seq_len=16 model.vocab_size=64 train.micro_batch_size=2
@@ -19,6 +21,7 @@ row() {  # name ranks kept-check -- args...
 }
 echo "| fault | ranks | s to exit | exit | kept | first line |" | tee "$out"
 echo "|---|---|---|---|---|---|" | tee -a "$out"
+if [ "${FAULT_ROWS:-all}" != new ]; then
 d=$w/r; "$bin" "${c[@]}" output.dir="$d" train.steps=4 checkpoint.every=2 >/dev/null 2>&1
 echo garbage >"$d/checkpoints/latest"
 row "garbage latest" 1 'ls $d/checkpoints | tr "\n" " "' -- "${c[@]}" output.dir="$d" train.steps=5 checkpoint.resume=auto
@@ -60,3 +63,25 @@ pid=$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' "$w/wd/heartbeat/rank_1")
 t0=$(date +%s.%N); kill -STOP "$pid"; wait $job; code=$?
 printf '| rank 1 of 2 SIGSTOPped (train.watchdog_s=10) | 2 | %.1f after the stop | %d | the last checkpoint (none here: no checkpoint.every) | %s |\n' "$(echo "$(date +%s.%N) - $t0" | bc)" $code "$(grep -m1 '^gridtrain: error' "$w/log" | sed "s|$w|W|g" | cut -c1-160)" | tee -a "$out"
 kill -CONT "$pid" 2>/dev/null
+fi
+
+# Rows added 2026-12-04: a stop signal as soon as the process executes gridtrain (case 8), a double quote in a
+# deck's string (found by fuzzing), and the libhdf5 crash/hang inputs of tests/fuzz/hdf5_crashes (src/io/h5_probe.*)
+t0=$(date +%s.%N)
+timeout -k 5 300 "$bin" "${c[@]}" output.dir="$w/es" train.steps=50 >"$w/log" 2>&1 &
+job=$!
+real=$(readlink -f "$bin") child=
+until [ -n "$child" ] && case $(readlink "/proc/$child/exe") in "$real"*) true ;; *) false ;; esac; do child=$(pgrep -P $job); done
+kill -TERM "$child"; wait $job; code=$?
+printf '| SIGTERM as soon as the process executes gridtrain (0 ms) | 1 | %.1f | %d | %s | %s |\n' "$(echo "$(date +%s.%N) - $t0" | bc)" $code \
+  "$(ls "$w/es/checkpoints" 2>/dev/null | grep -v lock | tr "\n" " ")" "$(grep -m1 '^gridtrain: stopped' "$w/log" | sed "s|$w|W|g" | cut -c1-110)" | tee -a "$out"
+printf '[train]\nstop_file = "a"b"\n' >"$w/quote.toml"
+row "double quote in a deck string" 1 'echo -' -- train --config "$w/quote.toml" output.dir="$w/q"
+crash=$here/tests/fuzz/hdf5_crashes
+d=$w/h; "$bin" "${c[@]}" output.dir="$d" train.steps=2 checkpoint.every=2 >/dev/null 2>&1
+cp "$crash/dataset_global_heap_segv.h5" "$d/checkpoints/step_00000004.h5"; echo step_00000004.h5 >"$d/checkpoints/latest"
+row "newest checkpoint crashes libhdf5 (SIGSEGV input), resume=auto" 2 'ls $d/checkpoints | grep -v lock | tr "\n" " "' -- "${c[@]}" output.dir="$d" train.steps=3 checkpoint.resume=auto
+rm "$d/checkpoints/step_00000004.h5" "$d/checkpoints/step_00000003.h5"; cp "$crash/dataset_global_heap_hang.h5" "$d/checkpoints/step_00000006.h5"; echo step_00000006.h5 >"$d/checkpoints/latest"
+GRIDTRAIN_H5_PROBE_TIMEOUT_S=5 row "newest checkpoint hangs libhdf5 (hang input), resume=auto, GRIDTRAIN_H5_PROBE_TIMEOUT_S=5" 2 'ls $d/checkpoints | grep -v lock | tr "\n" " "' -- "${c[@]}" output.dir="$d" train.steps=3 checkpoint.resume=auto
+row "gridtrain inspect of the SIGSEGV input" 1 'echo -' -- inspect "$crash/dataset_global_heap_segv.h5"
+row "token dataset crashes libhdf5 (SIGSEGV input)" 2 'echo no metrics: $(test -s $w/ds/metrics.jsonl && echo NO || echo yes)' -- "${c[@]}" output.dir="$w/ds" data.source=hdf5 data.path="$crash/dataset_global_heap_segv.h5"

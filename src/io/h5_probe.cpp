@@ -119,11 +119,11 @@ ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
   // Polled rather than blocked in waitpid: the limits need no timer signal, and a stop signal arriving meanwhile
   // only sets the trainer's flag. Two limits, so that neither a loaded machine nor a suspended job makes a valid
   // file look hung:
-  //  - the child's CPU time (the known hang is a loop inside the library, which burns CPU): a child starved of
-  //    CPU by other processes (4-8 ranks on 2 cores) does not reach it;
-  //  - kWaitFactor times as long while it burns none (a stuck file system), counted only while this process runs
-  //    and in steps of at most 0.1 s: a job suspended as a whole (SIGSTOP, Slurm's suspend) stops the child too,
-  //    and the wall time that passes meanwhile is not the child's.
+  //  - the child's CPU time (a loop inside the library): a child starved of CPU by other processes (4-8 ranks
+  //    on 2 cores) does not reach it;
+  //  - kWaitFactor times as long in all (the known hang input sleeps inside the library, as a stuck file system
+  //    would), counted only while this process runs and in steps of at most 0.1 s: a job suspended as a whole
+  //    (SIGSTOP, Slurm's suspend) stops the child too, and the wall time that passes meanwhile is not the child's.
   constexpr double kWaitFactor = 5;
   using Clock = std::chrono::steady_clock;
   const Clock::duration max_step = std::chrono::milliseconds(100);

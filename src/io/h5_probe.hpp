@@ -24,14 +24,14 @@ struct ProbeVerdict {
   enum Kind {
     Survived,     // the child read everything and exited 0 (the file may still be invalid: HDF5 said so)
     Crashed,      // killed by a signal or a non-zero exit: HDF5 crashed on this file
-    Hung,         // over the time limit (CPU time, or 5x as long without using CPU): killed
+    Hung,         // over the time limit (CPU time, or 5x as long in all): killed
     Unavailable,  // no child could be started (see detail); the caller reads the file itself
   } kind = Unavailable;
   std::string detail;  // "SIGSEGV", "after 30 s of CPU time", "cannot start a child process: ..."
 };
 
-// Walks path in a child process: killed once it has used timeout_s of CPU time (the known hang is a loop inside
-// libhdf5) or waited 5 x timeout_s without (counted while this process runs). Rank-local, no MPI.
+// Walks path in a child process: killed once it has used timeout_s of CPU time (a loop inside libhdf5) or run
+// 5 x timeout_s in all (the known hang sleeps; counted only while this process runs). Rank-local, no MPI.
 ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s);
 
 // The time limit: GRIDTRAIN_H5_PROBE_TIMEOUT_S when set (> 0), else 30 s of CPU time (150 s of waiting). The

@@ -20,7 +20,7 @@ trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 common=(train --config tiny model.n_layer=2 model.d_model=32 model.n_head=4 model.seq_len=16 model.vocab_size=64
         train.micro_batch_size=2 output.log_every=1000 output.peak_gflops=1)
-# The child is killed after this much CPU time (or 5x as long without using CPU). A valid small file's walk takes
+# The child is killed after this much CPU time (or 5x as long in all). A valid small file's walk takes
 # ~0.1 s of CPU, most of it the program's start: 2 s keeps the hang case short with a wide margin (a valid file
 # taken for a hung one would fail the test, not pass it).
 export GRIDTRAIN_H5_PROBE_TIMEOUT_S=2
@@ -85,7 +85,7 @@ case $case in
     lim 60 "$bin" inspect "$work/valid.h5" >"$work/i.log" 2>&1
     code=$?
     [ $code -eq 1 ] || fail "inspect with a sleeping probe: exit $code (expected 1): $(tail -3 "$work/i.log")"
-    # a sleeping child uses no CPU: the limit that ends it is the wait, 5 x 1 s
+    # a sleeping child uses no CPU: the limit that ends it is the total, 5 x 1 s
     grep -q "HDF5 did not finish reading it (hung: killed after [0-9.]* s;" "$work/i.log" || fail "$(cat "$work/i.log")"
     # the killed child is gone, not left sleeping
     ! pgrep -f "gridtrain-internal-h5-probe $work/valid.h5" >/dev/null || fail "a probe child was left running"
