@@ -146,13 +146,13 @@ int run(int argc, char** argv) {
 
   // layernorm
   auto w = randv(rng, C), bvec = randv(rng, C);
-  std::vector<float> ln(BT * C), mean(BT), rstd(BT), dw(C), db(C);
+  std::vector<float> ln(BT * C), mean(BT), rstd(BT), dw(C), db(C), part(gt::colsum_partials_elems(BT, 4L * C));
   auto xin = randv(rng, BT * C);
   bench.run("layernorm_forward", dims({BT, C}), f * 2.0 * BT * C, 0, [&] {
     gt::layernorm_forward(ln.data(), mean.data(), rstd.data(), xin.data(), w.data(), bvec.data(), BT, C);
   });
   bench.run("layernorm_backward", dims({BT, C}), f * 4.0 * BT * C, 0, [&] {
-    gt::layernorm_backward(dx.data(), dw.data(), db.data(), dout.data(), xin.data(), w.data(), mean.data(),
+    gt::layernorm_backward(dx.data(), dw.data(), db.data(), part.data(), dout.data(), xin.data(), w.data(), mean.data(),
                            rstd.data(), BT, C);
   });
 
@@ -169,7 +169,7 @@ int run(int argc, char** argv) {
               [&] { gt::linear_forward(lo.data(), li.data(), lw.data(), bias, BT, l.in, l.out); });
     float* dbias = bias ? ldb.data() : nullptr;
     bench.run(std::string("linear_backward_") + l.name, dims({BT, l.in, l.out}), 0, 2 * fl, [&] {
-      gt::linear_backward(ldi.data(), ldw.data(), dbias, ldo.data(), li.data(), lw.data(), BT, l.in, l.out);
+      gt::linear_backward(ldi.data(), ldw.data(), dbias, part.data(), ldo.data(), li.data(), lw.data(), BT, l.in, l.out);
     });
   }
 

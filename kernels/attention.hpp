@@ -19,14 +19,14 @@
 #include "kernels/fastmath.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/lanes.hpp"
+#include "kernels/work_sizes.hpp"
 
 namespace gt {
 
 constexpr int kAttRowBlock = 64;
 
-// Number of elements attention_backward needs as scratch: one head's T x T (host split) or all NH heads' of
-// one batch element (device split).
-inline long attention_scratch_elems(int NH, int T_) { return (kHostBlocking ? 1L : long(NH)) * T_ * T_; }
+// Number of elements attention_backward needs as scratch on this build's split (kernels/work_sizes.hpp).
+inline long attention_scratch_elems(int NH, int T_) { return attention_scratch_elems(NH, T_, !kHostBlocking); }
 
 // S rows r0..r1-1 (row stride T_; row r is query t = r % T_, so rows of several T x T heads may be given) hold
 // scaled scores for keys 0..t at least; each row becomes the softmax over keys 0..t, and every entry above the

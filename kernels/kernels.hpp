@@ -2,6 +2,7 @@
 // All compute kernels of gridtrain (see docs/kernels.md for the math and layouts).
 #include "kernels/adamw.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/colsum.hpp"
 #include "kernels/crossentropy.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/embedding.hpp"

@@ -6,6 +6,7 @@
 // Storage type T (float, double, bf16_t, fp16_t) for the rows and the parameters; the statistics, the
 // parameter gradients and all arithmetic in A = acc_t<T> (float for the 16-bit types), each output rounded
 // to T once.
+#include "kernels/colsum.hpp"
 #include "kernels/lanes.hpp"
 
 namespace gt {
@@ -49,13 +50,14 @@ void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, con
 }
 
 // dout, inp: (N,C)  weight: (C)  mean, rstd: (N)  dinp: (N,C) acc  dweight, dbias: (C) acc (A: the fp32
-// gradient buffer of a half model)
+// gradient buffer of a half model)  partials: colsum_partials_elems(N, 2*C) scratch (none on the host split)
 // With n = (x-mean)*rstd and g = weight*dout:  dx = rstd * (g - mean(g) - n * mean(g*n)).
-// dinp accumulates because it is the residual stream's gradient. dweight/dbias are column sums over rows,
-// done by a second kernel over column blocks (fixed row order, no atomics).
+// dinp accumulates because it is the residual stream's gradient. dweight/dbias are column sums over rows, a
+// fixed order and no atomics: on the host a second kernel over column blocks, rows in order; on the device the
+// two-level column sums of colsum.hpp.
 template <class T>
-void layernorm_backward(T* dinp, acc_t<T>* dweight, acc_t<T>* dbias, const T* dout, const T* inp, const T* weight,
-                        const acc_t<T>* mean, const acc_t<T>* rstd, int N, int C) {
+void layernorm_backward(T* dinp, acc_t<T>* dweight, acc_t<T>* dbias, acc_t<T>* partials, const T* dout, const T* inp,
+                        const T* weight, const acc_t<T>* mean, const acc_t<T>* rstd, int N, int C) {
   using A = acc_t<T>;
   if constexpr (!kHostBlocking) {  // one team per row (lanes.hpp)
     Kokkos::parallel_for("layernorm_backward_dinp", row_teams(N), KOKKOS_LAMBDA(const RowTeam& tm) {
@@ -75,6 +77,12 @@ void layernorm_backward(T* dinp, acc_t<T>* dweight, acc_t<T>* dbias, const T* do
         dx[c] = T(dx[c] + s * (A(weight[c]) * A(g[c]) - mean_g - (x[c] - m) * s * mean_gn));
       });
     });
+    column_sums<2>("layernorm_backward_dparams", Kokkos::Array<A*, 2>{{dweight, dbias}}, partials, N, C,
+                   KOKKOS_LAMBDA(long i, int c, A* acc) {
+                     const long ic = i * C + c;
+                     acc[0] += (inp[ic] - mean[i]) * rstd[i] * dout[ic];
+                     acc[1] += A(dout[ic]);
+                   });
   } else {
     Kokkos::parallel_for("layernorm_backward_dinp", range(0, N), KOKKOS_LAMBDA(long i) {
       const T* x = inp + i * C;
@@ -103,22 +111,22 @@ void layernorm_backward(T* dinp, acc_t<T>* dweight, acc_t<T>* dbias, const T* do
         dx[j] = T(dx[j] + s * (A(weight[j]) * A(g[j]) - mean_g - n * mean_gn));
       }
     });
-  }
-  const int nblk = col_block_count(C);
-  Kokkos::parallel_for("layernorm_backward_dparams", range(0, nblk), KOKKOS_LAMBDA(long blk) {
-    const int c0 = static_cast<int>(blk) * kColBlock;
-    const int c1 = c0 + kColBlock < C ? c0 + kColBlock : C;
-    for (long i = 0; i < N; ++i) {
-      const T* x = inp + i * C;
-      const T* g = dout + i * C;
-      const A m = mean[i];
-      const A s = rstd[i];
-      for (int c = c0; c < c1; ++c) {
-        dweight[c] += (x[c] - m) * s * g[c];
-        dbias[c] += A(g[c]);
+    const int nblk = col_block_count(C);
+    Kokkos::parallel_for("layernorm_backward_dparams", range(0, nblk), KOKKOS_LAMBDA(long blk) {
+      const int c0 = static_cast<int>(blk) * kColBlock;
+      const int c1 = c0 + kColBlock < C ? c0 + kColBlock : C;
+      for (long i = 0; i < N; ++i) {
+        const T* x = inp + i * C;
+        const T* g = dout + i * C;
+        const A m = mean[i];
+        const A s = rstd[i];
+        for (int c = c0; c < c1; ++c) {
+          dweight[c] += (x[c] - m) * s * g[c];
+          dbias[c] += A(g[c]);
+        }
       }
-    }
-  });
+    });
+  }
 }
 
 }  // namespace gt

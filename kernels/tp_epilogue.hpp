@@ -3,6 +3,7 @@
 // of a row-parallel linear layer fused with the residual add, and the position embedding added to the
 // vocab-parallel token embedding. Forward and backward side by side. Storage type T, arithmetic and the bias
 // gradient in A = acc_t<T> (fp32 for the 16-bit types).
+#include "kernels/colsum.hpp"
 #include "kernels/half.hpp"
 #include "kernels/kokkos_compat.hpp"
 
@@ -20,14 +21,22 @@ void residual_bias_forward(T* out, const T* res, const T* y, const T* bias, int 
   });
 }
 
-// in: dout (N,C)   out: dbias (C) acc = column sums. Parallel over columns: a fixed order, no atomics.
+// in: dout (N,C)   out: dbias (C) acc = column sums   partials: colsum_partials_elems(N, C) scratch (none on the
+// host split). A fixed order, no atomics: one work item per column on the host, the two-level column sums of
+// colsum.hpp on the device.
 template <class T>
-void bias_backward(acc_t<T>* dbias, const T* dout, int N, int C) {
-  Kokkos::parallel_for("bias_backward", range(0, long(C)), KOKKOS_LAMBDA(long c) {
-    acc_t<T> s = 0;
-    for (long i = 0; i < N; ++i) s += acc_t<T>(dout[i * C + c]);
-    dbias[c] += s;
-  });
+void bias_backward(acc_t<T>* dbias, acc_t<T>* partials, const T* dout, int N, int C) {
+  using A = acc_t<T>;
+  if constexpr (!kHostBlocking) {
+    column_sums<1>("bias_backward", Kokkos::Array<A*, 1>{{dbias}}, partials, N, C,
+                   KOKKOS_LAMBDA(long i, int c, A* acc) { acc[0] += A(dout[i * C + c]); });
+  } else {
+    Kokkos::parallel_for("bias_backward", range(0, long(C)), KOKKOS_LAMBDA(long c) {
+      acc_t<T> s = 0;
+      for (long i = 0; i < N; ++i) s += acc_t<T>(dout[i * C + c]);
+      dbias[c] += s;
+    });
+  }
 }
 
 // in: x (BT,C) token embeddings, wpe (T,C)   out: x += wpe[i % T]. Backward: embedding_backward's dwpe.

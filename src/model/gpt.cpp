@@ -1,5 +1,6 @@
 #include "src/model/gpt.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/kernels.hpp"
@@ -126,6 +127,9 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     dfchg_ = DeviceView<T>("dfchg", BT * d_.Fl);
     att_scratch_ = DeviceView<T>("att_scratch", attention_scratch_elems(d_.NHl, d_.T));
   }
+  // Widest column sum over the B*T rows: LayerNorm's two C-wide gradients, the qkv and fc biases (3Cl, Fl).
+  const long colsum_cols = nb > 0 ? std::max({2L * C, 3L * d_.Cl, long(d_.Fl)}) : stage.last() ? 2L * C : 0L;
+  colsum_ = DeviceView<A>("colsum_partials", colsum_partials_elems(BT, colsum_cols));
 }
 
 // One block's activation buffers (shapes: B*T rows of C, 3Cl, Cl, Fl; att (B, NHl, T, T)); res3 only with_res3.
@@ -238,6 +242,7 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   BlockTensors<T> p = block_params(l);
   BlockTensors<A> g = block_grads(l);
   T* dres = dres_.data();
+  A* part = colsum_.data();  // the column sums' partials (device split; unused on the host)
   if (recompute_ == Recompute::Full) {
     // Rebuild the block's activations from its kept input x into the shared buffers. Its output goes to dln_,
     // free until the MLP's input gradient below: the kept res3 may still be the source of a pipeline send.
@@ -246,22 +251,23 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
     block_forward(l, x, redo);
   }
   // MLP half (the residual path carries dres through unchanged; layernorm_backward adds the branch)
-  bias_backward(g.fcprojb, dres, BT, C);
-  linear_backward(dfchg_.data(), g.fcprojw, static_cast<A*>(nullptr), dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
+  bias_backward(g.fcprojb, part, dres, BT, C);
+  linear_backward(dfchg_.data(), g.fcprojw, static_cast<A*>(nullptr), part, dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
   gelu_backward(dfch_.data(), a.fch.data(), dfchg_.data(), long(BT) * Fl);
-  linear_backward(dln_.data(), g.fcw, g.fcb, dfch_.data(), a.ln2.data(), p.fcw, BT, C, Fl);
+  linear_backward(dln_.data(), g.fcw, g.fcb, part, dfch_.data(), a.ln2.data(), p.fcw, BT, C, Fl);
   tp_allreduce_sum(dln_.data(), size_t(BT) * C);
-  layernorm_backward(dres, g.ln2w, g.ln2b, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(), a.ln2_rstd.data(), BT, C);
+  layernorm_backward(dres, g.ln2w, g.ln2b, part, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(),
+                     a.ln2_rstd.data(), BT, C);
   // attention half
-  bias_backward(g.projb, dres, BT, C);
-  linear_backward(datty_.data(), g.projw, static_cast<A*>(nullptr), dres, a.atty.data(), p.projw, BT, Cl, C);
+  bias_backward(g.projb, part, dres, BT, C);
+  linear_backward(datty_.data(), g.projw, static_cast<A*>(nullptr), part, dres, a.atty.data(), p.projw, BT, Cl, C);
   // Selective: the probabilities again from the kept qkv (the shared att buffer holds another block's); the
   // attention output they also give lands in tmp_, unused in backward (the kept atty is the same bits).
   if (recompute_ == Recompute::Selective) attention_forward(tmp_.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
   attention_backward(dqkv_.data(), att_scratch_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, Tn, d_.NHl, d_.hd);
-  linear_backward(dln_.data(), g.qkvw, g.qkvb, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, 3 * Cl);
+  linear_backward(dln_.data(), g.qkvw, g.qkvb, part, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, 3 * Cl);
   tp_allreduce_sum(dln_.data(), size_t(BT) * C);
-  layernorm_backward(dres, g.ln1w, g.ln1b, dln_.data(), x, p.ln1w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C);
+  layernorm_backward(dres, g.ln1w, g.ln1b, part, dln_.data(), x, p.ln1w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C);
 }
 
 // in: last block output (B,T,C)   out: token losses summed into loss_acc_ (device); with_grad: a.dlnf, dwte acc
@@ -283,7 +289,8 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   ce_loss_accumulate(loss_acc_.data(), sumexp, rowmax, tlogit, BT);
   if (!with_grad) return;
   ce_backward_inplace(logits_.data(), rowmax, sumexp, a.targets.data(), BT, Vl, v0, loss_scale);
-  linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<A*>(nullptr), logits_.data(), lnf_.data(), wte, BT, C, Vl);
+  linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<A*>(nullptr), static_cast<A*>(nullptr), logits_.data(),
+                  lnf_.data(), wte, BT, C, Vl);
   tp_allreduce_sum(a.dlnf.data(), size_t(BT) * C);
 }
 
@@ -337,7 +344,7 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     time_unit(d_.L + 1, true);
     fill(dres_.data(), long(BT) * C, T(0));
     need_units(d_.L + 1);
-    layernorm_backward(dres_.data(), store_.grad("ln_f.w"), store_.grad("ln_f.b"), a.dlnf.data(), x,
+    layernorm_backward(dres_.data(), store_.grad("ln_f.w"), store_.grad("ln_f.b"), colsum_.data(), a.dlnf.data(), x,
                        store_.param("ln_f.w"), a.lnf_mean.data(), a.lnf_rstd.data(), BT, C);
     time_unit(d_.L + 1, false);
     if (on_unit) on_unit(d_.L + 1);
@@ -382,8 +389,8 @@ template <class T>
 size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
              att_scratch_.size() + lnf_.size() + logits_.size();
-  return n * sizeof(T) + ce_.size() * sizeof(A) + loss_acc_.size() * sizeof(double) + tp_sum_.size() * sizeof(float) +
-         block_acts_bytes(shared_);
+  return n * sizeof(T) + (ce_.size() + colsum_.size()) * sizeof(A) + loss_acc_.size() * sizeof(double) +
+         tp_sum_.size() * sizeof(float) + block_acts_bytes(shared_);
 }
 
 template class GPT<float>;

@@ -155,6 +155,7 @@ class GPT final : public StageModel {
   // shared buffers
   DeviceView<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_, dfchg_, att_scratch_;
   DeviceView<A> ce_;
+  DeviceView<A> colsum_;  // the device split's column-sum partials (parameter gradients of LN and biases); empty on the host
   DeviceView<double> loss_acc_;  // last stage: summed token losses (double) since the last take_loss_sum
   DeviceView<float> tp_sum_;  // 16-bit T with tp > 1: the fp32 staging of the all-reduced activations
   std::function<void(int, bool)> unit_timer_;

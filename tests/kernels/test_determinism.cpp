@@ -42,14 +42,13 @@ std::vector<float> run_chain(const kt::DVec<int32_t>& tok, const kt::DVec<float>
   // backward
   kt::DVec<float> dg(g.size()), dwte(wte.size(), 0.0f), dy(y.size()), dqkv(qkv.size());
   kt::DVec<float> scratch(gt::attention_scratch_elems(NH, T_)), dwqkv(wqkv.size(), 0.0f), dln(ln.size());
-  gt::linear_backward(dg.data(), dwte.data(), nullptr, logits.data(), g.data(), wte.data(), BT,
-                      C, V);
+  gt::linear_backward(dg.data(), dwte.data(), nullptr, nullptr, logits.data(), g.data(), wte.data(), BT, C, V);
   gt::gelu_backward(dy.data(), y.data(), dg.data(), static_cast<long>(dy.size()));
   gt::attention_backward(dqkv.data(), scratch.data(), dy.data(), qkv.data(), att.data(), B, T_, NH, C / NH);
-  gt::linear_backward(dln.data(), dwqkv.data(), nullptr, dqkv.data(), ln.data(), wqkv.data(),
-                      BT, C, 3 * C);
+  gt::linear_backward(dln.data(), dwqkv.data(), nullptr, nullptr, dqkv.data(), ln.data(), wqkv.data(), BT, C, 3 * C);
   kt::DVec<float> dx(x.size(), 0.0f), dlw(C, 0.0f), dlb(C, 0.0f), dwpe(wpe.size(), 0.0f);
-  gt::layernorm_backward(dx.data(), dlw.data(), dlb.data(), dln.data(), x.data(), ones.data(), mean.data(),
+  kt::DVec<float> part(gt::colsum_partials_elems(BT, 2 * C));
+  gt::layernorm_backward(dx.data(), dlw.data(), dlb.data(), part.data(), dln.data(), x.data(), ones.data(), mean.data(),
                          rstd.data(), BT, C);
   gt::embedding_backward(dwte.data(), dwpe.data(), dx.data(), tok.data(), BT, T_, C, 0, V);
   keep(dwte);

@@ -54,8 +54,9 @@ TEST(GradCheck, LayerNorm) {
   };
   DV out(x.size()), mean(N), rstd(N);
   gt::layernorm_forward(out.data(), mean.data(), rstd.data(), DV(x).data(), DV(w).data(), DV(b).data(), N, C);
-  DV dx(x.size(), 0.0), dw(C, 0.0), db(C, 0.0);
-  gt::layernorm_backward(dx.data(), dw.data(), db.data(), DV(R).data(), DV(x).data(), DV(w).data(), mean.data(), rstd.data(), N, C);
+  DV dx(x.size(), 0.0), dw(C, 0.0), db(C, 0.0), part(gt::colsum_partials_elems(N, 2 * C));
+  gt::layernorm_backward(dx.data(), dw.data(), db.data(), part.data(), DV(R).data(), DV(x).data(), DV(w).data(),
+                         mean.data(), rstd.data(), N, C);
   EXPECT_LT(grad_err("layernorm dinp", dx, kt::finite_diff([&](const Vec& v) { return loss(v, w, b); }, x)), kGradTol);
   EXPECT_LT(grad_err("layernorm dweight", dw, kt::finite_diff([&](const Vec& v) { return loss(x, v, b); }, w)), kGradTol);
   EXPECT_LT(grad_err("layernorm dbias", db, kt::finite_diff([&](const Vec& v) { return loss(x, w, v); }, b)), kGradTol);
@@ -72,8 +73,9 @@ TEST(GradCheck, Linear) {
     gt::linear_forward(out.data(), DV(xx).data(), DV(ww).data(), DV(bb).data(), N, IN, OUT);
     return kt::dot(out, R);
   };
-  DV dx(x.size()), dw(w.size(), 0.0), db(OUT, 0.0);
-  gt::linear_backward(dx.data(), dw.data(), db.data(), DV(R).data(), DV(x).data(), DV(w).data(), N, IN, OUT);
+  DV dx(x.size()), dw(w.size(), 0.0), db(OUT, 0.0), part(gt::colsum_partials_elems(N, OUT));
+  gt::linear_backward(dx.data(), dw.data(), db.data(), part.data(), DV(R).data(), DV(x).data(), DV(w).data(), N, IN,
+                      OUT);
   EXPECT_LT(grad_err("linear dinp", dx, kt::finite_diff([&](const Vec& v) { return loss(v, w, b); }, x)), kGradTol);
   EXPECT_LT(grad_err("linear dweight", dw, kt::finite_diff([&](const Vec& v) { return loss(x, v, b); }, w)), kGradTol);
   EXPECT_LT(grad_err("linear dbias", db, kt::finite_diff([&](const Vec& v) { return loss(x, w, v); }, b)), kGradTol);

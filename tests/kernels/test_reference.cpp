@@ -1,10 +1,15 @@
 // Every kernel against the naive double references of reference.hpp, in float and in double, on fresh
 // random inputs. "set" outputs start NaN-poisoned (a kernel that skips an element fails); "acc" outputs start
 // random (a kernel that overwrites instead of adding fails). Odd sizes exercise the vector tails, sizes
-// above the block constants (64 rows/columns, 4096 elements) exercise the blocking.
+// above the block constants (64 rows/columns, 4096 elements) exercise the blocking; the column sums over rows
+// (parameter gradients of LayerNorm and the biases) take 141 rows, two full row chunks of the device split's
+// two-level sums (kColsumRows = 64) and a partial one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kernels/kernels.hpp"
+#include "kernels/tp_epilogue.hpp"
 #include "tests/kernels/reference.hpp"
 #include "tests/kernels/test_util.hpp"
 
@@ -81,7 +86,7 @@ TYPED_TEST(KernelRef, LayerNormForward) {
 
 TYPED_TEST(KernelRef, LayerNormBackwardAccumulates) {
   using T = TypeParam;
-  const int N = 5, C = 70;
+  const int N = 2 * 64 + 13, C = 70;
   const Vec x = kt::random_vec(this->rng, static_cast<size_t>(N) * C, -2.0, 2.0);
   const Vec w = kt::random_vec(this->rng, C), b = kt::random_vec(this->rng, C);
   const Vec dout = kt::random_vec(this->rng, x.size());
@@ -93,8 +98,9 @@ TYPED_TEST(KernelRef, LayerNormBackwardAccumulates) {
   auto out_t = kt::poisoned<T>(x.size()), mean_t = kt::poisoned<T>(N), rstd_t = kt::poisoned<T>(N);
   gt::layernorm_forward(out_t.data(), mean_t.data(), rstd_t.data(), x_t.data(), w_t.data(), b_t.data(), N, C);
   auto dx_t = cast<T>(dx0), dw_t = cast<T>(dw0), db_t = cast<T>(db0);
-  gt::layernorm_backward(dx_t.data(), dw_t.data(), db_t.data(), dout_t.data(), x_t.data(), w_t.data(), mean_t.data(),
-                         rstd_t.data(), N, C);
+  auto part = kt::poisoned<T>(gt::colsum_partials_elems(N, 2 * C));  // overwritten before it is read
+  gt::layernorm_backward(dx_t.data(), dw_t.data(), db_t.data(), part.data(), dout_t.data(), x_t.data(), w_t.data(),
+                         mean_t.data(), rstd_t.data(), N, C);
   EXPECT_LT(rel_err(dx_t, dx), 4 * kt::tol<T>());
   EXPECT_LT(rel_err(dw_t, dw), kt::tol<T>());
   EXPECT_LT(rel_err(db_t, db), kt::tol<T>());
@@ -118,7 +124,7 @@ TYPED_TEST(KernelRef, LinearForwardWithAndWithoutBias) {
 
 TYPED_TEST(KernelRef, LinearBackwardSetAndAccumulate) {
   using T = TypeParam;
-  const int N = 6, IN = 13, OUT = 70;
+  const int N = 2 * 64 + 13, IN = 13, OUT = 70;
   const Vec x = kt::random_vec(this->rng, static_cast<size_t>(N) * IN);
   const Vec w = kt::random_vec(this->rng, static_cast<size_t>(OUT) * IN);
   const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(N) * OUT);
@@ -129,15 +135,50 @@ TYPED_TEST(KernelRef, LinearBackwardSetAndAccumulate) {
   {
     auto dx_t = kt::poisoned<T>(dx.size());
     auto dw_t = cast<T>(dw0), db_t = cast<T>(db0);
-    gt::linear_backward(dx_t.data(), dw_t.data(), db_t.data(), dout_t.data(), x_t.data(), w_t.data(), N, IN, OUT);
+    auto part = kt::poisoned<T>(gt::colsum_partials_elems(N, OUT));
+    gt::linear_backward(dx_t.data(), dw_t.data(), db_t.data(), part.data(), dout_t.data(), x_t.data(), w_t.data(), N,
+                        IN, OUT);
     EXPECT_LT(rel_err(dx_t, dx), kt::tol<T>());
     EXPECT_LT(rel_err(dw_t, dw), kt::tol<T>());
     EXPECT_LT(rel_err(db_t, db), kt::tol<T>());
   }
   {  // optional outputs skipped: only dweight changes
     auto dw_t = cast<T>(dw0);
-    gt::linear_backward(nullptr, dw_t.data(), nullptr, dout_t.data(), x_t.data(), w_t.data(), N, IN, OUT);
+    gt::linear_backward(nullptr, dw_t.data(), nullptr, nullptr, dout_t.data(), x_t.data(), w_t.data(), N, IN, OUT);
     EXPECT_LT(rel_err(dw_t, dw), kt::tol<T>());
+  }
+}
+
+// The bias gradient (tp_epilogue.hpp), a plain column sum, for row counts around the device split's row chunk
+// (kColsumRows = 64): none, one, a chunk less one, one chunk, one row more, two chunks and a partial one.
+// Against the double reference within kt::tol<T>() (norm-wise; the float sums of <= 141 terms of size <= 1 err by
+// ~sqrt(N) eps in practice, 7e-7 at most). And bit for bit against the order each split promises, replayed here in
+// T (additions only, so no FMA contraction can differ): rows in order per column on the host split (the CPU
+// build's bits); on the device split, each chunk's rows in order into a partial, then the partials in chunk
+// order, so a GPU gives the same bits on every run whatever its thread count.
+TYPED_TEST(KernelRef, BiasBackwardColumnSums) {
+  using T = TypeParam;
+  const int C = 37;
+  for (int N : {0, 1, 63, 64, 65, 2 * 64 + 13}) {
+    const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(N) * C), db0 = kt::random_vec(this->rng, C);
+    Vec db = db0;
+    for (int i = 0; i < N; ++i)
+      for (int c = 0; c < C; ++c) db[c] += dout[static_cast<size_t>(i) * C + c];
+    auto dout_t = cast<T>(dout), db_t = cast<T>(db0);
+    auto part = kt::poisoned<T>(gt::colsum_partials_elems(N, C));
+    gt::bias_backward(db_t.data(), part.data(), dout_t.data(), N, C);
+    EXPECT_LT(rel_err(db_t, db), kt::tol<T>()) << "N=" << N;
+    const std::vector<T> d = dout_t, b0 = cast<T>(db0);
+    const long chunk = gt::kHostBlocking ? N : gt::kColsumRows;  // the host split: one chunk of all rows
+    for (int c = 0; c < C; ++c) {
+      T sum = 0;
+      for (long i0 = 0; i0 < N; i0 += chunk) {
+        T partial = 0;
+        for (long i = i0; i < std::min<long>(N, i0 + chunk); ++i) partial += d[i * C + c];
+        sum = gt::kHostBlocking ? partial : sum + partial;
+      }
+      ASSERT_EQ(db_t[c], T(b0[c] + sum)) << "N=" << N << " c=" << c;
+    }
   }
 }
 

@@ -91,7 +91,7 @@ TYPED_TEST(KernelRefHalf, Embedding) {
 
 TYPED_TEST(KernelRefHalf, LayerNorm) {
   using T = typename TypeParam::value_type;
-  const int N = 9, C = 70;
+  const int N = 2 * 64 + 13, C = 70;  // rows: two full chunks of the device split's column sums and a partial one
   const Vec x = rnd<T>(this->rng, size_t(N) * C, 2.0, 4.0);  // offset mean: centring must happen in fp32
   const Vec w = rnd<T>(this->rng, C), b = rnd<T>(this->rng, C);
   Vec out, mean, rstd;
@@ -110,8 +110,9 @@ TYPED_TEST(KernelRefHalf, LayerNorm) {
   auto dx_t = to<T>(dx0);
   auto dw_t = kt::cast<float>(dw0), db_t = kt::cast<float>(db0);
   auto dout_t = to<T>(dout);
-  gt::layernorm_backward(dx_t.data(), dw_t.data(), db_t.data(), dout_t.data(), x_t.data(), w_t.data(), mean_t.data(),
-                         rstd_t.data(), N, C);
+  auto part = kt::poisoned<float>(gt::colsum_partials_elems(N, 2 * C));
+  gt::layernorm_backward(dx_t.data(), dw_t.data(), db_t.data(), part.data(), dout_t.data(), x_t.data(), w_t.data(),
+                         mean_t.data(), rstd_t.data(), N, C);
   EXPECT_LT(rel_err(dx_t, dx), u<T>() + 4 * kF32);  // dx accumulates in fp32 onto the T value, rounded once
   EXPECT_LT(rel_err(dw_t, dw), 4 * kF32);
   EXPECT_LT(rel_err(db_t, db), kF32);
@@ -119,7 +120,7 @@ TYPED_TEST(KernelRefHalf, LayerNorm) {
 
 TYPED_TEST(KernelRefHalf, Linear) {
   using T = typename TypeParam::value_type;
-  const int N = 7, IN = 67, OUT = 70;  // odd sizes, above the 64 blocking
+  const int N = 2 * 64 + 13, IN = 67, OUT = 70;  // odd sizes, above the 64 blocking and the 64-row chunk
   const Vec x = rnd<T>(this->rng, size_t(N) * IN), w = rnd<T>(this->rng, size_t(OUT) * IN),
             b = rnd<T>(this->rng, OUT);
   auto x_t = to<T>(x), w_t = to<T>(w), b_t = to<T>(b);
@@ -138,7 +139,9 @@ TYPED_TEST(KernelRefHalf, Linear) {
   auto dx_t = nan_filled<T>(dx.size());
   auto dw_t = kt::cast<float>(dw0), db_t = kt::cast<float>(db0);
   auto dout_t = to<T>(dout);
-  gt::linear_backward(dx_t.data(), dw_t.data(), db_t.data(), dout_t.data(), x_t.data(), w_t.data(), N, IN, OUT);
+  auto part = kt::poisoned<float>(gt::colsum_partials_elems(N, OUT));
+  gt::linear_backward(dx_t.data(), dw_t.data(), db_t.data(), part.data(), dout_t.data(), x_t.data(), w_t.data(), N, IN,
+                      OUT);
   EXPECT_LT(rel_err(dx_t, dx), u<T>() + kF32);  // set, one rounding
   EXPECT_LT(rel_err(dw_t, dw), kF32);           // fp32 C with beta 1: the weight gradient stays fp32
   EXPECT_LT(rel_err(db_t, db), kF32);
@@ -219,7 +222,8 @@ TYPED_TEST(KernelRefHalf, ElementwiseAndEpilogue) {
   Vec db = db0;
   for (long i = 0; i < n; ++i) db[i % C] += a[i];
   auto db_t = kt::cast<float>(db0);
-  gt::bias_backward(db_t.data(), a_t.data(), N, C);
+  auto part = kt::poisoned<float>(gt::colsum_partials_elems(N, C));  // N = 67: a full row chunk and one row
+  gt::bias_backward(db_t.data(), part.data(), a_t.data(), N, C);
   EXPECT_LT(rel_err(db_t, db), kF32);
   // positions: x[i] += wpe[i % T], with N rows of C as BT = N tokens of T_ = 5 positions
   const int T_ = 5;

@@ -5,9 +5,9 @@
 template void gt::embedding_forward<float>(float*, const int32_t*, const float*, const float*, int,int,int,int,int);
 template void gt::embedding_backward<float>(float*, float*, const float*, const int32_t*, int,int,int,int,int);
 template void gt::layernorm_forward<float>(float*, float*, float*, const float*, const float*, const float*, int, int);
-template void gt::layernorm_backward<float>(float*, float*, float*, const float*, const float*, const float*, const float*, const float*, int, int);
+template void gt::layernorm_backward<float>(float*, float*, float*, float*, const float*, const float*, const float*, const float*, const float*, int, int);
 template void gt::linear_forward<float>(float*, const float*, const float*, const float*, int,int,int);
-template void gt::linear_backward<float>(float*, float*, float*, const float*, const float*, const float*, int,int,int);
+template void gt::linear_backward<float>(float*, float*, float*, float*, const float*, const float*, const float*, int,int,int);
 template void gt::attention_forward<float>(float*, float*, const float*, int,int,int,int);
 template void gt::attention_backward<float>(float*, float*, const float*, const float*, const float*, int,int,int,int);
 template void gt::gelu_forward<float>(float*, const float*, long);
@@ -31,9 +31,9 @@ template void gt::attention_backward<double>(double*, double*, const double*, co
 template void gt::embedding_forward<double>(double*, const int32_t*, const double*, const double*, int,int,int,int,int);
 template void gt::embedding_backward<double>(double*, double*, const double*, const int32_t*, int,int,int,int,int);
 template void gt::layernorm_forward<double>(double*, double*, double*, const double*, const double*, const double*, int, int);
-template void gt::layernorm_backward<double>(double*, double*, double*, const double*, const double*, const double*, const double*, const double*, int, int);
+template void gt::layernorm_backward<double>(double*, double*, double*, double*, const double*, const double*, const double*, const double*, const double*, int, int);
 template void gt::linear_forward<double>(double*, const double*, const double*, const double*, int,int,int);
-template void gt::linear_backward<double>(double*, double*, double*, const double*, const double*, const double*, int,int,int);
+template void gt::linear_backward<double>(double*, double*, double*, double*, const double*, const double*, const double*, int,int,int);
 template void gt::attention_forward<double>(double*, double*, const double*, int,int,int,int);
 template void gt::gelu_forward<double>(double*, const double*, long);
 template void gt::gelu_backward<double>(double*, const double*, const double*, long);
