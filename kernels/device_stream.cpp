@@ -3,6 +3,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "kernels/device_peak.hpp"
+#include "kernels/kokkos_compat.hpp"
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cuda_runtime.h>
 #endif
@@ -17,6 +18,8 @@ void* device_stream() {
   return nullptr;
 #endif
 }
+
+bool kernels_on_device() { return !exec_on_host; }
 
 std::string device_name() {
 #if defined(KOKKOS_ENABLE_CUDA)

@@ -6,4 +6,7 @@
 // nullptr on host builds and before Kokkos::initialize (the stream does not exist yet).
 namespace gt {
 void* device_stream();
+// True on a build whose kernels run on a GPU, i.e. with the device work split of kernels/lanes.hpp (for code that
+// must know it without compiling through Kokkos: the memory ledger of src/train/memory_check.cpp).
+bool kernels_on_device();
 }  // namespace gt

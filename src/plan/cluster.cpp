@@ -118,6 +118,9 @@ Cluster load_cluster(const std::string& path) {
       const double d = to_number(val, at);
       if (d < 1 || d != std::floor(d)) throw Error(at + ": must be a positive integer");
       c.devices_per_node = int(d);
+    } else if (key == "device.kind") {
+      if (val != "\"gpu\"" && val != "\"cpu\"") throw Error(at + ": expected \"gpu\" or \"cpu\", got " + val);
+      c.gpu = val == "\"gpu\"";
     } else if (key == "device.gemm_flops") {
       c.gemm_flops = to_list(val, at);
     } else if (key == "device.gemm_efficiency") {
@@ -179,6 +182,7 @@ std::string cluster_to_toml(const Cluster& c) {
       o << "\n[" << sec << "]\n";
       section = sec;
       if (sec == "device") {
+        o << "kind = \"" << (c.gpu ? "gpu" : "cpu") << "\"\n";
         o << "gemm_flops = " << list(c.gemm_flops) << "\n";
         o << "gemm_efficiency = " << list(c.gemm_efficiency) << "\n";
       }

@@ -19,6 +19,7 @@ struct LinkLevel {
 struct Cluster {
   std::string name;
   int devices_per_node = 1;
+  bool gpu = false;               // device.kind = "gpu": the trainer runs its kernels' device split there
   double memory_gb = 0;           // per device (1 GB = 1e9 bytes)
   double memory_reserved_gb = 0;  // runtime, context and allocator slack the model never gets
   double peak_tflops_fp32 = 0, peak_tflops_bf16 = 0, peak_tflops_fp16 = 0;

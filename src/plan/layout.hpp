@@ -43,6 +43,9 @@ struct Layout {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;  // Megatron's SP (activations of LN/dropout split over tp)
   bool gpipe = false;              // schedule: false = 1F1B, true = GPipe (all forwards first)
+  // The kernels' GPU work split (kernels/lanes.hpp), whose scratch is larger: attention's backward holds all local
+  // heads' T x T, and the column sums keep partials (kernels/work_sizes.hpp). Set for a GPU cluster or build.
+  bool device_split = false;
   int devices() const { return tp * pp * dp; }
   long global_batch() const { return long(micro_batch) * micro_batches * dp; }
   std::string str() const;  // "tp2 pp1 dp4 b2 m4 zero1 bf16 rc=selective"

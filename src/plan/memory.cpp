@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/work_sizes.hpp"
 #include "src/plan/rebalance.hpp"
 
 namespace gt::plan {
@@ -73,14 +74,20 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   const double e = elem_bytes(l.precision), B = l.micro_batch, T = m.s, C = m.h, t = l.tp;
   const double BT = B * T, Cl = C / t, Fl = 4 * C / t, NHl = m.a / t;
   double n = 3 * BT * C;  // tmp, dres, dln
-  if (blocks > 0) n += 3 * BT * Cl + BT * Cl + 2 * BT * Fl + T * T;
+  // attention's backward scratch: one head's T x T on the host split, all NHl heads' on the device split
+  if (blocks > 0) n += 3 * BT * Cl + BT * Cl + 2 * BT * Fl + attention_scratch_elems(int(NHl), int(T), l.device_split);
   if (last) n += BT * C + BT * (m.V / t) + 3 * BT;  // lnf, logits, ce
+  // The device split's column-sum partials, fp32 in every precision (the gradient type), for the widest column sum
+  // over the B*T rows: LayerNorm's two C-wide gradients, the qkv (3Cl) and fc (Fl) biases; ln_f's on a head-only
+  // stage. None on the host split.
+  const double cols = blocks > 0 ? std::max({2 * C, 3 * Cl, Fl}) : last ? 2 * C : 0;
+  const double partials = double(colsum_partials_elems(long(BT), long(cols), l.device_split));
   // Full recompute rebuilds one block's activations at a time during backward (one shared set, its output
   // into dln); selective refills one shared probability buffer.
   if (l.recompute == Recompute::Full && blocks > 0)
     n += BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + B * NHl * T * T - BT * C;
   if (l.recompute == Recompute::Selective && blocks > 0) n += B * NHl * T * T;
-  return n * e + (last ? 8.0 : 0.0);  // + the loss accumulator, one double
+  return n * e + partials * 4.0 + (last ? 8.0 : 0.0);  // + the loss accumulator, one double
 }
 
 double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l) {

@@ -49,6 +49,7 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
       base.pp = pp;
       base.dp = o.devices / (tp * pp);
       base.gpipe = o.gpipe;
+      base.device_split = c.gpu;
       base.sequence_parallel = o.framework == Framework::Megatron && tp > 1;
       // Micro-batch sizes and counts: b x m x dp = global batch (or m fixed and the batch follows).
       std::vector<std::pair<int, int>> bm;

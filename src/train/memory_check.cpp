@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "kernels/device_stream.hpp"
 #include "src/core/error.hpp"
 #include "src/plan/memory.hpp"
 
@@ -48,6 +49,7 @@ void check_memory_fits(const Config& cfg, Grid& grid) {
   l.zero = cfg.parallel.zero;
   l.precision = plan::parse_precision(cfg.train.precision);
   l.gpipe = cfg.parallel.schedule == "gpipe";
+  l.device_split = kernels_on_device();  // a GPU build's kernels keep the device split's larger scratch
   plan::MemoryBreakdown b;
   try {
     b = plan::stage_memory(plan::ModelShape::from(cfg.model), l, plan::Framework::Gridtrain, grid.pp_rank());

@@ -2,7 +2,14 @@
 // computation of Korthikanti's activation formula, and gridtrain's own model (GPT<float>) for several layouts.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "kernels/device_stream.hpp"
+#include "src/core/error.hpp"
 #include "src/model/gpt.hpp"
+#include "src/plan/cluster.hpp"
 #include "src/plan/memory.hpp"
 
 
@@ -66,7 +73,7 @@ TEST(PlanMemory, MonotoneInDp) {
 
 // gridtrain's own ledger: for every stage of several layouts, the planner's activation and work bytes equal
 // what GPT<float> reports for the same stage (the model's own functions), and its parameter count equals the
-// stage's parameter store. Exact: both count elements.
+// stage's parameter store. Exact: both count elements. On a CUDA build this compares the device split's ledger.
 TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   gt::ModelConfig mc;
   mc.n_layer = 5;
@@ -80,6 +87,7 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   for (Case k : {Case{1, 1, 2, 1, false}, Case{2, 1, 3, 2, false}, Case{1, 2, 2, 4, false}, Case{1, 3, 1, 4, true},
                  Case{4, 2, 2, 3, false}, Case{2, 5, 1, 8, false}}) {
     Layout l;
+    l.device_split = gt::kernels_on_device();  // the work split GPT<float> was built with (host here, GPU on CUDA)
     l.recompute = rc;
     l.tp = k.tp;
     l.pp = k.pp;
@@ -102,4 +110,46 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
       EXPECT_DOUBLE_EQ(pm.params, 4.0 * model.store().layout().used()) << l.str() << " stage " << s;
     }
   }
+}
+
+// The device split's extra scratch, counted by hand: attention's backward holds all NHl = a/t heads' s x s instead
+// of one (e bytes each), and the column sums keep fp32 partials, ceil(bs / 64) row chunks times the widest column
+// sum (LayerNorm's 2h, the qkv bias 3h/t, the fc bias 4h/t; ln_f's 2h on a head-only stage; nothing on a stage
+// that only embeds). And the GPU cluster descriptions select the device split, the CPU one does not.
+TEST(PlanMemory, DeviceSplitScratch) {
+  const ModelShape m{4, 64, 8, 32, 96};  // L, h, a, s, V
+  const double chunks = 2;               // b = 3: 96 rows, a full chunk of 64 and a partial one
+  struct Case { int tp; Precision p; double attention, widest; };
+  for (Case k : {Case{1, Precision::FP32, 4.0 * 7 * 32 * 32, 4 * 64},    // widest: the fc bias 4h
+                 Case{2, Precision::BF16, 2.0 * 3 * 32 * 32, 2 * 64},    // 2h = 4h/t
+                 Case{4, Precision::BF16, 2.0 * 1 * 32 * 32, 2 * 64}}) {  // 2h > 4h/t
+    Layout host;
+    host.tp = k.tp;
+    host.micro_batch = 3;
+    host.precision = k.p;
+    Layout dev = host;
+    dev.device_split = true;
+    auto extra = [&](int blocks, bool last) {
+      return gridtrain_work_bytes(m, dev, blocks, last) - gridtrain_work_bytes(m, host, blocks, last);
+    };
+    EXPECT_DOUBLE_EQ(extra(2, false), k.attention + 4 * chunks * k.widest) << dev.str();
+    EXPECT_DOUBLE_EQ(extra(0, true), 4 * chunks * 2 * 64) << dev.str();
+    EXPECT_DOUBLE_EQ(extra(0, false), 0.0) << dev.str();
+  }
+  const std::string dir = GRIDTRAIN_SOURCE_DIR "/inputs/clusters/";
+  EXPECT_TRUE(load_cluster(dir + "dgx-h200.toml").gpu);
+  EXPECT_TRUE(load_cluster(dir + "a100-pcie.toml").gpu);
+  EXPECT_FALSE(load_cluster(dir + "cpu-2core.toml").gpu);
+  // Any other kind is an error naming the key and the value.
+  const std::string bad = testing::TempDir() + "gridtrain_bad_kind.toml";
+  std::ofstream(bad) << "name = \"x\"\n[device]\nkind = \"tpu\"\nmemory_gb = 1\npeak_tflops_fp32 = 1\nmemory_gbs = 1\n"
+                        "[node]\ndevices = 1\nlink_gbs = 1\n[network]\ngbs_per_device = 1\n";
+  try {
+    load_cluster(bad);
+    ADD_FAILURE() << "device.kind = \"tpu\" was accepted";
+  } catch (const gt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'device.kind': expected \"gpu\" or \"cpu\", got \"tpu\""), std::string::npos)
+        << e.what();
+  }
+  std::remove(bad.c_str());
 }
