@@ -1,6 +1,7 @@
 #include "kernels/device_stream.hpp"
 
 #include <Kokkos_Core.hpp>
+#include <cstdlib>
 
 #include "kernels/device_peak.hpp"
 #include "kernels/kokkos_compat.hpp"
@@ -20,6 +21,15 @@ void* device_stream() {
 }
 
 bool kernels_on_device() { return !exec_on_host; }
+
+double device_free_bytes() {
+  if (const char* t = std::getenv("GRIDTRAIN_TEST_DEVICE_FREE_MB")) return std::atof(t) * 1048576.0;
+#if defined(KOKKOS_ENABLE_CUDA)
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) return double(free);
+#endif
+  return -1;
+}
 
 std::string device_name() {
 #if defined(KOKKOS_ENABLE_CUDA)

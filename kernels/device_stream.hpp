@@ -9,4 +9,8 @@ void* device_stream();
 // True on a build whose kernels run on a GPU, i.e. with the device work split of kernels/lanes.hpp (for code that
 // must know it without compiling through Kokkos: the memory ledger of src/train/memory_check.cpp).
 bool kernels_on_device();
+// Free memory of this rank's device in bytes (cudaMemGetInfo) on CUDA builds; -1 on host builds or when the runtime
+// cannot say. GRIDTRAIN_TEST_DEVICE_FREE_MB replaces it on any build, so the device refusal of the memory pre-check
+// (src/train/memory_check.cpp) is tested on CPU-only CI too.
+double device_free_bytes();
 }  // namespace gt

@@ -68,13 +68,18 @@ void check_memory_fits(const Config& cfg, Grid& grid) {
   MPI_Comm_free(&node);
 
   std::string problem;
-  const double available = proc_kb("/proc/meminfo", "MemAvailable:");
-  if (available > 0 && on_node > available)
+  // GPU builds: the ledger is device memory (one device per rank), so it is held against the device's free memory.
+  // The host's MemAvailable and address-space limit mean nothing for it (CUDA maps a huge address space).
+  const double device_free = device_free_bytes();
+  if (device_free >= 0 && mine > device_free)
+    problem = gib(mine) + " per rank but its device has " + gib(device_free) + " free (cudaMemGetInfo)";
+  const double available = kernels_on_device() ? -1 : proc_kb("/proc/meminfo", "MemAvailable:");
+  if (problem.empty() && available > 0 && on_node > available)
     problem = gib(on_node) + " for the " + std::to_string(node_ranks) + " rank(s) of this node but " + gib(available) +
               " is available (MemAvailable)";
   struct rlimit as;
   const double mapped = proc_kb("/proc/self/status", "VmSize:");
-  if (problem.empty() && getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
+  if (problem.empty() && !kernels_on_device() && getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
       mine + std::max(0.0, mapped) > double(as.rlim_cur))
     problem = gib(mine) + " per rank on top of the " + gib(mapped) + " already mapped, but the address-space limit " +
               "(ulimit -v) is " + gib(double(as.rlim_cur));

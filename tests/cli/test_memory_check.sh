@@ -7,6 +7,8 @@
 #               memory would make the case depend on the machine)
 #   ulimit      model.n_layer=300 (2.2 GiB) under `ulimit -v 1048576` (1 GiB)
 #   microbatch  train.micro_batch_size=200000 (hundreds of GiB of activations)
+#   device      the default tiny model against a device with 1 MiB free (GRIDTRAIN_TEST_DEVICE_FREE_MB: on a CUDA
+#               build cudaMemGetInfo's figure, here the test hook), which is how GPU builds are checked
 #   test_memory_check.sh GRIDTRAIN MPIEXEC CASE
 set -u
 bin=$1 mpiexec=$2 case=$3
@@ -18,6 +20,7 @@ case $case in
   layers) export GRIDTRAIN_TEST_MEMAVAILABLE_MB=4096; args=(model.n_layer=10000); want="is available (MemAvailable)" ;;
   ulimit) ulimit -v 1048576; args=(model.n_layer=300); want="address-space limit (ulimit -v) is 1.0 GiB" ;;
   microbatch) args=(train.micro_batch_size=200000); want="is available (MemAvailable)" ;;
+  device) export GRIDTRAIN_TEST_DEVICE_FREE_MB=1; args=(); want="per rank but its device has 1 MiB free (cudaMemGetInfo)" ;;
   *) fail "unknown case $case" ;;
 esac
 for n in 1 2; do
