@@ -396,9 +396,12 @@ std::vector<int> ParallelConfig::stage_block_counts() const {
   std::stringstream ss(stage_blocks);
   std::string item;
   while (std::getline(ss, item, ',')) {
+    // strtol's end pointer points into the string it parsed: keep that string alive (a temporary's c_str() was
+    // read after its destruction; ASan found it through fuzz_overrides with "parallel.stage_blocks==p")
+    const std::string text = trim(item);
     char* end = nullptr;
-    const long v = std::strtol(trim(item).c_str(), &end, 10);
-    if (trim(item).empty() || *end != '\0' || v < 1)
+    const long v = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || v < 1)
       throw Error("config key 'parallel.stage_blocks' expects blocks per stage, each at least 1, as \"3,2,2\"; got \"" +
                   stage_blocks + "\"");
     out.push_back(int(v));
