@@ -222,15 +222,17 @@ void set_key(Config& c, const std::string& key, const std::string& value, const 
 
 namespace {
 // TOML allows no control characters but tab (a NUL or an escape byte in a deck is damage, not a value); a
-// trailing CR of a CRLF file is accepted.
-void check_characters(const std::string& line, const std::string& where) {
+// trailing CR of a CRLF file is accepted in a deck line (line_end), never in a command-line override, which has
+// no line ending: there the CR would become part of the value and the run's config.toml would not load again
+// (found by tests/fuzz/fuzz_overrides with "output.dir=a\r").
+void check_characters(const std::string& line, const std::string& where, bool line_end = true) {
   for (size_t i = 0; i < line.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(line[i]);
-    if ((c < 0x20 && c != '\t' && !(c == '\r' && i + 1 == line.size())) || c == 0x7f) {
+    if ((c < 0x20 && c != '\t' && !(line_end && c == '\r' && i + 1 == line.size())) || c == 0x7f) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "0x%02x", c);
       throw Error(where + ": control character " + buf + " at column " + std::to_string(i + 1) +
-                  " (not allowed in a deck)");
+                  (line_end ? " (not allowed in a deck)" : " (not allowed in a command-line override)"));
     }
   }
 }
@@ -276,7 +278,7 @@ void Config::load_file(const std::string& path) {
 }
 
 void Config::set(const std::string& assignment, const std::string& origin) {
-  check_characters(assignment, origin);
+  check_characters(assignment, origin, false);
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw Error(origin + ": expected section.key=value, got '" + assignment + "'");
