@@ -32,29 +32,15 @@ class ParamStore {
   bool has(const std::string& name) const { return layout_.has(name); }
   // ZeRO-3: the bound parameter buffer holds only a DP shard; tensor k's parameters are then read from
   // redirect(k) (a gathered copy) instead. Null entries are tensors not gathered at the moment.
-  void redirect(size_t tensor_index, T* at) {
-    if (redirect_.empty()) redirect_.assign(layout_.tensors().size(), nullptr);
-    redirect_[tensor_index] = at;
-  }
+  void redirect(size_t tensor_index, T* at) { set_redirect(redirect_, tensor_index, at); }
   T* param(const std::string& name) {
-    const TensorSpec& s = spec(name);
-    if (redirect_.empty()) return params_ + s.offset;
-    T* p = redirect_[static_cast<size_t>(&s - layout_.tensors().data())];
-    if (!p) throw Error("parameter '" + name + "' read while not gathered (ZeRO-3)");
-    return p;
+    return lookup(redirect_, params_, name, "parameter", "read while not gathered (ZeRO-3)");
   }
   // ZeRO-2/3 without the full gradient buffer: tensor k's gradients go to redirect_grad(k) (a unit's staging
   // buffer, src/train/zero_grads.hpp); null entries are tensors whose gradients may not be written now.
-  void redirect_grad(size_t tensor_index, G* at) {
-    if (grad_redirect_.empty()) grad_redirect_.assign(layout_.tensors().size(), nullptr);
-    grad_redirect_[tensor_index] = at;
-  }
+  void redirect_grad(size_t tensor_index, G* at) { set_redirect(grad_redirect_, tensor_index, at); }
   G* grad(const std::string& name) {
-    const TensorSpec& s = spec(name);
-    if (grad_redirect_.empty()) return grads_ + s.offset;
-    G* g = grad_redirect_[static_cast<size_t>(&s - layout_.tensors().data())];
-    if (!g) throw Error("gradient of '" + name + "' written while its unit is not staged (ZeRO)");
-    return g;
+    return lookup(grad_redirect_, grads_, name, "gradient of", "written while its unit is not staged (ZeRO)");
   }
   T* params() { return params_; }
   G* grads() { return grads_; }
@@ -69,6 +55,22 @@ class ParamStore {
   G* grads_ = nullptr;
   std::vector<T*> redirect_;  // per tensor; empty: no redirection
   std::vector<G*> grad_redirect_;
+
+  // One rule for both redirections: the first entry set turns the table on (every other tensor null), and a
+  // lookup then reads the table, a null entry being an error.
+  template <class P>
+  void set_redirect(std::vector<P*>& table, size_t tensor_index, P* at) {
+    if (table.empty()) table.assign(layout_.tensors().size(), nullptr);
+    table[tensor_index] = at;
+  }
+  template <class P>
+  P* lookup(const std::vector<P*>& table, P* base, const std::string& name, const char* what, const char* why) {
+    const TensorSpec& s = spec(name);
+    if (table.empty()) return base + s.offset;
+    P* p = table[static_cast<size_t>(&s - layout_.tensors().data())];
+    if (!p) throw Error(std::string(what) + " '" + name + "' " + why);  // built only on the error path
+    return p;
+  }
 };
 
 }  // namespace gt
