@@ -8,8 +8,9 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${GRIDTRAIN_BUILD:-$here/build}
 
+# ocl-icd-opencl-dev: the OpenCL headers that the dnnl CMake config requires (only recommended by libdnnl-dev)
 packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev hdf5-tools
-          libtrilinos-kokkos-dev libopenblas-dev libdnnl-dev libgtest-dev python3 python3-matplotlib
+          libtrilinos-kokkos-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev python3 python3-matplotlib
           slurm-wlm munge procps iproute2
           clang libclang-rt-14-dev)  # the sanitizer and fuzzing step (scripts/sanitize.sh): ASan, UBSan, libFuzzer
 
@@ -33,7 +34,9 @@ fi
 [ "${1:-}" = "--deps" ] && exit 0
 
 jobs=$(nproc)
-if [ ! -f "$build/CMakeCache.txt" ]; then
+# configure when there is no cache, and again when a configure failed half-way (a cache but no build files):
+# otherwise a missing package, once installed, still meets "No rule to make target 'Makefile'"
+if [ ! -f "$build/CMakeCache.txt" ] || { [ ! -f "$build/Makefile" ] && [ ! -f "$build/build.ninja" ]; }; then
   cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release ${GRIDTRAIN_CMAKE_ARGS:-} >"$build.configure.log" 2>&1 \
     || { cat "$build.configure.log"; exit 1; }
 fi
