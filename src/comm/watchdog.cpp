@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -55,12 +56,75 @@ std::map<std::string, std::string> parse(const std::string& line) {
   return kv;
 }
 
+std::string ranks_csv(const Group& g) {
+  std::string s;
+  for (size_t i = 0; i < g.world_ranks.size(); ++i) s += (i ? "," : "") + std::to_string(g.world_ranks[i]);
+  return s;
+}
+
+std::vector<int> parse_ranks(const std::string& csv) {
+  std::vector<int> r;
+  std::stringstream ss(csv);
+  std::string f;
+  while (std::getline(ss, f, ','))
+    if (!f.empty()) r.push_back(std::atoi(f.c_str()));
+  return r;
+}
+
+std::string heartbeat_path(const std::string& dir, int r) { return dir + "/rank_" + std::to_string(r); }
+
+std::string missing_in(const std::string& dir, double period_s, int self, const char* what,
+                       const std::string& group_desc, const std::vector<int>& ranks, std::vector<int>* seen, int depth);
+
+// Where rank r is, as far as its heartbeat tells; *arrived: it waits in the same operation of the same group.
+// A rank that is alive but waits in another operation is followed to the ranks *it* waits for (depth-limited,
+// each rank once): with tp=2 dp=2 and rank 3 stopped, rank 0 waits on rank 2 in the dp all-reduce while rank 2
+// waits on rank 3 in the tp all-reduce, and the report must name rank 3, the cause, not only rank 2.
+std::string where(const std::string& dir, double period_s, int r, const char* what, const std::string& group_desc,
+                  bool* arrived, std::vector<int>* seen, int depth) {
+  *arrived = false;
+  seen->push_back(r);
+  struct stat st;
+  std::ifstream f(heartbeat_path(dir, r));
+  std::string line;
+  if (::stat(heartbeat_path(dir, r).c_str(), &st) != 0 || !std::getline(f, line))
+    return "rank " + std::to_string(r) + " (no heartbeat in " + dir + ": never started, or not on a shared file system)";
+  const double age = wall_s() - (double(st.st_mtim.tv_sec) + 1e-9 * double(st.st_mtim.tv_nsec));
+  std::map<std::string, std::string> kv = parse(line);
+  const std::string who = "rank " + std::to_string(r) + " (pid " + kv["pid"] + " on " + kv["host"];
+  if (age > 3 * period_s + 1) return who + ": no heartbeat for " + fmt(age) + " s: stopped, hung or dead)";
+  if (kv["in_op"] == "1" && kv["op"] == what && kv["group"] == group_desc) {
+    *arrived = true;
+    return "";
+  }
+  if (kv["in_op"] != "1")
+    return who + ": alive, computing or elsewhere, " + kv["for_s"] + " s since its last communication)";
+  std::string s = who + ": alive, in " + kv["op"] + " on the " + kv["group"] + " for " + kv["for_s"] + " s";
+  if (depth < 8) {
+    const std::string inner =
+        missing_in(dir, period_s, r, kv["op"].c_str(), kv["group"], parse_ranks(kv["ranks"]), seen, depth + 1);
+    if (!inner.empty()) s += ", waiting for " + inner;
+  }
+  return s + ")";
+}
+
+// The ranks of a group (other than `self` and those already reported) that have not arrived in its operation.
+std::string missing_in(const std::string& dir, double period_s, int self, const char* what,
+                       const std::string& group_desc, const std::vector<int>& ranks, std::vector<int>* seen, int depth) {
+  std::string missing;
+  for (int r : ranks) {
+    if (r == self || std::find(seen->begin(), seen->end(), r) != seen->end()) continue;
+    bool arrived = false;
+    const std::string w = where(dir, period_s, r, what, group_desc, &arrived, seen, depth);
+    if (!arrived) missing += (missing.empty() ? "" : "; ") + w;
+  }
+  return missing;
+}
+
 }  // namespace
 
 std::string Group::describe() const {
-  std::string s = name + " group (world ranks ";
-  for (size_t i = 0; i < world_ranks.size(); ++i) s += (i ? "," : "") + std::to_string(world_ranks[i]);
-  return s + ")";
+  return name + " group (world ranks " + ranks_csv(*this) + ")";
 }
 
 void enter(const char* what, const Group* group) {
@@ -76,6 +140,12 @@ void leave() {
   g_in_op.store(false, std::memory_order_release);
 }
 
+std::string not_arrived(const std::string& heartbeat_dir, double period_s, int self, const char* what,
+                        const Group& group) {
+  std::vector<int> seen{self};
+  return missing_in(heartbeat_dir, period_s, self, what, group.describe(), group.world_ranks, &seen, 0);
+}
+
 struct Watchdog::Impl {
   double timeout_s, period_s;
   std::string dir;
@@ -86,7 +156,7 @@ struct Watchdog::Impl {
   bool stopping = false;
   std::thread thread;
 
-  std::string path(int r) const { return dir + "/rank_" + std::to_string(r); }
+  std::string path(int r) const { return heartbeat_path(dir, r); }
 
   void beat() {
     const bool in = g_in_op.load(std::memory_order_acquire);
@@ -96,7 +166,8 @@ struct Watchdog::Impl {
     std::ostringstream os;
     os << "seq=" << g_seq.load(std::memory_order_relaxed) << "\tin_op=" << (in ? 1 : 0)
        << "\top=" << (in && what ? what : "-") << "\tgroup=" << (in && g ? g->describe() : "-")
-       << "\tfor_s=" << fmt(for_s) << "\tpid=" << getpid() << "\thost=" << host << "\n";
+       << "\tranks=" << (in && g ? ranks_csv(*g) : "") << "\tfor_s=" << fmt(for_s) << "\tpid=" << getpid()
+       << "\thost=" << host << "\n";
     const std::string tmp = path(rank) + ".tmp";
     {
       std::ofstream f(tmp, std::ios::trunc);
@@ -106,37 +177,11 @@ struct Watchdog::Impl {
     std::rename(tmp.c_str(), path(rank).c_str());
   }
 
-  // Where rank r is, as far as its heartbeat tells; *arrived: it waits in the same operation of the same group.
-  std::string where(int r, const char* what, const Group& g, bool* arrived) const {
-    *arrived = false;
-    struct stat st;
-    std::ifstream f(path(r));
-    std::string line;
-    if (::stat(path(r).c_str(), &st) != 0 || !std::getline(f, line))
-      return "rank " + std::to_string(r) + " (no heartbeat in " + dir + ": never started, or not on a shared file system)";
-    const double age = wall_s() - (double(st.st_mtim.tv_sec) + 1e-9 * double(st.st_mtim.tv_nsec));
-    std::map<std::string, std::string> kv = parse(line);
-    const std::string who = "rank " + std::to_string(r) + " (pid " + kv["pid"] + " on " + kv["host"];
-    if (age > 3 * period_s + 1) return who + ": no heartbeat for " + fmt(age) + " s: stopped, hung or dead)";
-    if (kv["in_op"] == "1" && kv["op"] == what && kv["group"] == g.describe()) {
-      *arrived = true;
-      return "";
-    }
-    if (kv["in_op"] == "1") return who + ": alive, in " + kv["op"] + " on the " + kv["group"] + " for " + kv["for_s"] + " s)";
-    return who + ": alive, computing or elsewhere, " + kv["for_s"] + " s since its last communication)";
-  }
-
   void fire(double waited) {
     const char* what = g_what.load(std::memory_order_relaxed);
     const Group* g = g_group.load(std::memory_order_relaxed);
     std::string missing;
-    if (g)
-      for (int r : g->world_ranks) {
-        if (r == rank) continue;
-        bool arrived = false;
-        const std::string w = where(r, what, *g, &arrived);
-        if (!arrived) missing += (missing.empty() ? "" : "; ") + w;
-      }
+    if (g) missing = not_arrived(dir, period_s, rank, what ? what : "", *g);
     if (missing.empty()) missing = "none by their heartbeats (every rank of the group waits: a deadlock or a lost message)";
     std::fprintf(stderr,
                  "gridtrain: error: watchdog: rank %d has waited %.0f s in %s on the %s; not arrived: %s; aborting the "

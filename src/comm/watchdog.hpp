@@ -31,6 +31,13 @@ struct Group {
 void enter(const char* what, const Group* group);
 void leave();
 
+// The report's "not arrived" part for rank `self` blocked in `what` on `group`, read from the heartbeat files:
+// each rank of the group not waiting in the same operation, with where it is; a rank alive but blocked in
+// another operation is followed to the ranks it waits for, so the stopped rank at the end of a chain is named.
+// Empty when every rank has arrived. (Separate from the thread so a test can feed it heartbeat files.)
+std::string not_arrived(const std::string& heartbeat_dir, double period_s, int self, const char* what,
+                        const Group& group);
+
 // Starts the helper thread (collective only in that every rank should call it). timeout_s <= 0: nothing runs.
 class Watchdog {
  public:
