@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "src/comm/watchdog.hpp"
+
 namespace gt {
 
 // BF16/F16: 16-bit floats (kernels/half.hpp's bf16_t/fp16_t bits); sums widen to float and round once per
@@ -113,6 +115,12 @@ class Comm {
   // rank's part of a shared region of `bytes`, zero-filled; nullptr where the backend has no such path (then
   // use ordinary memory). At most one region per communicator; it lives as long as the communicator.
   virtual void* alloc_registered(size_t bytes) { return nullptr; }
+  // Rank k's part of the registered region (this rank's own included), readable and writable by every rank of
+  // the node: nullptr before alloc_registered or where there is none. ZeRO-2/3 on one node (src/train/zero_shm.hpp)
+  // reduce and gather straight from the peers' parts, with no MPI call that would need progress.
+  virtual void* registered_peer(int k) { return nullptr; }
+  // What the communication watchdog names for this group (nullptr: unnamed); for waits outside the backend.
+  virtual const watchdog::Group* watch_group() const { return nullptr; }
 
   virtual void set_allreduce_algo(AllreduceAlgo algo) = 0;
   virtual AllreduceAlgo allreduce_algo() const = 0;

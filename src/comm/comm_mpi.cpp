@@ -277,7 +277,7 @@ class MpiComm : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
-  const watchdog::Group* watch_group() const { return &group_; }
+  const watchdog::Group* watch_group() const override { return &group_; }
 
   void allreduce(void* buf, size_t n, DType t, ReduceOp op) override {
     Timer tm(stats_, double(n) * dtype_size(t), "allreduce", &group_);
@@ -417,6 +417,7 @@ class MpiComm : public Comm {
     if (!shm_) shm_ = std::make_unique<ShmAllreduce>(algo_comm_);  // collective
     return shm_->register_region(bytes);
   }
+  void* registered_peer(int k) override { return shm_ ? shm_->region(k) : nullptr; }
   void set_allreduce_algo(AllreduceAlgo a) override {
     run_shm_queue(nullptr);  // queued Shm jobs keep their algorithm
     algo_ = resolved(a, comm_);

@@ -49,6 +49,8 @@ class ShmAllreduce {
   // Collective. This rank's part of a new shared region of `bytes` (zero-filled), or nullptr when the
   // communicator spans several nodes or a region is already registered.
   void* register_region(size_t bytes);
+  // Rank k's part of the registered region (nullptr when none is registered).
+  void* region(int k) const { return reg_win_ != MPI_WIN_NULL ? reg_[k] : nullptr; }
 
  private:
   template <class T> void sum_impl(T* buf, size_t n);

@@ -128,11 +128,12 @@ StateBuffer& TrainState::buffer(const std::string& name) {
 
 void TrainState::zero_grads() { Kokkos::deep_copy(DeviceView<float>(grads(), layout_.size()), 0.0f); }
 
-void TrainState::move_grads_to(float* memory) {
-  DeviceView<float> external(memory, layout_.size());  // unmanaged: the owner frees it
-  Kokkos::deep_copy(external, DeviceView<float>(grads(), layout_.size()));
-  storage_["grads"] = std::make_unique<Storage>();
-  buffer("grads").data = memory;
+void TrainState::move_buffer_to(const std::string& name, void* memory) {
+  StateBuffer& b = buffer(name);
+  DeviceView<unsigned char> external(static_cast<unsigned char*>(memory), b.bytes);  // unmanaged: the owner frees it
+  Kokkos::deep_copy(external, DeviceView<unsigned char>(static_cast<unsigned char*>(b.data), b.bytes));
+  storage_[name] = std::make_unique<Storage>();
+  b.data = memory;
 }
 
 size_t TrainState::bytes() const {

@@ -89,7 +89,10 @@ class TrainState {
   // Moves the gradient buffer into caller-owned memory of layout().size() floats (the DP communicator's
   // registered region, where the shm all-reduce needs no copies), keeping its values; the memory must outlive
   // the state. Pointers from grads() taken before are stale.
-  void move_grads_to(float* memory);
+  void move_grads_to(float* memory) { move_buffer_to("grads", memory); }
+  // The same for any buffer: caller-owned memory of buffer(name).bytes (ZeRO-2/3 on one node puts the shard and
+  // the staging buffers in the registered region, src/train/zero_shm.hpp).
+  void move_buffer_to(const std::string& name, void* memory);
   // Bytes of all buffers (the memory ledger).
   size_t bytes() const;
 

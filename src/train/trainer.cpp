@@ -90,20 +90,30 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
-  const size_t n = state_->layout().size();
-  if (g.dp > 1 && exec_on_host && !stage_grads) {  // staged gradients: no full buffer to share
-    // On CPU builds the DP all-reduce can work in place in shared memory (parallel.allreduce=shm): the
-    // gradient buffer moves into the DP communicator's registered region. Collective over the DP group.
-    if (void* shared = grid_.dp().alloc_registered(n * sizeof(float))) {
-      state_->move_grads_to(static_cast<float*>(shared));
-      model_->bind(state_->params(), grads());
-    }
-  }
   apply_zero_plan(*state_, zero_);
   if (stage_grads) staging_ = std::make_unique<ZeroGradStaging>(*state_, zero_, *model_);
+  if (g.dp > 1 && exec_on_host) {
+    // On CPU builds with every DP rank on one node (parallel.allreduce=shm) the buffers the DP collectives read
+    // move into the DP group's shared region (zero_shm.hpp), where they need no copy and no MPI progress: the
+    // full gradient buffer the shm all-reduce sums in place (zero 0, 1); the working parameters whose shards
+    // the ranks copy from each other after the update (zero 1, 2); the staging buffers of staged gradients and,
+    // at zero 3, the parameter shard the units are gathered from. Collective over dp; elsewhere (several nodes,
+    // parallel.allreduce=mpi|ring) nothing moves and the MPI path runs.
+    std::vector<std::string> moved;
+    if (zero_.stage <= 1) moved.push_back("grads");
+    if (zero_.stage == 1 || zero_.stage == 2 || (zero_.stage == 3 && stage_grads)) moved.push_back("params");
+    if (stage_grads)
+      for (const std::string& b : ZeroGradStaging::buffer_names()) moved.push_back(b);
+    zero_shm_ = ZeroShm::create(grid_.dp(), *state_, moved, zero_units(state_->layout()).rbegin()->first + 1);
+    if (zero_shm_) {
+      model_->bind(state_->params(), grads());
+      if (staging_) staging_->attach(zero_shm_.get());
+    }
+  }
   if (zero_.stage >= 3) {  // the working parameters are a shard now: the model reads gathered units
     model_->bind(state_->params(), grads());
     gather_ = std::make_unique<ZeroGather>(*state_, zero_, grid_.dp(), *model_);
+    if (zero_shm_ && staging_) gather_->attach(zero_shm_.get());
     model_->set_param_hook([this](int a, int b) { gather_->need(a, b); });
   }
   if (g.dp > 1) {
@@ -167,7 +177,9 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
                 "optimizer %.2f/%.2f | activations %.2f MiB in %s (ledger, %d micro-batches in flight + work buffers; "
                 "recompute %s: kept %.2f, work %.2f)\n",
-                zero_.describe().c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
+                (zero_.describe() + (zero_in_shared_memory() ? ", DP collectives through shared memory"
+                                      : staging_ ? ", gradients staged per unit, reduce-scattered over " + grid_.dp().backend()
+                                                 : "")).c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
                 pred.optimizer / mib, have.optimizer / mib, activation_bytes() / mib, cfg_.train.precision.c_str(),
                 model_->slots(), cfg_.train.recompute.c_str(), kept / mib, double(model_->work_bytes()) / mib);
   }
@@ -240,7 +252,7 @@ StepStats Trainer::train_step() {
   const bool skip = overflow || !bad.empty();
   if (!skip) {
     optimizer_->step(updates + 1, lr, norm, loss_scale);
-    allgather_params(*state_, zero_, grid_.dp());  // ZeRO 1, 2: every rank's updated shard to every rank
+    allgather_params(*state_, zero_, grid_.dp(), zero_shm_.get());  // ZeRO 1, 2: every updated shard to every rank
     if (gather_) gather_->invalidate();
     if (sparsity_) sparsity_->after_update(updates + 1);  // new masks, the masked working copy
   }

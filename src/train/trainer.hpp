@@ -62,6 +62,9 @@ class Trainer {
   // Tests: called on every rank after each step (with the step number), before any checkpoint of that step.
   std::function<void(int)> after_step;
   // All parameters gathered in global shapes on every rank (name -> row-major values), for comparisons.
+  // Whether ZeRO's all-gathers (stages 1, 2), staged reduce-scatters and stage 3's gathers run through the DP
+  // group's shared memory (zero_shm.hpp) instead of MPI.
+  bool zero_in_shared_memory() const { return zero_shm_ && zero_.stage >= 1 && (zero_.stage <= 2 || staging_); }
   std::vector<std::pair<std::string, std::vector<float>>> gather_params();
 
  private:
@@ -87,6 +90,7 @@ class Trainer {
   ZeroPlan zero_;
   // How the host reads device state (checkpoints, gathers); Copy only under GRIDTRAIN_TEST_HOST_MIRROR=copy.
   MirrorMode mirror_mode_ = host_mirror_mode_from_env();
+  std::unique_ptr<ZeroShm> zero_shm_;   // ZeRO-2/3 on one node: gathers and reduce-scatters in shared memory
   std::unique_ptr<ZeroGather> gather_;  // ZeRO-3: the units' parameters gathered before use
   std::unique_ptr<ZeroGradStaging> staging_;  // ZeRO-2/3: gradients staged unit by unit, no full buffer
   StateLedger predicted_ledger() const;

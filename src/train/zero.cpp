@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "src/core/error.hpp"
+#include "src/train/zero_shm.hpp"
 
 namespace gt {
 
@@ -91,13 +92,17 @@ StateBuffer& reduced_grads(TrainState& state) {
   return state.buffer(state.has_buffer("grads_shard") ? "grads_shard" : "grads");
 }
 
-void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp) {
+void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp, ZeroShm* shm) {
   if (!plan.sharded() || plan.stage >= 3) return;  // stage 3 keeps the shard: units are gathered when read
   const size_t n = plan.shard.size();  // equal shards: the padded layout divides by dp
   // A 16-bit working copy: the optimizer rounded this rank's shard from its master shard before
   // (TrainState::refresh_params); the gather moves elements and rounds nothing.
   const StateBuffer& b = state.buffer("params");
   unsigned char* p = static_cast<unsigned char*>(b.data);
+  if (shm) {
+    shm->allgather_shards("params", p, dtype_size(b.dtype), state.layout());
+    return;
+  }
   dp.allgather(p + plan.shard.begin * dtype_size(b.dtype), p, n, b.dtype);
 }
 

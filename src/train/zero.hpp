@@ -71,8 +71,9 @@ void apply_zero_plan(TrainState& state, const ZeroPlan& plan);
 StateBuffer& reduced_grads(TrainState& state);
 
 // After the sharded step: every rank's shard of the parameters to every rank (in place). Collective over dp.
-// Nothing at stage 3.
-void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp);
+// Nothing at stage 3. shm: the parameters lie in the DP group's shared region (zero_shm.hpp): copied from there.
+class ZeroShm;
+void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp, ZeroShm* shm = nullptr);
 
 // Per-rank bytes of the model states (the ZeRO paper's ledger with this project's fp32 dtypes: parameters 4,
 // gradients 4, AdamW moments 8 bytes per element; psi = the padded layout).

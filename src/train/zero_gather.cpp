@@ -1,6 +1,7 @@
 #include "src/train/zero_gather.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace gt {
 
@@ -34,6 +35,11 @@ void ZeroGather::issue(Slot& s, int unit) {
   s.unit = unit;
   const unsigned char* shard = static_cast<const unsigned char*>(state_.buffer("params").data);
   unsigned char* at = s.data;
+  if (shm_) {
+    copy_from_peers(unit, at);
+    ++gathers_;
+    return;
+  }
   for (const Range& r : units_.at(unit).ranges) {
     // This rank's piece of the range starts where its shard meets it (an empty piece still takes part).
     const size_t b = std::clamp(r.begin, plan_.shard.begin, plan_.shard.end);
@@ -42,6 +48,22 @@ void ZeroGather::issue(Slot& s, int unit) {
     at += r.size() * elem_;
   }
   ++gathers_;
+}
+
+// The unit's ranges from every rank's shard in the shared region, once that rank has published the current
+// parameters (its version: the same invalidation count as ours).
+void ZeroGather::copy_from_peers(int unit, unsigned char* at) {
+  const TensorLayout& layout = state_.layout();
+  for (const Range& r : units_.at(unit).ranges) {
+    for (int k = 0; k < shm_->size(); ++k) {
+      const Range sk = layout.shard_range(k);
+      const size_t lo = std::max(r.begin, sk.begin), hi = std::min(r.end, sk.end);
+      if (lo >= hi) continue;
+      if (k != shm_->rank()) shm_->wait_params(k, "zero gather (shm)");
+      std::memcpy(at + (lo - r.begin) * elem_, shm_->peer(k, "params") + (lo - sk.begin) * elem_, (hi - lo) * elem_);
+    }
+    at += r.size() * elem_;
+  }
 }
 
 void ZeroGather::point(const Slot& s) {
@@ -118,6 +140,7 @@ void ZeroGather::invalidate() {
   }
   last_ = -1;
   descending_ = false;
+  if (shm_) shm_->publish_params();  // this rank's shard, as it is now, may be gathered by the peers
 }
 
 }  // namespace gt

@@ -18,6 +18,7 @@
 #include "src/model/stage_model.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
+#include "src/train/zero_shm.hpp"
 
 namespace gt {
 
@@ -31,8 +32,12 @@ class ZeroGather {
 
   // The parameters of units a and b (b = -1: none) readable through the store when this returns.
   void need(int a, int b);
-  // The parameters changed (the optimizer step, a resume): drop every gathered copy.
+  // The parameters changed (the optimizer step, a resume): drop every gathered copy. Every rank calls it at the
+  // same points (on one node it publishes that this rank's shard is current: zero_shm.hpp).
   void invalidate();
+  // From here on a gather copies each rank's piece straight out of its shard in the DP group's shared region
+  // (zero_shm.hpp), where "params" was moved; no MPI call. Before the first need().
+  void attach(ZeroShm* shm) { shm_ = shm; }
   // Elements of both gather buffers together (the largest unit plus the second largest: the ledger's figure).
   size_t buffer_elems() const { return slots_[0].cap + slots_[1].cap; }
   // Gathers issued so far (prefetched or not) and how many a request found already in flight or done.
@@ -48,6 +53,7 @@ class ZeroGather {
   };
   void issue(Slot& s, int unit);
   void settle(Slot& s);     // waits its gather and points the store at it
+  void copy_from_peers(int unit, unsigned char* at);  // (shm) the gather as memcpy
   void point(const Slot& s);
   Slot* holding(int unit);
   bool fits(const Slot& s, int unit) const { return units_.at(unit).elems <= s.cap; }
@@ -65,6 +71,7 @@ class ZeroGather {
   int last_ = -1;        // the unit requested last
   bool descending_ = false;
   long gathers_ = 0, hits_ = 0;
+  ZeroShm* shm_ = nullptr;
 };
 
 }  // namespace gt

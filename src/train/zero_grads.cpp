@@ -22,9 +22,10 @@ ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageM
   auto add = [&](const char* name, size_t n) {
     return static_cast<float*>(state.add_buffer(name, DType::F32, MemSpace::Device, {0, n}).data);
   };
-  tied_.data = add("grads_tied", tied_.cap);
-  slots_[0].data = add("grads_stage0", slots_[0].cap);
-  slots_[1].data = add("grads_stage1", slots_[1].cap);
+  tied_.name = "grads_tied";
+  slots_[0].name = "grads_stage0";
+  slots_[1].name = "grads_stage1";
+  for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = add(t->name, t->cap);
   // The model writes only where a unit is staged from now on.
   if (state.has_buffer("grads")) state.remove_buffer("grads");  // the trainer never allocates it
   model.bind(state.params(), nullptr);
@@ -32,12 +33,62 @@ ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageM
 }
 
 ZeroGradStaging::~ZeroGradStaging() {
+  if (shm_) return;  // the region outlives this (the DP communicator owns it) and nothing is in flight
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) wait(*s);  // MPI must not read freed buffers
 }
 
+void ZeroGradStaging::attach(ZeroShm* shm) {
+  shm_ = shm;
+  for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = state_.data<float>(t->name);
+}
+
 void ZeroGradStaging::wait(Slot& s) {
+  if (shm_) {
+    if (s.unit >= 0)
+      shm_->wait_until(
+          "zero reduce-scatter (shm)", [&] { return shm_->all_reached(ZeroShm::Consumed, s.unit, s.step); },
+          [this] { reduce_ready(); });
+    return;
+  }
   for (RequestPtr& r : s.pending) r->wait();
   s.pending.clear();
+}
+
+void ZeroGradStaging::reduce_ready() {
+  for (size_t i = 0; i < to_reduce_.size();) {
+    const auto [unit, slot] = to_reduce_[i];
+    if (!shm_->all_reached(ZeroShm::Done, unit, step_)) {
+      ++i;
+      continue;
+    }
+    reduce(unit, *slot);
+    shm_->set(ZeroShm::Consumed, unit, step_);  // the peers may zero and reuse their buffer of this unit
+    to_reduce_.erase(to_reduce_.begin() + long(i));
+  }
+}
+
+// Every rank's staged unit at the same place in its region: this rank's piece summed in rank order 0..p-1
+// (the order of the shm all-reduce, so the bits of zero 0 with parallel.allreduce=shm) into its shard.
+void ZeroGradStaging::reduce(int unit, const Slot& s) {
+  const Range shard = plan_.shard;
+  float* out = state_.data<float>("grads_shard");
+  const int p = shm_->size();
+  size_t packed = 0;
+  for (const Range& r : units_.at(unit).ranges) {
+    const size_t lo = std::max(r.begin, shard.begin), hi = std::min(r.end, shard.end);
+    for (size_t t = lo; t < hi; t += 4096) {  // tiles that stay in cache while the p inputs are added
+      const size_t len = std::min<size_t>(4096, hi - t);
+      float* o = out + (t - shard.begin);
+      const size_t at = packed + (t - r.begin);
+      const float* first = reinterpret_cast<const float*>(shm_->peer(0, s.name)) + at;
+      for (size_t i = 0; i < len; ++i) o[i] = first[i];
+      for (int k = 1; k < p; ++k) {
+        const float* in = reinterpret_cast<const float*>(shm_->peer(k, s.name)) + at;
+        for (size_t i = 0; i < len; ++i) o[i] += in[i];
+      }
+    }
+    packed += r.size();
+  }
 }
 
 void ZeroGradStaging::point(int unit, float* at) {
@@ -49,12 +100,14 @@ void ZeroGradStaging::prepare(Slot& s, int unit) {
   wait(s);  // its last unit's reduce-scatter still reads it
   if (s.unit >= 0) point(s.unit, nullptr);
   s.unit = unit;
+  s.step = step_;
   // zeroed: the kernels accumulate into gradients, as into the zeroed full buffer
   Kokkos::deep_copy(DeviceView<float>(s.data, units_.at(unit).elems), 0.0f);
   point(unit, s.data);
 }
 
 void ZeroGradStaging::begin_step() {
+  ++step_;
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) {
     wait(*s);
     if (s->unit >= 0) point(s->unit, nullptr);
@@ -74,11 +127,16 @@ void ZeroGradStaging::unit_done(int unit, Comm& dp) {
   Slot* s = unit == tied_unit_ ? &tied_ : slots_[0].unit == unit ? &slots_[0] : slots_[1].unit == unit ? &slots_[1]
                                                                                                       : nullptr;
   if (!s) throw Error("zero: the gradients of unit " + std::to_string(unit) + " were computed but never staged");
-  float* shard = state_.data<float>("grads_shard");
-  const float* at = s->data;
-  for (const Range& r : units_.at(unit).ranges) {
-    s->pending.push_back(ireduce_scatter_range(dp, state_.layout(), plan_.shard, r, at, shard));
-    at += r.size();
+  if (shm_) {
+    shm_->set(ZeroShm::Done, unit, step_);  // the peers may sum it from here on
+    to_reduce_.emplace_back(unit, s);
+  } else {
+    float* shard = state_.data<float>("grads_shard");
+    const float* at = s->data;
+    for (const Range& r : units_.at(unit).ranges) {
+      s->pending.push_back(ireduce_scatter_range(dp, state_.layout(), plan_.shard, r, at, shard));
+      at += r.size();
+    }
   }
   if (unit != tied_unit_) {  // the next unit down (the tied one is staged for the whole step)
     auto it = units_.find(unit);
@@ -88,11 +146,20 @@ void ZeroGradStaging::unit_done(int unit, Comm& dp) {
       turn_ ^= 1;
     }
   }
+  if (shm_) {
+    reduce_ready();  // what the peers have staged too: summed while they compute the next unit
+    return;
+  }
   for (Slot* t : {&tied_, &slots_[0], &slots_[1]})  // a chance to progress
     for (RequestPtr& r : t->pending) r->test();
 }
 
 void ZeroGradStaging::finish() {
+  if (shm_) {  // this rank's pieces summed; the peers may still read its buffers (begin_step waits for them)
+    shm_->wait_until(
+        "zero reduce-scatter (shm)", [this] { return to_reduce_.empty(); }, [this] { reduce_ready(); });
+    return;
+  }
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) wait(*s);
 }
 

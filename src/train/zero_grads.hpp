@@ -21,6 +21,7 @@
 #include "src/model/stage_model.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
+#include "src/train/zero_shm.hpp"
 
 namespace gt {
 
@@ -35,6 +36,12 @@ class ZeroGradStaging {
   ~ZeroGradStaging();
   ZeroGradStaging(const ZeroGradStaging&) = delete;
   ZeroGradStaging& operator=(const ZeroGradStaging&) = delete;
+
+  // The staging buffers' names (ZeroShm moves them into the DP group's shared region).
+  static std::vector<std::string> buffer_names() { return {"grads_tied", "grads_stage0", "grads_stage1"}; }
+  // From here on the reduce-scatters run through shared memory (zero_shm.hpp), not MPI: the staging buffers
+  // were moved into the region (their pointers are read again). Before the first step.
+  void attach(ZeroShm* shm);
 
   // Start of a step: the wte unit and the first unit of backward (the highest) zeroed and writable, nothing
   // else.
@@ -51,14 +58,21 @@ class ZeroGradStaging {
 
  private:
   struct Slot {
+    const char* name = "";
     float* data = nullptr;
     size_t cap = 0;  // elements
     int unit = -1;
-    std::vector<RequestPtr> pending;  // its reduce-scatter until waited
+    uint64_t step = 0;                // (shm) the step its unit was staged in
+    std::vector<RequestPtr> pending;  // (MPI) its reduce-scatter until waited
   };
   void point(int unit, float* at);  // null: not writable
   void prepare(Slot& s, int unit);
-  static void wait(Slot& s);
+  // Until nobody reads the slot any more: its reduce-scatter waited (MPI), or every rank has summed its piece
+  // of the slot's unit (shm).
+  void wait(Slot& s);
+  // (shm) Sums this rank's piece of every unit staged here that every rank has staged.
+  void reduce_ready();
+  void reduce(int unit, const Slot& s);
 
   TrainState& state_;
   const ZeroPlan& plan_;
@@ -68,6 +82,9 @@ class ZeroGradStaging {
   Slot tied_;
   Slot slots_[2];
   int turn_ = 0;  // the rotating buffer the next unit takes
+  ZeroShm* shm_ = nullptr;
+  uint64_t step_ = 0;                             // (shm) steps begun: the flags' values
+  std::vector<std::pair<int, Slot*>> to_reduce_;  // (shm) units staged here whose piece is not summed yet
 };
 
 }  // namespace gt

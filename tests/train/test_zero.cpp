@@ -30,6 +30,7 @@ struct Result {
   std::vector<double> losses, norms;
   std::vector<std::pair<std::string, std::vector<float>>> params;
   bool full_grads = false;  // whether the TrainState held the full gradient buffer
+  bool shm = false;         // whether ZeRO ran its reduce-scatters and gathers through shared memory
 };
 
 Result run(MPI_Comm comm, const gt::Config& c) {
@@ -43,6 +44,7 @@ Result run(MPI_Comm comm, const gt::Config& c) {
   }
   r.params = t.gather_params();
   r.full_grads = t.state().has_buffer("grads");
+  r.shm = t.zero_in_shared_memory();
   return r;
 }
 
@@ -119,12 +121,20 @@ TEST(Zero, MatchesZeroStageZero) {
   expect_params_close(rz, r0, c);
   // Stages 2 and 3 with one micro-batch and one pipeline stage stage each unit's gradients and reduce-scatter
   // them as the unit's backward ends (src/train/zero_grads.hpp): the full fp32 buffer must not exist.
-  EXPECT_EQ(rz.full_grads, !(zero >= 2 && mb == 1 && pp == 1)) << "the full gradient buffer at zero " << zero;
+  const bool staged = zero >= 2 && mb == 1 && pp == 1;
+  EXPECT_EQ(rz.full_grads, !staged) << "the full gradient buffer at zero " << zero;
+  // On one node with the shm all-reduce (src/train/zero_shm.hpp): the all-gathers of stages 1 and 2 and the
+  // staged reduce-scatters and stage 3's gathers through the shared region, no MPI collective.
+  const bool on_shm = c.parallel.allreduce == "shm";
+  EXPECT_EQ(rz.shm, on_shm && (zero == 1 || zero == 2 || staged)) << "ZeRO through shared memory";
+  const bool shm_reduce = on_shm && staged;
   ASSERT_TRUE(all_ok());
 
   // Clipping off: bitwise where the reduction order is the same by construction.
   // Stage 3 reduces gradients as stage 2 does and computes with gathered parameters, bit copies of the shards.
-  const bool bitwise = zero == 1 || (zero >= 2 && dp == 2 && pp == 1);
+  // Through shared memory every element is summed in rank order 0..dp-1, the shm all-reduce's order at zero 0:
+  // bitwise at any dp.
+  const bool bitwise = zero == 1 || (zero >= 2 && dp == 2 && pp == 1) || shm_reduce;
   if (bitwise) {
     gt::Config b0 = c0, bz = cz;
     b0.train.grad_clip = bz.train.grad_clip = 0.0;

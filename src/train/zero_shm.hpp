@@ -1,0 +1,76 @@
+#pragma once
+// ZeRO-2/3 on one node through the DP group's shared-memory region, with no MPI call in the step's gathers and
+// reduce-scatters.
+//
+// Why: a non-blocking MPI collective (MPICH here) moves data only while its ranks are inside MPI calls. The
+// per-unit reduce-scatters of staged gradients (zero_grads.hpp) and the per-unit gathers of ZeRO-3
+// (zero_gather.hpp) therefore ran when each was waited, as exposed communication, and a unit's wait also waited
+// for the slowest rank to reach it: `small` at dp=2 ran 1.27-1.41x zero 0's step time at zero 2 (docs/zero.md).
+// On one node every rank can read every other rank's memory, so:
+//   - the buffers the peers read (this rank's parameter shard at ZeRO-3, its gradient staging buffers) are
+//     moved into the registered region (Comm::alloc_registered), at the same offset on every rank;
+//   - a gather is a memcpy of each rank's piece straight out of its shard;
+//   - a reduce-scatter is this rank summing, in rank order 0..p-1 (the shm all-reduce's order: zero 0's bits),
+//     its shard's piece of every rank's staging buffer into its reduced-gradient shard.
+// The only synchronisation is a few flags per rank in a header of the region, each written by its owner only
+// (release) and read by the others (acquire):
+//   done[u]      = s: this rank's gradients of unit u in step s are staged (the peers may sum them)
+//   consumed[u]  = s: this rank has summed its piece of unit u of step s (the peers may reuse that buffer)
+//   version      = v: this rank's parameter shard is current for the v-th invalidation (the peers may gather)
+// A rank that must wait spins on the flags (yielding), and while it waits it does the summing it can do, so
+// two ranks never wait on each other (docs/zero.md, "ZeRO on one node"). The wait counts as blocked DP
+// communication and is watched by the communication watchdog.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/comm/comm.hpp"
+#include "src/train/train_state.hpp"
+
+namespace gt {
+
+class ZeroShm {
+ public:
+  enum Flag { Done = 0, Consumed = 1 };
+  // Collective over dp. Moves the named buffers of the state into the region; nullptr (nothing moved) when the
+  // DP communicator has no registered region (ranks on several nodes, parallel.allreduce other than shm, a GPU
+  // build) or the model has more units than the header holds: the MPI path runs then.
+  static std::unique_ptr<ZeroShm> create(Comm& dp, TrainState& state, const std::vector<std::string>& buffers,
+                                         int units);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Rank k's copy of a moved buffer (its bytes are laid out as this rank's).
+  const unsigned char* peer(int k, const std::string& buffer) const;
+
+  void set(Flag f, int unit, uint64_t value);  // this rank's flag (release)
+  uint64_t get(int k, Flag f, int unit) const;  // rank k's flag (acquire)
+  // Whether every rank's flag f of unit u has reached s.
+  bool all_reached(Flag f, int unit, uint64_t s) const;
+  // This rank's parameters (its shard of them) are current: the peers may copy them until the next publish.
+  // Every rank publishes at the same points (ZeroGather::invalidate at stage 3, after each update at stages 1-2).
+  void publish_params();
+  // Until rank k has published as often as this rank (its shard is as current as ours).
+  void wait_params(int k, const char* what);
+  // ZeRO-1/2 after the update: every other rank's shard of the buffer (the working parameters, which lie in
+  // the region) copied from that rank into this rank's full buffer. Publishes this rank's shard first.
+  void allgather_shards(const std::string& buffer, void* mine, size_t elem_bytes, const TensorLayout& layout);
+
+  // Spins (yielding the core) until ready() holds, calling poll() between looks; counted as blocked DP
+  // communication and watched as `what` on the DP group.
+  void wait_until(const char* what, const std::function<bool()>& ready, const std::function<void()>& poll);
+
+ private:
+  ZeroShm(Comm& dp, int units) : dp_(dp), units_(units) {}
+  Comm& dp_;
+  int units_;
+  int rank_ = 0, size_ = 1;
+  std::vector<unsigned char*> bases_;      // every rank's part of the region
+  std::map<std::string, size_t> offset_;   // of each moved buffer in a part
+  uint64_t published_ = 0;                 // publish_params calls so far
+};
+
+}  // namespace gt
