@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Per-rank model-state memory of gpt2-124m at dp = 1, 2, 4 for ZeRO stages 0..3 (docs/zero.md, docs/benchmarks.md).
-# Memory figures do not depend on the machine's load; ranks may be oversubscribed. One short step per run
+# Memory figures do not depend on the machine's load; ranks may be oversubscribed. Peak RSS counts in full the
+# shared pages a rank maps (the peers' shards it reads when ZeRO runs through shared memory on one node); PSS at
+# the end of the run splits them among the ranks that map them. One short step per run
 # (seq_len 64, micro-batch 1: the activations stay small, psi changes only by wpe: 64 instead of 1024 rows).
 # Usage: [DPS="1 2 4"] scripts/bench_zero_memory.sh [build/src/cli/gridtrain] [mpiexec]  -> table on stdout and in $OUT
 set -euo pipefail
@@ -13,8 +15,8 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 field() { python3 -c "import json,sys; print('%.1f' % json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 {
   echo "# gpt2-124m (seq_len 64), per-rank model state (MiB, allocated by the TrainState; largest over ranks) and peak RSS"
-  echo "| dp | zero | params | grads | optimizer | model state | x zero 0 | peak RSS |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| dp | zero | params | grads | optimizer | model state | x zero 0 | peak RSS | PSS at end |"
+  echo "|---|---|---|---|---|---|---|---|---|"
 } | tee "$out"
 for dp in ${DPS:-1 2 4}; do
   base=""
@@ -28,6 +30,6 @@ for dp in ${DPS:-1 2 4}; do
     t=$(python3 -c "print('%.1f' % ($p + $g + $o))")
     [ -n "$base" ] || base=$t
     r=$(python3 -c "print('%.2f' % ($t / $base))")
-    echo "| $dp | $z | $p | $g | $o | $t | $r | $(field "$s" peak_rss_mb) |" | tee -a "$out"
+    echo "| $dp | $z | $p | $g | $o | $t | $r | $(field "$s" peak_rss_mb) | $(field "$s" pss_end_mb) |" | tee -a "$out"
   done
 done

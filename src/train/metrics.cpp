@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -102,6 +103,17 @@ double peak_rss_bytes() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_maxrss) * 1024.0;
+}
+
+double pss_bytes() {
+  std::ifstream f("/proc/self/smaps_rollup");
+  std::string key;
+  double kb = 0;
+  while (f >> key) {
+    if (key == "Pss:" && (f >> kb)) return kb * 1024.0;
+    f.ignore(1 << 20, '\n');
+  }
+  return -1;
 }
 
 double measure_sgemm_gflops(int n, int reps) {

@@ -114,8 +114,8 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
   double val_loss = -1;
   for (const StepStats& s : h)
     if (s.val_loss >= 0) val_loss = s.val_loss;
-  double rss = peak_rss_bytes();
-  grid_.world().allreduce(&rss, 1, DType::F64, ReduceOp::Max);
+  double rss[2] = {peak_rss_bytes(), pss_bytes()};  // the largest over ranks (-1: no PSS on this kernel)
+  grid_.world().allreduce(rss, 2, DType::F64, ReduceOp::Max);
   double ledger[6];
   for (int k = 0; k < 3; ++k) ledger[k] = in.ledger_predicted[k], ledger[3 + k] = in.ledger_allocated[k];
   grid_.world().allreduce(ledger, 6, DType::F64, ReduceOp::Max);
@@ -146,7 +146,8 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .integer("global_batch_tokens", (long long)tokens_per_step_).integer("seq_len", cfg_.model.seq_len)
       .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).str("peak_kind", peak_kind_).num("sgemm_gflops_per_rank", sgemm_gflops_)
       .str("schedule", cfg_.parallel.schedule).str("allreduce", cfg_.parallel.allreduce)
-      .num("peak_rss_mb", rss / 1048576.0).num("analytic_state_mb", in.state_bytes / 1048576.0)
+      .num("peak_rss_mb", rss[0] / 1048576.0).num("pss_end_mb", rss[1] < 0 ? -1.0 : rss[1] / 1048576.0)
+      .num("analytic_state_mb", in.state_bytes / 1048576.0)
       .num("analytic_activation_mb", in.activation_bytes / 1048576.0).str("activation_dtype", in.activation_dtype)
       .str("recompute", cfg_.train.recompute).integer("zero", in.zero_stage)
       .num("state_params_mb_predicted", ledger[0] / 1048576.0).num("state_grads_mb_predicted", ledger[1] / 1048576.0)
