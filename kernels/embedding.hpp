@@ -11,12 +11,15 @@ namespace gt {
 
 // tokens: (BT) int32   wte: (Vl,C)   wpe: (T,C) or nullptr   out: (BT,C) set
 // out[i,:] = (tok in [v0,v0+Vl) ? wte[tok-v0,:] : 0) + (wpe ? wpe[i % T,:] : 0)
+// only_in_range (wpe null): rows of tokens outside [v0,v0+Vl) are left as they are, not zeroed: wte looked up
+// chunk of rows by chunk of rows (ZeRO with a chunked wte, GPT::embedding_forward_chunked).
 template <class T>
 void embedding_forward(T* out, const int32_t* tokens, const T* wte, const no_deduce_t<T>* wpe, int BT, int T_, int C, int v0,
-                       int Vl) {
+                       int Vl, bool only_in_range = false) {
   Kokkos::parallel_for("embedding_forward", range(0, BT), KOKKOS_LAMBDA(long i) {
     const long row = static_cast<long>(tokens[i]) - v0;
     const bool have_tok = row >= 0 && row < Vl;
+    if (only_in_range && !have_tok) return;
     T* o = out + i * C;
     const T* w = wte + (have_tok ? row : 0) * C;
     if (wpe != nullptr) {

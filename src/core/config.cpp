@@ -71,6 +71,7 @@ std::vector<Field> schema(Config& c) {
       {"parallel.grad_reduce_dtype", Kind::String, &c.parallel.grad_reduce_dtype, {"fp32", "bf16"}},
       {"parallel.bucket_mb", Kind::Double, &c.parallel.bucket_mb},
       {"parallel.zero", Kind::Int, &c.parallel.zero},
+      {"parallel.wte_chunk_rows", Kind::Int, &c.parallel.wte_chunk_rows},
       {"parallel.blas_threads", Kind::Int, &c.parallel.blas_threads},
       {"parallel.layout", Kind::String, &c.parallel.layout, {"manual", "auto"}},
       {"parallel.cluster", Kind::String, &c.parallel.cluster},
@@ -334,6 +335,7 @@ void Config::validate() const {
   positive("parallel.pp", parallel.pp);
   nonneg("parallel.dp", parallel.dp);
   positive("parallel.bucket_mb", parallel.bucket_mb);
+  nonneg("parallel.wte_chunk_rows", parallel.wte_chunk_rows);
   positive("parallel.blas_threads", parallel.blas_threads);
   if (!parallel.cluster.empty() && parallel.layout != "auto")
     throw Error("config key 'parallel.cluster' is read only with parallel.layout = \"auto\"");

@@ -69,6 +69,7 @@ struct ParallelConfig {
   std::string grad_reduce_dtype = "fp32";  // wire type of the DP gradient all-reduce: "fp32" or "bf16"
   double bucket_mb = 25.0;            // DP gradient bucket size
   int zero = 0;                       // ZeRO stage over the DP group: 0 none, 1 optimizer state, 2 + gradients
+  int wte_chunk_rows = 0;             // ZeRO 2/3 with staged gradients: rows of wte per chunk (0: a block's worth)
   int blas_threads = 1;
   std::string layout = "manual";      // "auto": tp/pp/dp chosen by the planner at start (docs/planner.md)
   std::string cluster;                // layout = auto: a cluster description (name or path); empty: measured

@@ -275,10 +275,11 @@ template <class T>
 void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   const int C = d_.C, BT = B_ * d_.T, Vl = d_.Vl, v0 = d_.v0;
   const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
-  T* wte = store_.param("wte");
   layernorm_forward(lnf_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"),
                     store_.param("ln_f.b"), BT, C);
-  linear_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), BT, C, Vl);
+  const T* wte = vocab_chunked() ? nullptr : store_.param("wte");
+  if (vocab_chunked()) head_logits_chunked(a);
+  else linear_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), BT, C, Vl);
   A* rowmax = ce_.data();
   A* sumexp = ce_.data() + BT;
   A* tlogit = ce_.data() + 2 * BT;
@@ -289,8 +290,11 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   ce_loss_accumulate(loss_acc_.data(), sumexp, rowmax, tlogit, BT);
   if (!with_grad) return;
   ce_backward_inplace(logits_.data(), rowmax, sumexp, a.targets.data(), BT, Vl, v0, loss_scale);
-  linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<A*>(nullptr), static_cast<A*>(nullptr), logits_.data(),
-                  lnf_.data(), wte, BT, C, Vl);
+  if (vocab_chunked())  // wte's gradient waits for the embedding's backward (embedding_backward_chunked)
+    head_dlnf_chunked(a);
+  else
+    linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<A*>(nullptr), static_cast<A*>(nullptr),
+                    logits_.data(), lnf_.data(), wte, BT, C, Vl);
   tp_allreduce_sum(a.dlnf.data(), size_t(BT) * C);
 }
 
@@ -300,9 +304,14 @@ void GPT<T>::forward(int slot, bool with_grad, double loss_scale) {
   const int BT = B_ * d_.T, C = d_.C;
   if (stage_.first()) {
     time_unit(0, true);
-    need_units(0);
-    embedding_forward(a.x0.data(), a.inputs.data(), store_.param("wte"), static_cast<const T*>(nullptr), BT, d_.T, C,
-                      d_.v0, d_.Vl);
+    if (vocab_chunked()) {
+      embedding_forward_chunked(a);
+      need_units(0);  // wpe (wte is in chunk units of its own)
+    } else {
+      need_units(0);
+      embedding_forward(a.x0.data(), a.inputs.data(), store_.param("wte"), static_cast<const T*>(nullptr), BT, d_.T,
+                        C, d_.v0, d_.Vl);
+    }
     tp_allreduce_sum(a.x0.data(), size_t(BT) * C);  // each TP rank looked up only its vocab shard
     add_positions(a.x0.data(), store_.param("wpe"), BT, d_.T, C);
     time_unit(0, false);
@@ -318,7 +327,8 @@ void GPT<T>::forward(int slot, bool with_grad, double loss_scale) {
   }
   if (stage_.last()) {
     time_unit(d_.L + 1, true);
-    need_units(d_.L + 1, store_.spec("wte").unit);
+    if (vocab_chunked()) need_units(d_.L + 1);  // the chunks of wte are requested one by one
+    else need_units(d_.L + 1, store_.spec("wte").unit);
     head_forward(a, with_grad, A(loss_scale));
     time_unit(d_.L + 1, false);
   }
@@ -358,11 +368,94 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     time_unit(l + 1, false);
     if (on_unit) on_unit(l + 1);
   }
-  if (stage_.first()) {
+  if (stage_.first() && vocab_chunked()) {
+    embedding_backward_chunked(a, on_unit);
+  } else if (stage_.first()) {
     time_unit(0, true);
     embedding_backward(store_.grad("wte"), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl);
     time_unit(0, false);
     if (on_unit) on_unit(0);
+  }
+}
+
+template <class T>
+void GPT<T>::set_vocab_chunks(std::vector<size_t> row_starts, std::function<const void*(int c)> param,
+                              std::function<float*(int c)> grad) {
+  if (!row_starts.empty() && (!stage_.first() || !stage_.last() || row_starts.back() != size_t(d_.Vl)))
+    throw Error("set_vocab_chunks: wte in chunks needs a one-stage model and chunks covering its " +
+                std::to_string(d_.Vl) + " local rows");
+  chunk_rows_ = std::move(row_starts);
+  chunk_param_ = std::move(param);
+  chunk_grad_ = std::move(grad);
+  if constexpr (!std::is_same_v<T, A>)
+    if (vocab_chunked() && dlnf_acc_.size() == 0) dlnf_acc_ = DeviceView<A>("dlnf_acc", size_t(B_) * d_.T * d_.C);
+}
+
+// Chunk c's rows of wte (c_rows x C), readable until the next request for parameters.
+template <class T>
+const T* GPT<T>::wte_chunk(int c) {
+  if (chunk_param_) return static_cast<const T*>(chunk_param_(c));
+  return store_.param("wte") + chunk_rows_[size_t(c)] * size_t(d_.C);
+}
+
+// x0 (BT,C) = wte[token] row by row from the chunk holding it; rows of other TP ranks' vocabulary stay 0.
+template <class T>
+void GPT<T>::embedding_forward_chunked(Acts& a) {
+  const int BT = B_ * d_.T, C = d_.C;
+  fill(a.x0.data(), long(BT) * C, T(0));
+  for (int c = vocab_chunks() - 1; c >= 0; --c) {  // unit ids ascending, as ZeRO-3 prefetches
+    const int r0 = int(chunk_rows_[size_t(c)]), n = int(chunk_rows_[size_t(c) + 1]) - r0;
+    embedding_forward(a.x0.data(), a.inputs.data(), wte_chunk(c), static_cast<const T*>(nullptr), BT, d_.T, C,
+                      d_.v0 + r0, n, true);
+  }
+}
+
+// logits (BT,Vl) columns [r0,r1) = lnf (BT,C) x wte rows [r0,r1) ^T, chunk by chunk.
+template <class T>
+void GPT<T>::head_logits_chunked(Acts&) {
+  const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
+  for (int c = vocab_chunks() - 1; c >= 0; --c) {
+    const int r0 = int(chunk_rows_[size_t(c)]), n = int(chunk_rows_[size_t(c) + 1]) - r0;
+    gemm(Op::N, Op::T, BT, n, C, A(1), lnf_.data(), C, wte_chunk(c), C, A(0), logits_.data() + r0, Vl);
+  }
+}
+
+// dlnf (BT,C) = dlogits (BT,Vl) x wte (Vl,C), summed over the chunks (in fp32 for a 16-bit T, rounded once).
+template <class T>
+void GPT<T>::head_dlnf_chunked(Acts& a) {
+  const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
+  for (int c = vocab_chunks() - 1; c >= 0; --c) {
+    const int r0 = int(chunk_rows_[size_t(c)]), n = int(chunk_rows_[size_t(c) + 1]) - r0;
+    const A beta = c == vocab_chunks() - 1 ? A(0) : A(1);
+    if constexpr (std::is_same_v<T, A>)
+      gemm(Op::N, Op::N, BT, C, n, A(1), logits_.data() + r0, Vl, wte_chunk(c), C, beta, a.dlnf.data(), C);
+    else
+      gemm(Op::N, Op::N, BT, C, n, 1.0f, logits_.data() + r0, Vl, wte_chunk(c), C, float(beta), dlnf_acc_.data(), C);
+  }
+  if constexpr (!std::is_same_v<T, A>) convert(a.dlnf.data(), dlnf_acc_.data(), long(BT) * C);
+}
+
+// wpe's gradient (unit 0), then wte's chunk by chunk (units wte_chunk_unit(0), (1), ...): the head's part, dlogits^T x lnf (kept
+// since the head's forward: one micro-batch, one stage), plus the embedding's rows, in the chunk's fresh buffer.
+template <class T>
+void GPT<T>::embedding_backward_chunked(Acts& a, const std::function<void(int)>& on_unit) {
+  if constexpr (!std::is_same_v<A, float>) {
+    throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
+  } else {
+    const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
+    time_unit(0, true);
+    A* dwpe = store_.grad("wpe");
+    // Vl = 0: no token's row is in range, so the wte argument (here dwpe) is never written
+    embedding_backward(dwpe, dwpe, dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, 0);
+    time_unit(0, false);
+    if (on_unit) on_unit(0);
+    for (int c = 0; c < vocab_chunks(); ++c) {
+      const int r0 = int(chunk_rows_[size_t(c)]), n = int(chunk_rows_[size_t(c) + 1]) - r0;
+      A* g = chunk_grad_(c);
+      gemm(Op::T, Op::N, n, C, BT, A(1), logits_.data() + r0, Vl, lnf_.data(), C, A(1), g, C);
+      embedding_backward(g, static_cast<A*>(nullptr), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n);
+      if (on_unit) on_unit(wte_chunk_unit(c));
+    }
   }
 }
 

@@ -108,6 +108,9 @@ class GPT final : public StageModel {
     else throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
   }
 
+  void set_vocab_chunks(std::vector<size_t> row_starts, std::function<const void*(int c)> param,
+                        std::function<float*(int c)> grad) override;
+
   // Bytes of activations kept per slot and of the shared work buffers (for the memory report).
   size_t activation_bytes_per_slot() const override;
   size_t work_bytes() const override;
@@ -143,6 +146,15 @@ class GPT final : public StageModel {
   void need_units(int a, int b = -1) {
     if (param_hook_) param_hook_(a, b);
   }
+  // wte in chunks (set_vocab_chunks): the embedding's lookup, the head's logits and dlnf, and wte's gradient
+  // (the head's and the embedding's contributions together) chunk by chunk.
+  bool vocab_chunked() const { return !chunk_rows_.empty(); }
+  int vocab_chunks() const { return static_cast<int>(chunk_rows_.size()) - 1; }
+  const T* wte_chunk(int c);
+  void embedding_forward_chunked(Acts& a);
+  void head_logits_chunked(Acts& a);
+  void head_dlnf_chunked(Acts& a);
+  void embedding_backward_chunked(Acts& a, const std::function<void(int)>& on_unit);
 
   ModelDims d_;
   int B_;
@@ -160,6 +172,10 @@ class GPT final : public StageModel {
   DeviceView<float> tp_sum_;  // 16-bit T with tp > 1: the fp32 staging of the all-reduced activations
   std::function<void(int, bool)> unit_timer_;
   std::function<void(int, int)> param_hook_;
+  std::vector<size_t> chunk_rows_;  // set_vocab_chunks' row_starts
+  std::function<const void*(int)> chunk_param_;
+  std::function<float*(int)> chunk_grad_;
+  DeviceView<A> dlnf_acc_;  // chunked wte with 16-bit T: dlnf summed over the chunks in fp32, rounded once
 };
 
 }  // namespace gt

@@ -10,6 +10,10 @@
 
 namespace gt {
 
+// The unit id of wte's chunk c when wte is split in chunks of rows (ZeRO with staged gradients: zero_units,
+// set_vocab_chunks): -2, -3, ...; -1 stays "no unit".
+inline int wte_chunk_unit(int c) { return -c - 2; }
+
 struct StageLayout {
   int stage = 0, stages = 1;
   int block_begin = 0, block_end = 0;  // blocks [begin, end) live on this stage
@@ -47,6 +51,14 @@ class StageModel {
   virtual void redirect_param(size_t tensor_index, void* at) = 0;
   // ZeRO-2/3 (src/train/zero_grads.hpp): tensor k's gradients (fp32) written at `at` (null: not writable).
   virtual void redirect_grad(size_t tensor_index, float* at) = 0;
+  // ZeRO-2/3 with staged gradients: the tied wte of a one-stage model in chunks of rows (row_starts: chunk c
+  // holds local rows [row_starts[c], row_starts[c+1])), so no buffer holds all of wte or its gradient. param(c)
+  // makes chunk c's parameters readable and returns them (working type; null hook: the store's wte), grad(c)
+  // returns its fp32 gradient buffer (zeroed; accumulated into, then reported done as its unit). Empty
+  // row_starts: wte whole (the default).
+  // (The unit id of chunk c is wte_chunk_unit(c).)
+  virtual void set_vocab_chunks(std::vector<size_t> row_starts, std::function<const void*(int c)> param,
+                                std::function<float*(int c)> grad) = 0;
   virtual size_t activation_bytes_per_slot() const = 0;
   virtual size_t work_bytes() const = 0;
 };

@@ -118,17 +118,26 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   // the head on the last (ln_f, and the tied wte's copy off the first stage).
   const double emb = double(padded_vocab(m, l.tp, f)) * m.h / l.tp;
   const double block = 12.0 * m.h * m.h / l.tp + 7.0 * m.h / l.tp + 6.0 * m.h;
+  // Staged gradients (zero 2/3, one micro-batch, one stage) split the tied wte into chunks of as many rows as fit
+  // in the largest block (zero_units, wte_chunk_rows): the embedding unit is wpe alone, each chunk a unit.
+  const bool staged = f == Framework::Gridtrain && l.zero >= 2 && l.dp > 1 && l.micro_batches == 1 && l.pp == 1;
   std::vector<double> units(size_t(blocks), block);
-  if (first) units.push_back(emb + double(m.s) * m.h);
+  if (first && staged) {
+    units.push_back(double(m.s) * m.h);
+    const double rows = std::max(1.0, std::floor((blocks > 0 ? block : 2.0 * m.h) / m.h));
+    units.push_back(std::min(emb, rows * m.h));
+  } else if (first) {
+    units.push_back(emb + double(m.s) * m.h);
+  }
   if (last) units.push_back(2.0 * m.h + (first ? 0.0 : emb));
   std::sort(units.rbegin(), units.rend());
   // gridtrain's ZeRO-2/3 (src/train/zero.cpp, predicted_state_bytes): the gradient shard, plus either the staging
-  // of one unit at a time (one micro-batch, one stage: the embedding's own buffer and two of the largest
-  // other unit, src/train/zero_grads.hpp) or the full accumulation buffer.
+  // of one unit at a time (two buffers of the largest unit, src/train/zero_grads.hpp) or the full accumulation
+  // buffer.
   if (f == Framework::Gridtrain && l.zero >= 2 && l.dp > 1) {
     const double g = state_bytes(l.precision).g;
-    if (l.micro_batches == 1 && l.pp == 1)
-      r.grads = psi * g / l.dp + g * (emb + double(m.s) * m.h + 2.0 * std::max(blocks > 0 ? block : 0.0, 2.0 * m.h));
+    if (staged)
+      r.grads = psi * g / l.dp + g * 2.0 * units.front();
     else
       r.grads = psi * g * (1.0 + 1.0 / l.dp);
   }

@@ -91,7 +91,13 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
   apply_zero_plan(*state_, zero_);
-  if (stage_grads) staging_ = std::make_unique<ZeroGradStaging>(*state_, zero_, *model_);
+  // Staged gradients: the tied wte in chunks of rows no larger than a block, so neither its gradient nor (zero 3)
+  // its gathered parameters are ever held whole (zero_units; GPT::set_vocab_chunks).
+  const size_t chunk_rows = !stage_grads ? 0
+                            : cfg_.parallel.wte_chunk_rows > 0 ? size_t(cfg_.parallel.wte_chunk_rows)
+                                                               : wte_chunk_rows(state_->layout());
+  const std::map<int, ZeroUnit> units = zero_units(state_->layout(), chunk_rows);
+  if (stage_grads) staging_ = std::make_unique<ZeroGradStaging>(*state_, zero_, *model_, chunk_rows);
   if (g.dp > 1 && exec_on_host) {
     // On CPU builds with every DP rank on one node (parallel.allreduce=shm) the buffers the DP collectives read
     // move into the DP group's shared region (zero_shm.hpp), where they need no copy and no MPI progress: the
@@ -104,7 +110,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     if (zero_.stage == 1 || zero_.stage == 2 || (zero_.stage == 3 && stage_grads)) moved.push_back("params");
     if (stage_grads)
       for (const std::string& b : ZeroGradStaging::buffer_names()) moved.push_back(b);
-    zero_shm_ = ZeroShm::create(grid_.dp(), *state_, moved, zero_units(state_->layout()).rbegin()->first + 1);
+    zero_shm_ = ZeroShm::create(grid_.dp(), *state_, moved, units.begin()->first, units.rbegin()->first);
     if (zero_shm_) {
       model_->bind(state_->params(), grads());
       if (staging_) staging_->attach(zero_shm_.get());
@@ -112,9 +118,15 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   if (zero_.stage >= 3) {  // the working parameters are a shard now: the model reads gathered units
     model_->bind(state_->params(), grads());
-    gather_ = std::make_unique<ZeroGather>(*state_, zero_, grid_.dp(), *model_);
+    gather_ = std::make_unique<ZeroGather>(*state_, zero_, grid_.dp(), *model_, chunk_rows);
     if (zero_shm_ && staging_) gather_->attach(zero_shm_.get());
     model_->set_param_hook([this](int a, int b) { gather_->need(a, b); });
+  }
+  if (chunk_rows > 0 && state_->layout().has("wte")) {
+    std::function<const void*(int)> param;  // zero 2: the full working copy holds wte
+    if (gather_) param = [this](int c) { return gather_->chunk(c); };
+    model_->set_vocab_chunks(wte_chunk_starts(state_->layout(), chunk_rows), param,
+                             [this](int c) { return staging_->staged(wte_chunk_unit(c)); });
   }
   if (g.dp > 1) {
     std::vector<TensorSpec> tensors = state_->layout().tensors();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "src/core/error.hpp"
+#include "src/model/stage_model.hpp"
 #include "src/train/zero_shm.hpp"
 
 namespace gt {
@@ -37,10 +38,40 @@ std::vector<size_t> shard_counts(const TensorLayout& layout, Range bucket) {
   return counts;
 }
 
-std::map<int, ZeroUnit> zero_units(const TensorLayout& layout) {
+size_t wte_chunk_rows(const TensorLayout& layout) {
+  if (!layout.has("wte")) return 0;
+  const TensorSpec& wte = layout.spec("wte");
+  size_t largest = 0;
+  for (const auto& [id, u] : zero_units(layout))
+    if (id != wte.unit) largest = std::max(largest, u.elems);
+  const size_t cols = size_t(wte.local_shape().back());
+  return std::max<size_t>(1, largest / cols);
+}
+
+std::vector<size_t> wte_chunk_starts(const TensorLayout& layout, size_t chunk_rows) {
+  const TensorSpec& wte = layout.spec("wte");
+  const size_t rows = size_t(wte.local_shape().front());
+  std::vector<size_t> starts;
+  for (size_t r = 0; r < rows; r += chunk_rows) starts.push_back(r);
+  starts.push_back(rows);
+  return starts;
+}
+
+std::map<int, ZeroUnit> zero_units(const TensorLayout& layout, size_t chunk_rows) {
   std::map<int, ZeroUnit> units;
   const std::vector<TensorSpec>& t = layout.tensors();
+  const bool chunked = chunk_rows > 0 && layout.has("wte");
   for (size_t k = 0; k < t.size(); ++k) {
+    if (chunked && t[k].name == "wte") {  // a range per chunk; no tensor is redirected as a whole
+      const std::vector<size_t> starts = wte_chunk_starts(layout, chunk_rows);
+      const size_t cols = size_t(t[k].local_shape().back());
+      for (size_t c = 0; c + 1 < starts.size(); ++c) {
+        ZeroUnit& u = units[wte_chunk_unit(int(c))];
+        u.ranges.push_back({t[k].offset + starts[c] * cols, t[k].offset + starts[c + 1] * cols});
+        u.elems = u.ranges.back().size();
+      }
+      continue;
+    }
     ZeroUnit& u = units[t[k].unit];
     // Tensors of one unit that follow each other in storage share a range (with the alignment gap between
     // them, which is zero everywhere).
@@ -52,6 +83,7 @@ std::map<int, ZeroUnit> zero_units(const TensorLayout& layout) {
     u.tensors.push_back(k);
   }
   for (auto& [id, u] : units) {  // where each tensor lands when the ranges are packed one after the other
+    if (id < -1) continue;  // a wte chunk: elems set above
     size_t base = 0, k = 0;
     for (const Range& r : u.ranges) {
       for (; k < u.tensors.size() && t[u.tensors[k]].offset < r.end; ++k)

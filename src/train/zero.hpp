@@ -49,7 +49,14 @@ struct ZeroUnit {
   std::vector<size_t> packed;   // per entry of tensors
   size_t elems = 0;             // of all ranges
 };
-std::map<int, ZeroUnit> zero_units(const TensorLayout& layout);
+// chunk_rows > 0: wte (the tied embedding of a one-stage model) is not part of the embedding unit but its own
+// units of chunk_rows rows each (the last one shorter), ids wte_chunk_unit(0), (1), ... for rows from 0 up.
+std::map<int, ZeroUnit> zero_units(const TensorLayout& layout, size_t chunk_rows = 0);
+// Rows per wte chunk such that a chunk holds no more elements than the largest block (so no buffer is larger
+// than a block's), at least one row; 0 when the layout has no wte.
+size_t wte_chunk_rows(const TensorLayout& layout);
+// The wte chunks of zero_units(layout, chunk_rows): chunk c holds local rows [starts[c], starts[c+1]).
+std::vector<size_t> wte_chunk_starts(const TensorLayout& layout, size_t chunk_rows);
 
 // A reduce-scatter over dp of the layout's range r, whose elements are at `send`, into this rank's shard
 // buffer (element i of the layout at shard_grads[i - shard.begin]): each rank receives the sum of the piece of

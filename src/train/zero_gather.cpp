@@ -5,9 +5,9 @@
 
 namespace gt {
 
-ZeroGather::ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model)
+ZeroGather::ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model, size_t chunk_rows)
     : state_(state), plan_(plan), dp_(dp), model_(model), dtype_(state.buffer("params").dtype),
-      elem_(dtype_size(dtype_)), units_(zero_units(state.layout())) {
+      elem_(dtype_size(dtype_)), units_(zero_units(state.layout(), chunk_rows)) {
   std::vector<size_t> sizes;
   for (const auto& [id, u] : units_) sizes.push_back(u.elems);
   std::sort(sizes.rbegin(), sizes.rend());
@@ -30,7 +30,7 @@ ZeroGather::~ZeroGather() {
 void ZeroGather::issue(Slot& s, int unit) {
   for (RequestPtr& r : s.pending) r->wait();  // the slot's previous gather, if it was never used
   s.pending.clear();
-  if (s.unit >= 0)  // the unit it held is no longer readable: a stray read throws instead of reading another unit
+  if (s.unit != -1)  // the unit it held is no longer readable: a stray read throws instead of reading another unit
     for (size_t k : units_.at(s.unit).tensors) model_.redirect_param(k, nullptr);
   s.unit = unit;
   const unsigned char* shard = static_cast<const unsigned char*>(state_.buffer("params").data);
@@ -122,7 +122,7 @@ void ZeroGather::need(int a, int b) {
     issue(*sa, a);
     settle(*sa);
   }
-  if (last_ >= 0) descending_ = a <= last_;  // equal: the head, its forward and then its backward
+  if (last_ != -1) descending_ = a <= last_;  // equal: the head, its forward and then its backward
   last_ = a;
   if (b >= 0) return;  // both buffers in use
   // Prefetch the next unit into the other buffer, whose unit is done, if it fits there (else it is gathered
@@ -130,6 +130,11 @@ void ZeroGather::need(int a, int b) {
   const int next = descending_ ? a - 1 : a + 1;
   if (units_.count(next) && !(descending_ && next == 0) && !holding(next) && fits(*other(sa), next))
     issue(*other(sa), next);
+}
+
+const void* ZeroGather::chunk(int c) {
+  need(wte_chunk_unit(c), -1);
+  return holding(wte_chunk_unit(c))->data;
 }
 
 void ZeroGather::invalidate() {

@@ -27,11 +27,14 @@ class ZeroGather {
   // Adds the two gather buffers to the state, of the working type: "gather0" as large as the largest unit,
   // "gather1" as the second largest. Two units are never needed at once in the same buffer, so that is enough,
   // and the largest unit (the embedding: wte alone is 31% of gpt2-124m) is held once, not twice.
-  ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model);
+  // chunk_rows > 0: wte in chunks of rows (zero_units), gathered one by one through chunk().
+  ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model, size_t chunk_rows = 0);
   ~ZeroGather();
 
   // The parameters of units a and b (b = -1: none) readable through the store when this returns.
   void need(int a, int b);
+  // wte chunk c (unit wte_chunk_unit(c)) gathered; its rows, readable until the next need() or chunk().
+  const void* chunk(int c);
   // The parameters changed (the optimizer step, a resume): drop every gathered copy. Every rank calls it at the
   // same points (on one node it publishes that this rank's shard is current: zero_shm.hpp).
   void invalidate();

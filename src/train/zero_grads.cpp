@@ -12,10 +12,10 @@ bool ZeroGradStaging::applies(const ZeroPlan& plan, int micro_batches, int pp) {
   return plan.stage >= 2 && micro_batches == 1 && pp == 1;
 }
 
-ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model)
-    : state_(state), plan_(plan), model_(model), units_(zero_units(state.layout())) {
+ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model, size_t chunk_rows)
+    : state_(state), plan_(plan), model_(model), units_(zero_units(state.layout(), chunk_rows)) {
   const TensorLayout& layout = state.layout();
-  if (layout.has("wte")) tied_unit_ = layout.spec("wte").unit;
+  if (layout.has("wte") && chunk_rows == 0) tied_unit_ = layout.spec("wte").unit;
   for (const auto& [id, u] : units_)
     if (id != tied_unit_) slots_[0].cap = slots_[1].cap = std::max(slots_[0].cap, u.elems);
   tied_.cap = tied_unit_ >= 0 ? units_.at(tied_unit_).elems : 0;
@@ -37,6 +37,12 @@ ZeroGradStaging::~ZeroGradStaging() {
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) wait(*s);  // MPI must not read freed buffers
 }
 
+float* ZeroGradStaging::staged(int unit) {
+  for (Slot* t : {&tied_, &slots_[0], &slots_[1]})
+    if (t->unit == unit) return t->data;
+  throw Error("zero: the gradients of unit " + std::to_string(unit) + " are written but not staged");
+}
+
 void ZeroGradStaging::attach(ZeroShm* shm) {
   shm_ = shm;
   for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = state_.data<float>(t->name);
@@ -44,7 +50,7 @@ void ZeroGradStaging::attach(ZeroShm* shm) {
 
 void ZeroGradStaging::wait(Slot& s) {
   if (shm_) {
-    if (s.unit >= 0)
+    if (s.unit != -1)  // -1: empty (wte chunks have negative ids)
       shm_->wait_until(
           "zero reduce-scatter (shm)", [&] { return shm_->all_reached(ZeroShm::Consumed, s.unit, s.step); },
           [this] { reduce_ready(); });
@@ -98,7 +104,7 @@ void ZeroGradStaging::point(int unit, float* at) {
 
 void ZeroGradStaging::prepare(Slot& s, int unit) {
   wait(s);  // its last unit's reduce-scatter still reads it
-  if (s.unit >= 0) point(s.unit, nullptr);
+  if (s.unit != -1) point(s.unit, nullptr);
   s.unit = unit;
   s.step = step_;
   // zeroed: the kernels accumulate into gradients, as into the zeroed full buffer
@@ -110,7 +116,7 @@ void ZeroGradStaging::begin_step() {
   ++step_;
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) {
     wait(*s);
-    if (s->unit >= 0) point(s->unit, nullptr);
+    if (s->unit != -1) point(s->unit, nullptr);
     s->unit = -1;
   }
   if (tied_unit_ >= 0) prepare(tied_, tied_unit_);

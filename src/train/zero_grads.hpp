@@ -32,7 +32,8 @@ class ZeroGradStaging {
   // Adds "grads_tied" (the unit holding wte) and "grads_stage0", "grads_stage1" (the largest other unit) to
   // the state, and removes a full "grads" buffer if there is one: from here on the model's gradients go to the
   // staging.
-  ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model);
+  // chunk_rows > 0: wte in chunks of rows (zero_units), each staged like a block: no buffer of wte's size.
+  ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model, size_t chunk_rows = 0);
   ~ZeroGradStaging();
   ZeroGradStaging(const ZeroGradStaging&) = delete;
   ZeroGradStaging& operator=(const ZeroGradStaging&) = delete;
@@ -54,7 +55,9 @@ class ZeroGradStaging {
   // Elements of all staging buffers together (the ledger's figure).
   size_t elems() const { return tied_.cap + slots_[0].cap + slots_[1].cap; }
   // A gradient element of this step (the overflow test hook poisons one).
-  float* some_grad() { return tied_.data; }
+  float* some_grad() { return tied_.cap > 0 ? tied_.data : slots_[0].data; }
+  // The staged buffer of unit u (a wte chunk: GPT::set_vocab_chunks' grad); throws if u is not staged now.
+  float* staged(int unit);
 
  private:
   struct Slot {

@@ -21,9 +21,10 @@ uint64_t* flag_at(unsigned char* base, int units, int f, int unit) {
 }  // namespace
 
 std::unique_ptr<ZeroShm> ZeroShm::create(Comm& dp, TrainState& state, const std::vector<std::string>& buffers,
-                                         int units) {
+                                         int first_unit, int last_unit) {
+  const int units = last_unit - first_unit + 1;
   if (dp.size() == 1 || units <= 0 || buffers.empty()) return nullptr;
-  std::unique_ptr<ZeroShm> z(new ZeroShm(dp, units));
+  std::unique_ptr<ZeroShm> z(new ZeroShm(dp, first_unit, units));
   size_t off = round_up(header_bytes(units));
   for (const std::string& name : buffers) {
     z->offset_[name] = off;
@@ -47,13 +48,15 @@ const unsigned char* ZeroShm::peer(int k, const std::string& buffer) const {
   return bases_[size_t(k)] + offset_.at(buffer);
 }
 
-void ZeroShm::set(Flag f, int unit, uint64_t value) {
-  __atomic_store_n(flag_at(bases_[size_t(rank_)], units_, f, unit), value, __ATOMIC_RELEASE);
+uint64_t* ZeroShm::flag(int k, Flag f, int unit) const {
+  if (unit < first_unit_ || unit >= first_unit_ + units_)
+    throw Error("zero: unit " + std::to_string(unit) + " has no flags in the shared region");
+  return flag_at(bases_[size_t(k)], units_, f, unit - first_unit_);
 }
 
-uint64_t ZeroShm::get(int k, Flag f, int unit) const {
-  return __atomic_load_n(flag_at(bases_[size_t(k)], units_, f, unit), __ATOMIC_ACQUIRE);
-}
+void ZeroShm::set(Flag f, int unit, uint64_t value) { __atomic_store_n(flag(rank_, f, unit), value, __ATOMIC_RELEASE); }
+
+uint64_t ZeroShm::get(int k, Flag f, int unit) const { return __atomic_load_n(flag(k, f, unit), __ATOMIC_ACQUIRE); }
 
 bool ZeroShm::all_reached(Flag f, int unit, uint64_t s) const {
   for (int k = 0; k < size_; ++k)

@@ -35,11 +35,11 @@ namespace gt {
 class ZeroShm {
  public:
   enum Flag { Done = 0, Consumed = 1 };
-  // Collective over dp. Moves the named buffers of the state into the region; nullptr (nothing moved) when the
-  // DP communicator has no registered region (ranks on several nodes, parallel.allreduce other than shm, a GPU
-  // build) or the model has more units than the header holds: the MPI path runs then.
+  // Collective over dp. Moves the named buffers of the state into the region, with flags for the unit ids
+  // first_unit..last_unit; nullptr (nothing moved) when the DP communicator has no registered region (ranks on
+  // several nodes, parallel.allreduce other than shm, a GPU build): the MPI path runs then.
   static std::unique_ptr<ZeroShm> create(Comm& dp, TrainState& state, const std::vector<std::string>& buffers,
-                                         int units);
+                                         int first_unit, int last_unit);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -64,9 +64,10 @@ class ZeroShm {
   void wait_until(const char* what, const std::function<bool()>& ready, const std::function<void()>& poll);
 
  private:
-  ZeroShm(Comm& dp, int units) : dp_(dp), units_(units) {}
+  ZeroShm(Comm& dp, int first_unit, int units) : dp_(dp), first_unit_(first_unit), units_(units) {}
+  uint64_t* flag(int k, Flag f, int unit) const;
   Comm& dp_;
-  int units_;
+  int first_unit_, units_;  // the flags of unit u at index u - first_unit_
   int rank_ = 0, size_ = 1;
   std::vector<unsigned char*> bases_;      // every rank's part of the region
   std::map<std::string, size_t> offset_;   // of each moved buffer in a part
