@@ -1,14 +1,16 @@
 #pragma once
-// ZeRO-2/3 on one node through the DP group's shared-memory region, with no MPI call in the step's gathers and
-// reduce-scatters.
+// ZeRO on one node through the DP group's shared-memory region, with no MPI call in the step's gathers and
+// reduce-scatters (stages 2/3 with staged gradients) nor in the parameter all-gather after the update (stages
+// 1/2: allgather_shards).
 //
 // Why: a non-blocking MPI collective (MPICH here) moves data only while its ranks are inside MPI calls. The
 // per-unit reduce-scatters of staged gradients (zero_grads.hpp) and the per-unit gathers of ZeRO-3
 // (zero_gather.hpp) therefore ran when each was waited, as exposed communication, and a unit's wait also waited
 // for the slowest rank to reach it: `small` at dp=2 ran 1.27-1.41x zero 0's step time at zero 2 (docs/zero.md).
 // On one node every rank can read every other rank's memory, so:
-//   - the buffers the peers read (this rank's parameter shard at ZeRO-3, its gradient staging buffers) are
-//     moved into the registered region (Comm::alloc_registered), at the same offset on every rank;
+//   - the buffers the peers read (this rank's parameter shard at ZeRO-3 or its working parameters at 1/2, its
+//     gradient staging buffers) are moved into the registered region (Comm::alloc_registered), at the same
+//     offset on every rank; so is the full gradient buffer the shm all-reduce sums in place at zero 0/1;
 //   - a gather is a memcpy of each rank's piece straight out of its shard;
 //   - a reduce-scatter is this rank summing, in rank order 0..p-1 (the shm all-reduce's order: zero 0's bits),
 //     its shard's piece of every rank's staging buffer into its reduced-gradient shard.
