@@ -44,6 +44,9 @@ log() { echo "check_gpu_build.sh: $*"; }
 
 # ---- Kokkos ------------------------------------------------------------------------------------------------
 if [ -z "$kokkos_root" ]; then
+  # absolute: the patch is applied from inside the extracted source (.ci/run passes ../shared/third_party)
+  third_party=$(cd "$third_party" 2>/dev/null && pwd) \
+    || { echo "check_gpu_build.sh: no third-party directory '$third_party'" >&2; exit 1; }
   tarball=$third_party/kokkos-4.6.01.tar.gz
   patchfile=$third_party/kokkos-4.6.01-cuda13.patch
   [ -f "$tarball" ] && [ -f "$patchfile" ] && [ -f "$third_party/SHA256SUMS" ] \
@@ -68,14 +71,16 @@ if [ -z "$kokkos_root" ]; then
     work=$(mktemp -d "$cache/kokkos-$key.work.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     t0=$(date +%s)
+    # Each step only after the one before succeeded (set -e does not apply on the left of ||): an unapplied
+    # patch once went on to a configure that failed on nvcc_wrapper's unpatched sm_70 default.
     {
-      tar -xzf "$tarball" -C "$work"
-      src=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -1)
-      (cd "$src" && patch -p1 <"$patchfile")
-      rm -rf "$kokkos_root.partial"
+      tar -xzf "$tarball" -C "$work" &&
+      src=$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -1) &&
+      (cd "$src" && patch -p1 <"$patchfile") &&
+      rm -rf "$kokkos_root.partial" &&
       nice -n "$nice_level" cmake -S "$src" -B "$work/build" "${kokkos_flags[@]}" \
-        "-DCMAKE_CXX_COMPILER=$src/bin/nvcc_wrapper" "-DCMAKE_INSTALL_PREFIX=$kokkos_root.partial"
-      nice -n "$nice_level" cmake --build "$work/build" -j "$jobs"
+        "-DCMAKE_CXX_COMPILER=$src/bin/nvcc_wrapper" "-DCMAKE_INSTALL_PREFIX=$kokkos_root.partial" &&
+      nice -n "$nice_level" cmake --build "$work/build" -j "$jobs" &&
       cmake --install "$work/build"
     } >"$cache/kokkos-$key.log" 2>&1 || { tail -40 "$cache/kokkos-$key.log"; echo "check_gpu_build.sh: the Kokkos build failed (log: $cache/kokkos-$key.log)" >&2; exit 1; }
     # The install prefix is baked into the installed CMake files: install to .partial, then patch the path.
