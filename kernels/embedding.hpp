@@ -37,24 +37,25 @@ void embedding_forward(T* out, const int32_t* tokens, const T* wte, const no_ded
   });
 }
 
-// dout: (BT,C)   dwte: (Vl,C) acc   dwpe: (T,C) acc, or nullptr
+// dout: (BT,C)   dwte: (Vl,C) acc, or nullptr   dwpe: (T,C) acc, or nullptr
 // Work items own disjoint column blocks (and positions, for dwpe), so repeated tokens never race and need
 // no atomics; tokens are visited in order, so the sums are the same bits on every run.
 template <class T>
 void embedding_backward(acc_t<T>* dwte, acc_t<T>* dwpe, const T* dout, const int32_t* tokens, int BT, int T_, int C,
                         int v0, int Vl) {
   const int nblk = col_block_count(C);
-  Kokkos::parallel_for("embedding_backward_wte", range(0, nblk), KOKKOS_LAMBDA(long blk) {
-    const int c0 = static_cast<int>(blk) * kColBlock;
-    const int c1 = c0 + kColBlock < C ? c0 + kColBlock : C;
-    for (long i = 0; i < BT; ++i) {
-      const long row = static_cast<long>(tokens[i]) - v0;
-      if (row < 0 || row >= Vl) continue;
-      acc_t<T>* d = dwte + row * C;
-      const T* g = dout + i * C;
-      for (int c = c0; c < c1; ++c) d[c] += acc_t<T>(g[c]);
-    }
-  });
+  if (dwte != nullptr)
+    Kokkos::parallel_for("embedding_backward_wte", range(0, nblk), KOKKOS_LAMBDA(long blk) {
+      const int c0 = static_cast<int>(blk) * kColBlock;
+      const int c1 = c0 + kColBlock < C ? c0 + kColBlock : C;
+      for (long i = 0; i < BT; ++i) {
+        const long row = static_cast<long>(tokens[i]) - v0;
+        if (row < 0 || row >= Vl) continue;
+        acc_t<T>* d = dwte + row * C;
+        const T* g = dout + i * C;
+        for (int c = c0; c < c1; ++c) d[c] += acc_t<T>(g[c]);
+      }
+    });
   if (dwpe == nullptr) return;
   const int B = BT / T_;
   Kokkos::parallel_for("embedding_backward_wpe", range(0, static_cast<long>(T_) * nblk), KOKKOS_LAMBDA(long item) {

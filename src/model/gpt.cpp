@@ -278,7 +278,7 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   layernorm_forward(lnf_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"),
                     store_.param("ln_f.b"), BT, C);
   const T* wte = vocab_chunked() ? nullptr : store_.param("wte");
-  if (vocab_chunked()) head_logits_chunked(a);
+  if (vocab_chunked()) head_logits_chunked();
   else linear_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), BT, C, Vl);
   A* rowmax = ce_.data();
   A* sumexp = ce_.data() + BT;
@@ -404,7 +404,7 @@ void GPT<T>::embedding_forward_chunked(Acts& a) {
   const int BT = B_ * d_.T, C = d_.C;
   fill(a.x0.data(), long(BT) * C, T(0));
   for (int c = vocab_chunks() - 1; c >= 0; --c) {  // unit ids ascending, as ZeRO-3 prefetches
-    const int r0 = int(chunk_rows_[size_t(c)]), n = int(chunk_rows_[size_t(c) + 1]) - r0;
+    const auto [r0, n] = chunk_span(c);
     embedding_forward(a.x0.data(), a.inputs.data(), wte_chunk(c), static_cast<const T*>(nullptr), BT, d_.T, C,
                       d_.v0 + r0, n, true);
   }
@@ -412,10 +412,10 @@ void GPT<T>::embedding_forward_chunked(Acts& a) {
 
 // logits (BT,Vl) columns [r0,r1) = lnf (BT,C) x wte rows [r0,r1) ^T, chunk by chunk.
 template <class T>
-void GPT<T>::head_logits_chunked(Acts&) {
+void GPT<T>::head_logits_chunked() {
   const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
   for (int c = vocab_chunks() - 1; c >= 0; --c) {
-    const int r0 = int(chunk_rows_[size_t(c)]), n = int(chunk_rows_[size_t(c) + 1]) - r0;
+    const auto [r0, n] = chunk_span(c);
     gemm(Op::N, Op::T, BT, n, C, A(1), lnf_.data(), C, wte_chunk(c), C, A(0), logits_.data() + r0, Vl);
   }
 }
@@ -425,7 +425,7 @@ template <class T>
 void GPT<T>::head_dlnf_chunked(Acts& a) {
   const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
   for (int c = vocab_chunks() - 1; c >= 0; --c) {
-    const int r0 = int(chunk_rows_[size_t(c)]), n = int(chunk_rows_[size_t(c) + 1]) - r0;
+    const auto [r0, n] = chunk_span(c);
     const A beta = c == vocab_chunks() - 1 ? A(0) : A(1);
     if constexpr (std::is_same_v<T, A>)
       gemm(Op::N, Op::N, BT, C, n, A(1), logits_.data() + r0, Vl, wte_chunk(c), C, beta, a.dlnf.data(), C);
@@ -435,8 +435,9 @@ void GPT<T>::head_dlnf_chunked(Acts& a) {
   if constexpr (!std::is_same_v<T, A>) convert(a.dlnf.data(), dlnf_acc_.data(), long(BT) * C);
 }
 
-// wpe's gradient (unit 0), then wte's chunk by chunk (units wte_chunk_unit(0), (1), ...): the head's part, dlogits^T x lnf (kept
-// since the head's forward: one micro-batch, one stage), plus the embedding's rows, in the chunk's fresh buffer.
+// wpe's gradient (unit 0), then wte's chunk by chunk (units wte_chunk_unit(0), (1), ...): the head's part,
+// dlogits^T x lnf (kept since the head's forward: one micro-batch, one stage), plus the embedding's rows, in the
+// chunk's fresh buffer.
 template <class T>
 void GPT<T>::embedding_backward_chunked(Acts& a, const std::function<void(int)>& on_unit) {
   if constexpr (!std::is_same_v<A, float>) {
@@ -444,13 +445,12 @@ void GPT<T>::embedding_backward_chunked(Acts& a, const std::function<void(int)>&
   } else {
     const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
     time_unit(0, true);
-    A* dwpe = store_.grad("wpe");
-    // Vl = 0: no token's row is in range, so the wte argument (here dwpe) is never written
-    embedding_backward(dwpe, dwpe, dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, 0);
+    embedding_backward(static_cast<A*>(nullptr), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C,
+                       d_.v0, d_.Vl);
     time_unit(0, false);
     if (on_unit) on_unit(0);
     for (int c = 0; c < vocab_chunks(); ++c) {
-      const int r0 = int(chunk_rows_[size_t(c)]), n = int(chunk_rows_[size_t(c) + 1]) - r0;
+      const auto [r0, n] = chunk_span(c);
       A* g = chunk_grad_(c);
       gemm(Op::T, Op::N, n, C, BT, A(1), logits_.data() + r0, Vl, lnf_.data(), C, A(1), g, C);
       embedding_backward(g, static_cast<A*>(nullptr), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n);

@@ -18,6 +18,7 @@
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/kokkos_compat.hpp"
@@ -150,9 +151,13 @@ class GPT final : public StageModel {
   // (the head's and the embedding's contributions together) chunk by chunk.
   bool vocab_chunked() const { return !chunk_rows_.empty(); }
   int vocab_chunks() const { return static_cast<int>(chunk_rows_.size()) - 1; }
+  // Chunk c's first local row and its number of rows.
+  std::pair<int, int> chunk_span(int c) const {
+    return {int(chunk_rows_[size_t(c)]), int(chunk_rows_[size_t(c) + 1] - chunk_rows_[size_t(c)])};
+  }
   const T* wte_chunk(int c);
   void embedding_forward_chunked(Acts& a);
-  void head_logits_chunked(Acts& a);
+  void head_logits_chunked();
   void head_dlnf_chunked(Acts& a);
   void embedding_backward_chunked(Acts& a, const std::function<void(int)>& on_unit);
 

@@ -86,12 +86,9 @@ class TrainState {
   // The working copy from the master over the elements r (within the master's extent): round to nearest even
   // for a 16-bit working type; nothing to do in fp32 (the params are the master).
   void refresh_params(Range r);
-  // Moves the gradient buffer into caller-owned memory of layout().size() floats (the DP communicator's
-  // registered region, where the shm all-reduce needs no copies), keeping its values; the memory must outlive
-  // the state. Pointers from grads() taken before are stale.
-  void move_grads_to(float* memory) { move_buffer_to("grads", memory); }
-  // The same for any buffer: caller-owned memory of buffer(name).bytes (ZeRO-2/3 on one node puts the shard and
-  // the staging buffers in the registered region, src/train/zero_shm.hpp).
+  // Moves a buffer into caller-owned memory of buffer(name).bytes, keeping its values: the DP communicator's
+  // registered region, where the shm all-reduce and ZeRO on one node need no copies (src/train/zero_shm.hpp).
+  // The memory must outlive the state; pointers to the buffer taken before are stale.
   void move_buffer_to(const std::string& name, void* memory);
   // Bytes of all buffers (the memory ledger).
   size_t bytes() const;

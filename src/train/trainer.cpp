@@ -186,12 +186,13 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     // LayerNorm and cross-entropy statistics in fp32 (GPT<T>::activation_bytes_per_slot, work_bytes):
     // what every slot keeps and the shared work buffers (train.recompute shifts the first to the second).
     const double kept = double(model_->slots()) * double(model_->activation_bytes_per_slot());
+    std::string zero_line = zero_.describe();  // and which path the DP collectives take
+    if (zero_in_shared_memory()) zero_line += ", DP collectives through shared memory";
+    else if (staging_) zero_line += ", gradients staged per unit, reduce-scattered over " + grid_.dp().backend();
     std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
                 "optimizer %.2f/%.2f | activations %.2f MiB in %s (ledger, %d micro-batches in flight + work buffers; "
                 "recompute %s: kept %.2f, work %.2f)\n",
-                (zero_.describe() + (zero_in_shared_memory() ? ", DP collectives through shared memory"
-                                      : staging_ ? ", gradients staged per unit, reduce-scattered over " + grid_.dp().backend()
-                                                 : "")).c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
+                zero_line.c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
                 pred.optimizer / mib, have.optimizer / mib, activation_bytes() / mib, cfg_.train.precision.c_str(),
                 model_->slots(), cfg_.train.recompute.c_str(), kept / mib, double(model_->work_bytes()) / mib);
   }

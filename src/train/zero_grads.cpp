@@ -79,6 +79,8 @@ void ZeroGradStaging::reduce(int unit, const Slot& s) {
   const Range shard = plan_.shard;
   float* out = state_.data<float>("grads_shard");
   const int p = shm_->size();
+  std::vector<const float*> in;  // every rank's staging buffer of this slot
+  for (int k = 0; k < p; ++k) in.push_back(reinterpret_cast<const float*>(shm_->peer(k, s.name)));
   size_t packed = 0;
   for (const Range& r : units_.at(unit).ranges) {
     const size_t lo = std::max(r.begin, shard.begin), hi = std::min(r.end, shard.end);
@@ -86,12 +88,9 @@ void ZeroGradStaging::reduce(int unit, const Slot& s) {
       const size_t len = std::min<size_t>(4096, hi - t);
       float* o = out + (t - shard.begin);
       const size_t at = packed + (t - r.begin);
-      const float* first = reinterpret_cast<const float*>(shm_->peer(0, s.name)) + at;
-      for (size_t i = 0; i < len; ++i) o[i] = first[i];
-      for (int k = 1; k < p; ++k) {
-        const float* in = reinterpret_cast<const float*>(shm_->peer(k, s.name)) + at;
-        for (size_t i = 0; i < len; ++i) o[i] += in[i];
-      }
+      for (size_t i = 0; i < len; ++i) o[i] = in[0][at + i];
+      for (int k = 1; k < p; ++k)
+        for (size_t i = 0; i < len; ++i) o[i] += in[size_t(k)][at + i];
     }
     packed += r.size();
   }
