@@ -104,7 +104,7 @@ struct CheckpointConfig {
 struct OutputConfig {
   std::string dir = "runs/default";
   int log_every = 1;
-  double peak_gflops = 0.0;           // per-rank peak for MFU; 0: measure an sgemm at start-up
+  double peak_gflops = 0.0;           // per-rank peak for MFU; 0: the core's, measured and cached (train/host_peak.hpp)
 };
 
 enum class Precision { F32, BF16, F16 };

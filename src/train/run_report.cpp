@@ -2,12 +2,12 @@
 
 #include "kernels/device_peak.hpp"
 #include "kernels/kokkos_compat.hpp"
-#include "kernels/peak_flops.hpp"
 
 #include <algorithm>
 #include <fstream>
 
 #include "src/model/gpt.hpp"
+#include "src/train/host_peak.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/schedule.hpp"
 #include "src/train/sparsity.hpp"
@@ -46,12 +46,12 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     // CPUs: the peak of the instruction the run's GEMMs use. bf16 GEMMs run on the bf16 dot product
     // (vdpbf16ps: twice the fp32 FMA rate per core), so a bf16 run against the fp32 FMA peak reads up to 2x
     // too high (a step line of 86-106% on the small preset). fp16 has no dot-product instruction on the CPUs
-    // oneDNN 2.6 supports it on here: its GEMMs convert to fp32, the fp32 peak applies. Without AVX512_BF16
-    // peak_flops gives the fp32 figure as the bf16 one (bf16 GEMMs then run as fp32 ones).
-    const PeakFlops pf = measure_peak_flops();
-    const bool bf16 = cfg.train.precision == "bf16";
-    peaks[0] = bf16 ? pf.bf16_gflops : pf.fp32_gflops;
-    peak_kind_ = std::string(bf16 ? "bf16" : "fp32") + " peak (" + (bf16 ? pf.bf16_isa : pf.fp32_isa) + ", measured)";
+    // oneDNN 2.6 supports it on here: its GEMMs convert to fp32, the fp32 peak applies. Measured robustly and
+    // cached per CPU model (src/train/host_peak.hpp), so MFU moves with tokens/s, not with the load.
+    const HostPeak hp = resolve_host_peak(cfg.precision() == Precision::BF16, &grid_.world());
+    peaks[0] = hp.gflops;
+    peak_kind_ = hp.kind;
+    peak_provenance_ = hp.provenance;
   }
   if (peaks[0] <= 0) {  // no FMA loop for this CPU: fall back to the sgemm rate
     peaks[0] = peaks[1];
@@ -60,10 +60,12 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
   grid_.world().allreduce(peaks, 2, DType::F64, ReduceOp::Min);
   peak_gflops_ = peaks[0];
   sgemm_gflops_ = peaks[1];
-  if (grid_.world_rank() == 0)
+  if (grid_.world_rank() == 0) {
     std::printf("gridtrain: MFU against the %s: %.1f GFLOP/s per rank; mfu_sgemm against the GEMM backend's "
                 "sgemm: %.1f GFLOP/s per rank\n",
                 peak_kind_.c_str(), peak_gflops_, sgemm_gflops_);
+    if (!peak_provenance_.empty()) std::printf("gridtrain: peak from %s\n", peak_provenance_.c_str());
+  }
 }
 
 void RunReport::log_step(int step, const StepStats& s) const {
@@ -144,7 +146,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .num("pipeline_bubble", bubble_fraction(g.pp, cfg_.train.micro_batches))
       .integer("micro_batch_size", cfg_.train.micro_batch_size).integer("micro_batches", cfg_.train.micro_batches)
       .integer("global_batch_tokens", (long long)tokens_per_step_).integer("seq_len", cfg_.model.seq_len)
-      .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).str("peak_kind", peak_kind_).num("sgemm_gflops_per_rank", sgemm_gflops_)
+      .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).str("peak_kind", peak_kind_).str("peak_provenance", peak_provenance_).num("sgemm_gflops_per_rank", sgemm_gflops_)
       .str("schedule", cfg_.parallel.schedule).str("allreduce", cfg_.parallel.allreduce)
       .num("peak_rss_mb", rss[0] / 1048576.0).num("pss_end_mb", rss[1] < 0 ? -1.0 : rss[1] / 1048576.0)
       .num("analytic_state_mb", in.state_bytes / 1048576.0)
