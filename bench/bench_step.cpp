@@ -3,9 +3,9 @@
 //
 //   build/bench/bench_step [--presets tiny,small,gpt2-124m] [--steps N] [--out runs/bench/step.json]
 //
-// FLOPs per step = tokens * (6 N + 12 L T C): N = parameters taking part in matrix products (the tied head
-// included, position embeddings excluded), 12 L T C for attention scores and values (forward + backward,
-// full T x T as Megatron and nanoGPT count it). MFU = achieved GFLOP/s over the core's fp32 FMA peak, the same
+// FLOPs per step = tokens * (6 N + 12 L T C): N = weights taking part in matrix products (the four linear
+// layers of each block and the tied head), 12 L T C for attention scores and values (forward + backward,
+// full T x T as Megatron and nanoGPT count it): src/core/model_flops.hpp, shared with the trainer and planner. MFU = achieved GFLOP/s over the core's fp32 FMA peak, the same
 // figure the trainer uses (src/train/host_peak.hpp, cached per CPU model); mfu_sgemm over the single-core sgemm
 // rate this program measures itself (a 2048^3 sgemm, best of 5); on a GPU build MFU is over the device's datasheet
 // fp32 peak (kernels/device_peak.hpp), with a fence before each clock reading (the work is asynchronous there). Memory: peak RSS of the process after
@@ -26,6 +26,7 @@
 #include "kernels/device_peak.hpp"
 #include "kernels/gemm.hpp"
 #include "src/core/config.hpp"
+#include "src/core/model_flops.hpp"
 #include "src/model/gpt.hpp"
 #include "src/train/host_peak.hpp"
 #include "src/train/metrics.hpp"
@@ -73,7 +74,7 @@ Result bench(const std::string& preset, int steps, double peak, double sgemm) {
   Result r;
   r.preset = preset;
   for (const auto& s : gt::model_tensor_specs(m, whole, 0, 1)) r.params += s.global_size();
-  const double flops = double(B) * T * (6.0 * double(r.params - int64_t(T) * m.d_model) + 12.0 * m.n_layer * double(T) * m.d_model);
+  const double flops = double(B) * T * gt::gpt_flops_per_token(m);  // the trainer's and the planner's count
   std::vector<double> f, b, o;
   for (int it = 0; it < steps + 1; ++it) {  // the first step is warm-up
     auto t0 = std::chrono::steady_clock::now();

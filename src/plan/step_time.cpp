@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "src/core/model_flops.hpp"
 #include "src/plan/memory.hpp"
 
 namespace gt::plan {
@@ -32,8 +33,7 @@ LinkLevel group_link(const Cluster& c, int stride, int size) {
 }
 
 double model_flops_per_step(const ModelShape& m, long B) {
-  const double s = m.s, h = m.h, L = m.L, V = m.V;
-  return 72.0 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+  return double(B) * double(m.s) * gpt_flops_per_token(m.L, m.h, m.s, m.V);  // the run report's count too
 }
 
 namespace {

@@ -29,7 +29,8 @@ double p2p_seconds(double n, const LinkLevel& link);
 // otherwise the network, whose per-device bandwidth adds up over the group's ranks in one node.
 LinkLevel group_link(const Cluster& c, int stride, int size);
 
-// Model FLOPs of one step (Narayanan et al. 2021, eq. 3 without recompute): 72 B s L h^2 (1 + s/6h + V/12Lh).
+// Model FLOPs of one step (Narayanan et al. 2021, eq. 3 without recompute): 72 B s L h^2 (1 + s/6h + V/12Lh),
+// through src/core/model_flops.hpp, the count the run report uses.
 double model_flops_per_step(const ModelShape& m, long global_batch);
 
 TimeBreakdown step_time(const ModelShape& m, const Layout& l, const Cluster& c, Framework f);

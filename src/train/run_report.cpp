@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "src/core/model_flops.hpp"
 #include "src/model/gpt.hpp"
 #include "src/train/host_peak.hpp"
 #include "src/train/metrics.hpp"
@@ -14,14 +15,6 @@
 
 namespace gt {
 
-namespace {
-// Forward FLOPs per token of the model, times 3 for forward + backward: 6 N (N = parameters that take part in
-// matrix products, the tied head included, positions excluded) + 12 L T C for attention scores and values.
-double model_flops_per_token(const ModelConfig& m, int64_t n_params) {
-  return 6.0 * double(n_params - int64_t(m.seq_len) * m.d_model) + 12.0 * m.n_layer * double(m.seq_len) * m.d_model;
-}
-}  // namespace
-
 RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     : cfg_(cfg), grid_(grid), tokens_per_step_(double(global_batch) * cfg.model.seq_len) {
   StageLayout whole{0, 1, 0, cfg.model.n_layer};
@@ -29,7 +22,7 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     n_params_ += s.global_size();
     if (sparse_tensor(s)) sparse_params_ += s.global_size();
   }
-  flops_per_token_ = model_flops_per_token(cfg.model, n_params_);
+  flops_per_token_ = gpt_flops_per_token(cfg.model);  // the planner's and bench's count too
   // MFU as PaLM and Megatron define it: model FLOP/s over the hardware peak (the widest fp32 FMA of one core,
   // measured; output.peak_gflops overrides). The sgemm-relative figure (how close to the GEMM library's own rate
   // the step runs) stays as a second, named number, measured through the GEMM backend the run uses.
