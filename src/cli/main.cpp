@@ -2,7 +2,7 @@
 //   gridtrain [train] [--config PRESET|DECK] [section.key=value ...]   train (default command)
 //   gridtrain prepare --tokenizer byte|gpt2 --out FILE.h5 INPUT...      text -> HDF5 token dataset
 //   gridtrain inspect PATH                                              what a checkpoint or dataset holds
-//   gridtrain keys                                                      every config key with its default
+//   gridtrain keys [--doc]                                              every config key with its default [documented]
 //   gridtrain plan --config DECK --cluster C --devices N --global-batch B  layouts that fit, ranked (src/plan)
 #include <mpi.h>
 #include <unistd.h>
@@ -40,7 +40,7 @@ const char* kUsage =
     "usage: gridtrain [train] [--config PRESET|DECK] [section.key=value ...]\n"
     "       gridtrain prepare --tokenizer byte|gpt2 --out FILE.h5 [--val-fraction F] INPUT...\n"
     "       gridtrain inspect PATH\n"
-    "       gridtrain keys\n"
+    "       gridtrain keys [--doc]\n"
     "       gridtrain plan --config DECK --cluster NAME --devices N --global-batch B [--json] [--plot OUT.png]\n"
     "       gridtrain plan --calibrate RUN_DIR... [--out FILE.toml]   (gridtrain plan --help: every option)\n"
     "presets: tiny, small, gpt2-124m (inputs/); every key of the deck can be overridden as section.key=value\n";
@@ -134,14 +134,14 @@ int cmd_train(const std::vector<std::string>& args) {
   const std::string deck_path = gt::resolve_deck(deck);
   cfg.load_file(deck_path);
   for (const auto& o : overrides) cfg.set(o);
-  cfg.validate();
+  const gt::ConfigChoices choice = cfg.validate();
   // Before the grid's first collectives: every rank must run the same build with the same configuration.
   gt::io::check_config_agreement(MPI_COMM_WORLD, cfg.to_map(), gt::io::build_identity());
   gt::gemm_set_threads(cfg.parallel.blas_threads);
   try {
-    gt::gemm_select(cfg.kernels.gemm == "onednn"     ? gt::GemmBackend::OneDNN
-                    : cfg.kernels.gemm == "openblas" ? gt::GemmBackend::OpenBLAS
-                                                     : gt::GemmBackend::Auto);
+    gt::gemm_select(choice.gemm == gt::GemmChoice::OneDNN     ? gt::GemmBackend::OneDNN
+                    : choice.gemm == gt::GemmChoice::OpenBLAS ? gt::GemmBackend::OpenBLAS
+                                                              : gt::GemmBackend::Auto);
   } catch (const std::exception& e) {
     throw gt::Error(std::string("config key 'kernels.gemm': ") + e.what());
   }
@@ -181,7 +181,7 @@ int cmd_train(const std::vector<std::string>& args) {
                 gt::blas_core_name(),
                 fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "",
                 gt::gemm_describe().c_str(),
-                cfg.parallel.layout == "auto" ? (" | layout auto on " + cfg.parallel.auto_cluster + ": " +
+                choice.layout == gt::LayoutMode::Auto ? (" | layout auto on " + cfg.parallel.auto_cluster + ": " +
                                                  cfg.parallel.auto_choice + "; runner-up " + cfg.parallel.auto_runner_up)
                                                     .c_str()
                                               : "");
@@ -261,7 +261,10 @@ int main(int argc, char** argv) {
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       if (world_rank() == 0) std::fputs(kUsage, stdout);
     } else if (cmd == "keys") {
-      if (world_rank() == 0) std::fputs(gt::Config().to_toml().c_str(), stdout);
+      // --doc: the documented table of every key (docs/config.md holds the same text; test cli_config_doc)
+      if (!args.empty() && args[0] != "--doc") throw UsageError("keys takes only --doc, got '" + args[0] + "'");
+      const std::string text = args.empty() ? gt::Config().to_toml() : gt::Config::keys_doc();
+      if (world_rank() == 0) std::fputs(text.c_str(), stdout);
     } else if (cmd == "plan") {
       if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
         if (world_rank() == 0) std::fputs(gt::plan::kPlanUsage, stdout);

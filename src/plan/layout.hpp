@@ -7,8 +7,8 @@
 
 namespace gt::plan {
 
-enum class Precision { FP32, BF16, FP16 };
-enum class Recompute { None, Selective, Full };
+using Precision = gt::Precision;  // the config's enums (src/core/enums.hpp): one list for train and plan
+using Recompute = gt::Recompute;
 // Which trainer's memory ledger and overlap behaviour to model: gridtrain's own (GPT<T>'s activation ledger,
 // DP buckets overlapped with the last backward) or Megatron-LM's (Korthikanti et al. 2022 activations,
 // 2021-era DP all-reduce after backward, vocabulary padded to 128 x tp).

@@ -47,8 +47,9 @@ void check_memory_fits(const Config& cfg, Grid& grid) {
   l.micro_batch = cfg.train.micro_batch_size;
   l.micro_batches = cfg.train.micro_batches;
   l.zero = cfg.parallel.zero;
-  l.precision = plan::parse_precision(cfg.train.precision);
-  l.gpipe = cfg.parallel.schedule == "gpipe";
+  const ConfigChoices choice = cfg.choices();
+  l.precision = choice.precision;  // one enum for train and plan (src/core/enums.hpp)
+  l.gpipe = choice.schedule == PipelineSchedule::GPipe;
   l.device_split = kernels_on_device();  // a GPU build's kernels keep the device split's larger scratch
   plan::MemoryBreakdown b;
   try {

@@ -41,7 +41,7 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     // too high (a step line of 86-106% on the small preset). fp16 has no dot-product instruction on the CPUs
     // oneDNN 2.6 supports it on here: its GEMMs convert to fp32, the fp32 peak applies. Measured robustly and
     // cached per CPU model (src/train/host_peak.hpp), so MFU moves with tokens/s, not with the load.
-    const HostPeak hp = resolve_host_peak(cfg.precision() == Precision::BF16, &grid_.world());
+    const HostPeak hp = resolve_host_peak(cfg.choices().precision == Precision::BF16, &grid_.world());
     peaks[0] = hp.gflops;
     peak_kind_ = hp.kind;
     peak_provenance_ = hp.provenance;
@@ -156,7 +156,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .raw("bad_steps", JsonObject().str("policy", in.nonfinite_policy).integer("bad", in.bad_steps.bad)
                             .integer("skipped", in.bad_steps.skipped).integer("rollbacks", in.bad_steps.rollbacks)
                             .integer("spikes", in.bad_steps.spikes).dump());
-  if (cfg_.parallel.layout == "auto")
+  if (cfg_.choices().layout == LayoutMode::Auto)
     j.str("layout_choice", cfg_.parallel.auto_choice).str("layout_runner_up", cfg_.parallel.auto_runner_up)
         .str("layout_cluster", cfg_.parallel.auto_cluster);
   if (!h.empty() && h.back().wire_bytes >= 0) {  // the DP gradient reduction: means over this invocation's steps
@@ -165,7 +165,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
     j.num("wire_bytes_per_step", bytes / double(h.size())).num("compression_ratio", ratio / double(h.size()));
     if (h.back().residual_norm >= 0) j.num("residual_norm", h.back().residual_norm);
   }
-  if (cfg_.sparsity.pattern == "2:4") {
+  if (cfg_.choices().sparsity == SparsityPattern::TwoFour) {
     // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
     // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the
     // input gradient (dY W) reduces along the other dimension and the weight gradient has no sparse operand.

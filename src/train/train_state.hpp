@@ -111,7 +111,7 @@ constexpr DType state_dtype() {
 }
 // The working type's DType (train.precision).
 constexpr DType working_dtype(Precision p) {
-  return p == Precision::BF16 ? DType::BF16 : p == Precision::F16 ? DType::F16 : DType::F32;
+  return p == Precision::BF16 ? DType::BF16 : p == Precision::FP16 ? DType::F16 : DType::F32;
 }
 
 template <class T>
