@@ -22,6 +22,7 @@
 #include "src/core/error.hpp"
 #include "src/core/orphan.hpp"
 #include "src/core/stop_signal.hpp"
+#include "src/core/test_hooks.hpp"
 #include "src/data/prepare.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/config_agree.hpp"
@@ -105,7 +106,8 @@ MPI_Comm g_error_comm = MPI_COMM_NULL;
   std::exit(code);
 }
 
-// Bytes of one checkpoint: parameters and both AdamW moments in float32 (metadata is small against them).
+// Bytes of one checkpoint as estimated at start: parameters and both AdamW moments in float32 (metadata is small
+// against them; 2:4 masks and top-k residuals, when a run has them, are counted by the check before each save).
 int64_t checkpoint_bytes(const gt::ModelConfig& m) {
   int64_t n = 0;
   for (const gt::TensorSpec& s : gt::model_tensor_specs(m, gt::StageLayout{0, 1, 0, m.n_layer}, 0, 1)) n += s.global_size();
@@ -153,9 +155,8 @@ int cmd_train(const std::vector<std::string>& args) {
 #endif
   // GRIDTRAIN_TEST_DEVICE_MEMORY=cuda: the CPU build checks the communicator choice as a CUDA build would (the
   // refusal of MPI on device memory is tested without a GPU); nothing else changes.
-  const char* as_device = std::getenv("GRIDTRAIN_TEST_DEVICE_MEMORY");
-  const bool check_as_cuda = device_is_cuda || (as_device && std::string(as_device) == "cuda");
-  if (cfg.parallel.layout == "auto") {  // the planner's choice, the same on every rank
+  const bool check_as_cuda = device_is_cuda || gt::test_hooks::device_memory_as_cuda();
+  if (choice.layout == gt::LayoutMode::Auto) {  // the planner's choice, the same on every rank
     const gt::AutoLayout a = gt::choose_auto_layout(cfg, MPI_COMM_WORLD);
     cfg.parallel.tp = a.tp;
     cfg.parallel.pp = a.pp;
@@ -189,10 +190,9 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the
   // trainer's first collectives (the abort path of fail()).
-  const char* fail_step = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");  // a step: the trainer's hook instead
-  if (const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
-      r && *r && std::atoi(r) == grid.world_rank() && !(fail_step && *fail_step))
-    throw gt::Error("test hook: rank " + std::string(r) + " failed alone");
+  // (With GRIDTRAIN_TEST_FAIL_STEP the trainer's hook fails instead; src/core/test_hooks.hpp.)
+  if (gt::test_hooks::fail_hook().fails_at_start(grid.world_rank()))
+    throw gt::Error("test hook: rank " + std::to_string(grid.world_rank()) + " failed alone");
   // Before any training time is spent: the directories are writable with room for a checkpoint, and no other
   // run uses the checkpoint directory (held until the run ends).
   gt::check_memory_fits(cfg, grid);  // before anything is allocated: one line instead of a failed allocation

@@ -13,6 +13,7 @@
 
 #include "kernels/device_stream.hpp"
 #include "src/core/error.hpp"
+#include "src/core/test_hooks.hpp"
 #include "src/plan/memory.hpp"
 
 namespace gt {
@@ -22,8 +23,8 @@ namespace {
 // A "Key:   123 kB" line of a /proc file, in bytes; -1 when absent. GRIDTRAIN_TEST_MEMAVAILABLE_MB replaces
 // MemAvailable (tests of the refusal that do not depend on the machine's free memory).
 double proc_kb(const char* file, const char* key) {
-  if (std::string(key) == "MemAvailable:")
-    if (const char* t = std::getenv("GRIDTRAIN_TEST_MEMAVAILABLE_MB")) return std::atof(t) * 1048576.0;
+  if (std::string(key) == "MemAvailable:" && test_hooks::mem_available_bytes() >= 0)
+    return test_hooks::mem_available_bytes();
   std::ifstream f(file);
   std::string line;
   while (std::getline(f, line))

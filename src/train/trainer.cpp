@@ -9,6 +9,7 @@
 
 #include "src/core/error.hpp"
 #include "src/core/stop_signal.hpp"
+#include "src/core/test_hooks.hpp"
 #include "src/train/half_wire.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/lr_schedule.hpp"
@@ -23,24 +24,18 @@ namespace {
 
 double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
 
-// Test hook (tests/cli/test_bad_input.sh): GRIDTRAIN_TEST_FAIL_RANK=r with GRIDTRAIN_TEST_FAIL_STEP=s makes world
-// rank r fail alone as step s begins, while the other ranks go on into that step's collectives.
+// Test hook GRIDTRAIN_TEST_FAIL_RANK/_STEP (src/core/test_hooks.hpp): world rank r fails alone as step s
+// begins, while the other ranks go on into that step's collectives.
 void test_fail_hook(int world_rank, int step) {
-  static const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
-  static const char* s = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");
-  if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step)
-    throw Error("test hook: rank " + std::string(r) + " failed alone in step " + std::string(s));
+  static const test_hooks::FailHook h = test_hooks::fail_hook();
+  if (h.fails_in_step(world_rank, step))
+    throw Error("test hook: rank " + std::to_string(h.rank) + " failed alone in step " + std::to_string(step));
 }
 
-// Test hook (tests/train/test_loss_scale.cpp): GRIDTRAIN_TEST_INF_RANK=r with GRIDTRAIN_TEST_INF_STEP=s puts an
-// inf (GRIDTRAIN_TEST_INF_NAN=1: a NaN) into one gradient element of world rank r as step s begins; backward
-// accumulates onto it, the reductions carry it. GRIDTRAIN_TEST_INF_VALUE=x puts x instead (a finite spike:
-// tests/cli/test_bad_steps.sh).
+// Test hook GRIDTRAIN_TEST_INF_* (src/core/test_hooks.hpp): an inf, a NaN or a given value in one gradient
+// element of one rank as a step begins; backward accumulates onto it, the reductions carry it.
 void test_overflow_hook(int world_rank, int step, float* grads) {
-  static const char* r = std::getenv("GRIDTRAIN_TEST_INF_RANK");
-  static const char* s = std::getenv("GRIDTRAIN_TEST_INF_STEP");
-  static const char* nan = std::getenv("GRIDTRAIN_TEST_INF_NAN");
-  static const char* value = std::getenv("GRIDTRAIN_TEST_INF_VALUE");
+  static const test_hooks::GradientHook h = test_hooks::gradient_hook();
   static bool fired = false;  // once: a rollback repeats the step number
   if (h.armed && h.rank == world_rank && h.step == step && !fired) {
     fired = true;
@@ -64,12 +59,12 @@ std::unique_ptr<StageModel> make_model(Precision p, const ModelConfig& m, uint64
 }
 
 }  // namespace
-  const ConfigChoices choice = cfg_.choices();
 
 Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     : cfg_(cfg), grid_(grid), config_text_(config_text) {
   const ModelConfig& m = cfg_.model;
   const GridShape& g = grid_.shape();
+  const ConfigChoices choice = cfg_.choices();
   const std::vector<int> partition = stage_partition(cfg_, g.pp);
   stage_ = StageLayout{grid_.pp_rank(), g.pp, partition[grid_.pp_rank()], partition[grid_.pp_rank() + 1]};
   const Schedule kind = choice.schedule == PipelineSchedule::GPipe ? Schedule::GPipe : Schedule::OneFOneB;
