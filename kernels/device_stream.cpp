@@ -31,6 +31,14 @@ double device_free_bytes() {
   return -1;
 }
 
+int device_count() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  int n = 0;
+  if (cudaGetDeviceCount(&n) == cudaSuccess) return n;
+#endif
+  return 0;
+}
+
 std::string device_name() {
 #if defined(KOKKOS_ENABLE_CUDA)
   int dev = 0;

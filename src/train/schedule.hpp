@@ -20,6 +20,31 @@ struct PipeOp {
 // so the sends of one stage meet the receives of the next in the same order.
 std::vector<PipeOp> pipeline_schedule(Schedule s, int stages, int stage, int micro_batches);
 
+// Point-to-point traffic of a stage, as the pipeline runner issues it. Tag 2m: micro-batch m's activations to the
+// next stage; 2m + 1: its activation gradients to the previous one.
+struct P2PMsg {
+  bool send;
+  int peer;  // stage index
+  int tag;
+  bool operator==(const P2PMsg& o) const { return send == o.send && peer == o.peer && tag == o.tag; }
+};
+using P2PGroup = std::vector<P2PMsg>;  // issued together (NCCL: one ncclGroupStart/End)
+
+// groups[i] is issued before op i: the send of op i - 1's result (if it sends) together with op i's receive (if it
+// receives); groups[ops.size()] holds the last op's send. In 1F1B's steady state a stage sends its activations
+// forward while the next stage sends gradients back; on NCCL a lone send blocks its stream until the peer's receive
+// runs, so two such sends would each wait for a receive that the other's stream holds behind its own send, forever.
+// Grouped with the receive that follows (Megatron's send_forward_recv_backward and send_backward_recv_forward),
+// each send meets its receive; a send not followed by a receive still leaves at once, so the warm-up forwards
+// stream to the next stage. p2p_deadlock proves it for every schedule (tests/train/test_schedule_p2p.cpp).
+std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage);
+
+// Runs every stage's groups under NCCL's rules: groups execute in order on the stage's stream; a send and the
+// receive it matches (the k-th from stage a to b meets the k-th at b from a; NCCL has no tags) complete together,
+// once both are in their stage's executing group; a group ends when all its messages did. Returns "" when all
+// stages finish, else what is stuck (or which send met a receive of another tag).
+std::string p2p_deadlock(const std::vector<std::vector<P2PGroup>>& stages);
+
 // Largest number of micro-batches whose activations `stage` holds at once under the schedule.
 int max_in_flight(const std::vector<PipeOp>& ops);
 

@@ -125,3 +125,69 @@ TEST(StagePartition, HeavyHeadGetsFewerBlocks) {
 TEST(StagePartition, FewerBlocksThanStagesIsAnError) {
   EXPECT_THROW(gt::partition_stages(3, 4, 1.0, 0.0, 0.0), gt::Error);
 }
+
+// ---- point-to-point groups (pipeline_p2p) under NCCL's blocking rules (p2p_deadlock) --------------------------
+
+namespace {
+
+std::vector<std::vector<gt::P2PGroup>> all_stages(gt::Schedule s, int p, int m) {
+  std::vector<std::vector<gt::P2PGroup>> st;
+  for (int k = 0; k < p; ++k) st.push_back(gt::pipeline_p2p(gt::pipeline_schedule(s, p, k, m), p, k));
+  return st;
+}
+
+// What the runner issued before the groups: every send and every receive alone, at the point of its op.
+std::vector<std::vector<gt::P2PGroup>> lone_messages(gt::Schedule s, int p, int m) {
+  std::vector<std::vector<gt::P2PGroup>> st;
+  for (int k = 0; k < p; ++k) {
+    std::vector<gt::P2PGroup> g;
+    for (const gt::P2PMsg& msg : [&] {
+           std::vector<gt::P2PMsg> flat;
+           for (const gt::P2PGroup& grp : gt::pipeline_p2p(gt::pipeline_schedule(s, p, k, m), p, k))
+             for (const gt::P2PMsg& x : grp) flat.push_back(x);
+           return flat;
+         }())
+      g.push_back({msg});
+    st.push_back(g);
+  }
+  return st;
+}
+
+}  // namespace
+
+// Every schedule, stage count and micro-batch count the trainer accepts up to 8 x 16 runs to the end, and every
+// send meets the receive of its own tag.
+TEST(PipelineP2P, GroupedMessagesNeverDeadlock) {
+  for (gt::Schedule s : {gt::Schedule::GPipe, gt::Schedule::OneFOneB})
+    for (int p = 1; p <= 8; ++p)
+      for (int m = 1; m <= 16; ++m) EXPECT_EQ(gt::p2p_deadlock(all_stages(s, p, m)), "") << "p=" << p << " m=" << m;
+}
+
+// The checker can fail: 1F1B with each message alone deadlocks as soon as two stages send to each other in one
+// slot (p >= 2 and m >= 2), which is what a GPU run over NCCL would have met; GPipe alone does not.
+TEST(PipelineP2P, LoneMessagesDeadlockUnder1F1B) {
+  for (int p = 2; p <= 6; ++p)
+    for (int m = 2; m <= 8; ++m)
+      EXPECT_NE(gt::p2p_deadlock(lone_messages(gt::Schedule::OneFOneB, p, m)), "") << "p=" << p << " m=" << m;
+  for (int p = 2; p <= 6; ++p)
+    for (int m = 1; m <= 8; ++m)
+      EXPECT_EQ(gt::p2p_deadlock(lone_messages(gt::Schedule::GPipe, p, m)), "") << "p=" << p << " m=" << m;
+}
+
+// Groups pair a send with the receive of the op after it, and the last op's send comes alone at the end.
+TEST(PipelineP2P, SendJoinsTheNextReceive) {
+  // stage 1 of 3, 1F1B, 3 micro-batches: F0 F1 B0 F2 B1 B2 (warm-up 1)
+  const auto g = gt::pipeline_p2p(gt::pipeline_schedule(gt::Schedule::OneFOneB, 3, 1, 3), 3, 1);
+  ASSERT_EQ(g.size(), 7u);
+  EXPECT_EQ(g[0], (gt::P2PGroup{{false, 0, 0}}));                  // recv act 0
+  EXPECT_EQ(g[1], (gt::P2PGroup{{true, 2, 0}, {false, 0, 2}}));    // send act 0, recv act 1
+  EXPECT_EQ(g[2], (gt::P2PGroup{{true, 2, 2}, {false, 2, 1}}));    // send act 1, recv grad 0
+  EXPECT_EQ(g[3], (gt::P2PGroup{{true, 0, 1}, {false, 0, 4}}));    // send grad 0, recv act 2
+  EXPECT_EQ(g[6], (gt::P2PGroup{{true, 0, 5}}));                   // send grad 2
+}
+
+// A mismatch is reported, not taken as progress: stage 1 expects tag 2 where stage 0 sends tag 0.
+TEST(PipelineP2P, TagMismatchIsReported) {
+  std::vector<std::vector<gt::P2PGroup>> st = {{{{true, 1, 0}}}, {{{false, 0, 2}}}};
+  EXPECT_NE(gt::p2p_deadlock(st).find("meets tag"), std::string::npos);
+}
