@@ -5,10 +5,9 @@
 #                        sm_90): programs and CTest files only, with .origin naming the paths to rewrite there. Saves
 #                        the 3-5 minutes of device time a build there costs (--no-prebuilt leaves it out)
 #   kokkos/              the CUDA Kokkos install of the cache (for a build there when no prebuilt tree is carried)
-#   third_party/         the Kokkos 4.6.01 tarball, the CUDA 13 patch and SHA256SUMS (from --third-party)
-#   debs/                the Debian packages of MPICH, parallel HDF5, OpenBLAS and GoogleTest that the CPU build
-#                        here links against: the packages owning every shared library of its programs (ldd), plus
-#                        the -dev packages for headers, minus the base system (priority required/important)
+#   deps.tar.xz          the Debian packages of MPICH, parallel HDF5, OpenBLAS and GoogleTest that the CPU build
+#                        here links against (the packages owning every shared library of its programs (ldd), plus
+#                        the -dev packages for headers, minus the base system), unpacked, without docs or .a files
 #   ref_small_<p>.losses each step's loss of `gridtrain train --config small train.steps=20 train.precision=<p>` on
 #                        this CPU build, p = fp32 and bf16
 #
@@ -28,8 +27,8 @@ done
 bundle=$here/.gpu-bundle
 gridtrain=$here/build/src/cli/gridtrain
 [ -x "$gridtrain" ] || { echo "gpu_bundle.sh: build the CPU version first (scripts/setup.sh)" >&2; exit 1; }
-mkdir -p "$bundle/third_party" "$bundle/debs"
-cp "$third_party"/kokkos-4.6.01.tar.gz "$third_party"/kokkos-4.6.01-cuda13.patch "$third_party"/SHA256SUMS "$bundle/third_party/"
+mkdir -p "$bundle/debs"
+rm -rf "$bundle/third_party"  # the Kokkos install travels instead of its source (below)
 
 # Packages: the owners of the libraries the CPU programs load (gridtrain-bin: `gridtrain` is its static launcher),
 # the headers' packages, MPICH's launcher.
@@ -44,8 +43,16 @@ for p in $pkgs; do
   case "$p" in libc6*|libstdc++*|libgcc*|libgomp1|libcuda*|libnvidia*) continue ;; esac
   keep+=("$p")
 done
-(cd "$bundle/debs" && rm -f ./*.deb && apt-get download "${keep[@]}" >/dev/null)
-echo "gpu_bundle.sh: ${#keep[@]} packages, $(du -sh "$bundle/debs" | cut -f1)"
+(cd "$bundle/debs" && rm -f ./*.deb && apt-get download "${keep[@]}" >/dev/null 2>&1)
+# Unpacked here into one prefix without documentation and static libraries, then xz: a third of the .debs' size
+# (the carry limit is 64 MiB with the checkout).
+prefix=$(mktemp -d)
+for f in "$bundle"/debs/*.deb; do dpkg -x "$f" "$prefix"; done
+rm -rf "$prefix"/usr/share/{doc,man,locale,info,lintian} "$bundle/debs"
+find "$prefix" -name '*.a' -not -name 'libgtest*' -not -name 'libgmock*' -delete  # GoogleTest links static
+tar -cf - -C "$prefix" . | xz -T0 -6 >"$bundle/deps.tar.xz"
+rm -rf "$prefix"
+echo "gpu_bundle.sh: ${#keep[@]} packages, deps.tar.xz $(du -sh "$bundle/deps.tar.xz" | cut -f1)"
 
 for prec in fp32 bf16; do
   run=$(mktemp -d)
@@ -58,9 +65,13 @@ for prec in fp32 bf16; do
 done
 rm -f "$bundle"/ref_small.losses
 
+# nccl.h: the device image may carry NCCL as a Python wheel without its header (gpu_check.sh's nccl_prefix)
+mkdir -p "$bundle/nccl" && cp /usr/local/cuda/include/nccl.h "$bundle/nccl/" 2>/dev/null || true
+
 # The Kokkos install the CUDA build used (its CMake cache names it).
 gpu=$here/build-gpu
 kk=$(sed -n 's/^Kokkos_DIR:[A-Z]*=//p' "$gpu/CMakeCache.txt" 2>/dev/null | sed 's|/lib[^/]*/cmake/Kokkos$||')
+[ -n "$kk" ] || kk=$(ls -d "${XDG_CACHE_HOME:-$HOME/.cache}"/gridtrain/kokkos-*/ 2>/dev/null | head -1 | sed 's|/$||')
 rm -rf "$bundle/kokkos"
 # its CMake files name their own prefix: gpu_check.sh puts it back at that path (.origin)
 [ -n "$kk" ] && [ -d "$kk" ] && cp -a "$kk" "$bundle/kokkos" && echo "$kk" >"$bundle/kokkos/.origin" \

@@ -148,17 +148,22 @@ EOF
 # ---- MPI, HDF5, OpenBLAS: the system's, or the carried Debian packages unpacked into a prefix (never into /) --
 setup_deps() {
   if command -v mpicxx >/dev/null && [ -f /usr/include/hdf5/mpich/hdf5.h ]; then echo "system MPI and HDF5 used"; return 0; fi
-  [ -d "$bundle/debs" ] || { echo "no MPI here and no $bundle/debs (run scripts/gpu_bundle.sh first)"; return 1; }
   mkdir -p "$deps"
-  local x=deb_extract; command -v dpkg >/dev/null && x="dpkg -x"
-  for f in "$bundle"/debs/*.deb; do $x "$f" "$deps" || return 1; done
+  if [ -f "$bundle/deps.tar.xz" ]; then  # unpacked and trimmed by gpu_bundle.sh
+    tar -xJf "$bundle/deps.tar.xz" -C "$deps" 2>/dev/null ||
+      py -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$bundle/deps.tar.xz" "$deps" || return 1
+  else
+    [ -d "$bundle/debs" ] || { echo "no MPI here and no $bundle/deps.tar.xz (run scripts/gpu_bundle.sh first)"; return 1; }
+    local x=deb_extract; command -v dpkg >/dev/null && x="dpkg -x"
+    for f in "$bundle"/debs/*.deb; do $x "$f" "$deps" || return 1; done
+  fi
   local lib=$deps/usr/lib/x86_64-linux-gnu
   for w in mpicc.mpich mpicxx.mpich; do [ -f "$deps/usr/bin/$w" ] && sed -i "s|/usr/|$deps/usr/|g" "$deps/usr/bin/$w"; done
   ln -sf mpicc.mpich "$deps/usr/bin/mpicc"; ln -sf mpicxx.mpich "$deps/usr/bin/mpicxx"
   ln -sf mpiexec.hydra "$deps/usr/bin/mpiexec"
   ln -sf openblas-pthread/libopenblas.so.0 "$lib/libopenblas.so.0"
   ln -sf openblas-pthread/libblas.so.3 "$lib/libblas.so.3"
-  echo "unpacked $(ls "$bundle"/debs/*.deb | wc -l) packages into $deps"
+  echo "MPI, HDF5, OpenBLAS and GoogleTest unpacked into $deps"
 }
 if [ "$dry" = 0 ] && { want build || want match || want bench || want kernels || want tests || want sanitize; }; then
   t0=$(date +%s); setup_deps >>"$log" 2>&1; say "deps rc=$? s=$(( $(date +%s) - t0 ))"
@@ -188,8 +193,24 @@ unpack_prebuilt() {
   ldd "$build/src/cli/gridtrain-bin" | grep "not found" && return 1
   return 0
 }
+# NCCL for the build there: the image carries it as a Python wheel (libnccl.so.2, maybe no header and no unversioned
+# library for CMake to find): a prefix with the header (the image's, else the one carried from here) and libnccl.so.
+nccl_prefix() {
+  local lib; lib=$(find_lib libnccl.so.2 nvidia.nccl)
+  [ -n "$lib" ] || { echo "no libnccl.so.2 here" >&2; return 1; }
+  nccl_root=/opt/gridtrain-nccl
+  mkdir -p "$nccl_root/include" "$nccl_root/lib"
+  local h
+  for h in /usr/local/cuda/include "$lib/../include" "$bundle/nccl"; do
+    [ -f "$h/nccl.h" ] && { cp "$h/nccl.h" "$nccl_root/include/"; break; }
+  done
+  ln -sf "$lib/libnccl.so.2" "$nccl_root/lib/libnccl.so"
+  ln -sf "$lib/libnccl.so.2" "$nccl_root/lib/libnccl.so.2"
+  echo "NCCL for the build: $lib (header from $h)"
+}
 build_here() {
   local kk=() gen=()
+  nccl_prefix || return 1
   command -v ninja >/dev/null && gen=(-G Ninja)
   if [ -f "$bundle/kokkos/.origin" ]; then  # the install's CMake files name the prefix it was built for
     local at; at=$(cat "$bundle/kokkos/.origin")
@@ -197,9 +218,14 @@ build_here() {
     kk=("-DKokkos_ROOT=$at")
   fi
   local third=$bundle/third_party; [ -d "$third" ] || third=$here/../shared/third_party
-  local dd=()
+  local dd=() lib=$deps/usr/lib/x86_64-linux-gnu
   [ -d "$deps/usr" ] && dd=("-DMPI_C_COMPILER=$deps/usr/bin/mpicc.mpich" "-DMPI_CXX_COMPILER=$deps/usr/bin/mpicxx.mpich"
-                            "-DMPIEXEC_EXECUTABLE=$deps/usr/bin/mpiexec.hydra" "-DCMAKE_PREFIX_PATH=$deps/usr")
+    "-DMPIEXEC_EXECUTABLE=$deps/usr/bin/mpiexec.hydra"
+    "-DHDF5_PAR_INCLUDE_DIR=$deps/usr/include/hdf5/mpich" "-DHDF5_PAR_LIBRARY=$lib/hdf5/mpich/libhdf5.so"
+    "-DBLAS_LIBRARIES=$lib/openblas-pthread/libopenblas.so"
+    "-DCBLAS_INCLUDE_DIR=$deps/usr/include/x86_64-linux-gnu/openblas-pthread"
+    "-DGTest_DIR=$lib/cmake/GTest" "-DCMAKE_PREFIX_PATH=$deps/usr"
+    "-DNCCL_ROOT=${nccl_root:-/usr/local/cuda}")
   GRIDTRAIN_GPU_NICE=0 GRIDTRAIN_GPU_BUILD="$build" "$here/scripts/check_gpu_build.sh" --third-party "$third" \
     --jobs "$jobs" "${kk[@]}" -- "${gen[@]}" "${dd[@]}"
 }
