@@ -21,6 +21,7 @@
 # --dry-run (also chosen when no GPU is visible): the same logic on a machine without a GPU, each stage printing why
 # it is skipped, so CI exercises the script (tests/cli/test_gpu_check_dry.sh).
 set -uo pipefail
+set -a  # every variable reaches the stages, which run as functions in a child bash under timeout (stage below)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$here/runs/gpu_check}
 bundle=${GRIDTRAIN_GPU_BUNDLE:-$here/.gpu-bundle}
@@ -79,7 +80,9 @@ stage() {
   [ "$l" -lt "$cap" ] && cap=$l
   local t0; t0=$(date +%s)
   echo "===== $name (cap ${cap}s) $(date -u +%T): $*" >>"$log"
-  timeout -k 5 "$cap" "$@" >>"$log" 2>&1
+  # a stage is a function of this script: timeout runs it in a child bash that gets the functions and variables
+  export -f $(compgen -A function)
+  timeout -k 5 "$cap" bash -c '"$@"' stage "$@" >>"$log" 2>&1
   local rc=$? s=$(( $(date +%s) - t0 ))
   local note=""; [ $rc -eq 124 ] && note="TIMED OUT"
   say "$name rc=$rc s=$s $note"
@@ -147,7 +150,9 @@ EOF
 
 # ---- MPI, HDF5, OpenBLAS: the system's, or the carried Debian packages unpacked into a prefix (never into /) --
 setup_deps() {
-  if command -v mpicxx >/dev/null && [ -f /usr/include/hdf5/mpich/hdf5.h ]; then echo "system MPI and HDF5 used"; return 0; fi
+  if [ -z "${GPU_CHECK_FORCE_DEPS:-}" ] && command -v mpicxx >/dev/null && [ -f /usr/include/hdf5/mpich/hdf5.h ]; then
+    echo "system MPI and HDF5 used"; return 0
+  fi
   mkdir -p "$deps"
   if [ -f "$bundle/deps.tar.xz" ]; then  # unpacked and trimmed by gpu_bundle.sh
     tar -xJf "$bundle/deps.tar.xz" -C "$deps" 2>/dev/null ||
