@@ -2,6 +2,7 @@
 // A cluster description (inputs/clusters/*.toml): what one device computes and holds, and the two link
 // levels between devices (inside a node, between nodes). Datasheet figures plus a few efficiencies; for this
 // CPU node they are measured (`gridtrain plan --calibrate`). docs/planner.md explains every key.
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct Cluster {
 
 // Reads a description; unknown keys, missing keys and bad values are gt::Error naming file, line and key.
 Cluster load_cluster(const std::string& path);
+// The same from text already open (`path` names it in the messages); the fuzz target reads from memory.
+Cluster parse_cluster(std::istream& in, const std::string& path);
 // The description as TOML that load_cluster reads back (used by --calibrate).
 std::string cluster_to_toml(const Cluster& c);
 

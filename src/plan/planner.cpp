@@ -30,7 +30,7 @@ std::string structural_problem(const ModelShape& m, const Cluster& c, const Layo
 }
 
 Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
-  if (o.devices < 1) throw Error("plan: --devices must be at least 1");
+  if (o.devices < 1 || o.devices > (1 << 20)) throw Error("plan: --devices must be 1 to 1048576");
   if (o.global_batch < 1 && o.fixed_micro_batches < 1) throw Error("plan: --global-batch must be at least 1");
   if (m.L < 1 || m.h < 1 || m.a < 1 || m.s < 1 || m.V < 1) throw Error("plan: the model has a zero dimension");
   Plan plan;
@@ -66,6 +66,10 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
               std::find(o.micro_batch_sizes.begin(), o.micro_batch_sizes.end(), int(b)) == o.micro_batch_sizes.end())
             continue;
           bm.push_back({int(b), int(per_rank / b)});
+        }
+        if (bm.empty()) {  // say so, rather than leave the layout out without a reason
+          reject(base, "no micro-batch size asked for divides the per-rank batch " + num(per_rank));
+          continue;
         }
       }
       for (auto [b, mb] : bm)
