@@ -56,7 +56,9 @@ std::vector<Key> numeric_keys() {
       {"device.peak_tflops_fp32", [](Cluster& c) { return &c.peak_tflops_fp32; }},
       {"device.peak_tflops_bf16", [](Cluster& c) { return &c.peak_tflops_bf16; }},
       {"device.peak_tflops_fp16", [](Cluster& c) { return &c.peak_tflops_fp16; }},
+      {"device.peak_tflops_fp8", [](Cluster& c) { return &c.peak_tflops_fp8; }},
       {"device.attention_efficiency", [](Cluster& c) { return &c.attention_efficiency; }},
+      {"device.fused_attention_efficiency", [](Cluster& c) { return &c.fused_attention_efficiency; }},
       {"device.memory_gbs", [](Cluster& c) { return &c.memory_gbs; }},
       {"device.memory_efficiency", [](Cluster& c) { return &c.memory_efficiency; }},
       {"node.devices", nullptr},
@@ -78,6 +80,7 @@ double Cluster::peak_flops(Precision p) const {
     case Precision::FP32: return peak_tflops_fp32 * 1e12;
     case Precision::BF16: return peak_tflops_bf16 * 1e12;
     case Precision::FP16: return peak_tflops_fp16 * 1e12;
+    case Precision::FP8: return peak_tflops_fp8 * 1e12;
   }
   return 0;
 }
@@ -172,6 +175,7 @@ Cluster parse_cluster(std::istream& in, const std::string& path) {
   for (const Key& k : keys)
     if (k.num && !(*k.num(c) >= 0 && *k.num(c) <= 1e9))
       throw Error(path + ": '" + k.name + "' = " + shortest(*k.num(c)) + " is out of range (0 to 1e9)");
+  if (c.fused_attention_efficiency > 1) throw Error(path + ": 'device.fused_attention_efficiency' must lie in (0, 1]");
   for (const char* k : {"device.attention_efficiency", "device.memory_efficiency"})
     for (const Key& kk : keys)
       if (std::string(kk.name) == k && !(*kk.num(c) > 0 && *kk.num(c) <= 1))

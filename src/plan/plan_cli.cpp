@@ -19,9 +19,12 @@ namespace gt::plan {
 
 const char* kPlanUsage =
     "usage: gridtrain plan --config DECK --cluster NAME|FILE --devices N --global-batch B [section.key=value ...]\n"
-    "                      [--framework gridtrain|megatron] [--precision fp32,bf16,fp16] [--zero 0,1,2,3]\n"
-    "                      [--recompute none,selective,full] [--micro-batch 1,2,4] [--tp N] [--pp N] [--gpipe]\n"
-    "                      [--tp-across-nodes] [--top N] [--json] [--plot OUT.png]\n"
+    "                      [--framework gridtrain|megatron|megatron-core-2024|deepspeed-zero3|torchtitan-fsdp2|llm.c]\n"
+    "                      [--precision fp32,bf16,fp16,fp8] [--zero 0,1,2,3] [--recompute none,selective,full]\n"
+    "                      [--micro-batch 1,2,4] [--tp N] [--pp N] [--cp N] [--virtual-stages 1,2] [--gpipe]\n"
+    "                      [--tp-overlap on|off] [--tp-across-nodes] [--top N] [--json] [--plot OUT.png]\n"
+    "                      model keys: model.n_layer= ... and model.arch=gpt2|llama model.ffn_hidden=N\n"
+    "                      model.n_kv_head=N model.attention=fused|materialized model.tie_embeddings=true|false\n"
     "       gridtrain plan --calibrate RUN_DIR... [ALLREDUCE.json...] [--allreduce-algo shm-reg] [--cluster BASE]\n"
     "                      [--out FILE.toml]   (ALLREDUCE.json: bench_allreduce's figures file)\n";
 
@@ -117,6 +120,12 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
     else if (a == "--framework") o.framework = parse_framework(value());
     else if (a == "--tp") o.tp = int(to_int(a, value(), 1, kMaxDevices));
     else if (a == "--pp") o.pp = int(to_int(a, value(), 1, kMaxDevices));
+    else if (a == "--cp") o.cp = int(to_int(a, value(), 1, kMaxDevices));
+    else if (a == "--tp-overlap") {
+      const std::string v = value();
+      if (v != "on" && v != "off") throw Error("plan: --tp-overlap expects on or off, got '" + v + "'");
+      o.tp_overlap = v == "on" ? 1 : 0;
+    }
     else if (a == "--top") r.top = int(to_int(a, value(), 1, 1000000));
     else if (a == "--plot") r.plot = value();
     else if (a == "--out") r.out = value();
@@ -125,7 +134,8 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
     else if (a == "--gpipe") o.gpipe = true;
     else if (a == "--tp-across-nodes") o.tp_across_nodes = true;
     else if (a == "--calibrate") r.calibrating = true;
-    else if (a == "--precision" || a == "--zero" || a == "--recompute" || a == "--micro-batch") {
+    else if (a == "--precision" || a == "--zero" || a == "--recompute" || a == "--micro-batch" ||
+             a == "--virtual-stages") {
       const std::vector<std::string> items = split_list(value());
       if (items.empty()) throw Error("plan: " + a + " needs a comma-separated list");
       if (a == "--precision") { o.precisions.clear(); for (auto& s : items) o.precisions.push_back(parse_precision(s)); }
@@ -137,6 +147,10 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
           if (z < 0 || z > 3) throw Error("plan: --zero stages are 0-3, got " + s);
           o.zero_stages.push_back(int(z));
         }
+      }
+      if (a == "--virtual-stages") {
+        o.virtual_stages.clear();
+        for (auto& s : items) o.virtual_stages.push_back(int(to_int(a, s, 1, 1024)));
       }
       if (a == "--micro-batch") {
         o.micro_batch_sizes.clear();
@@ -177,9 +191,10 @@ void check_degree(const char* opt, int degree, long devices) {
 // Every data-parallel degree the request allows (devices / (tp pp) for each allowed tp, pp).
 std::vector<long> allowed_dp(const PlanOptions& o) {
   std::vector<long> dps;
-  for (long d = 1; d <= o.devices; ++d) {
-    if (o.devices % d) continue;
-    const long rest = o.devices / d;  // tp x pp
+  const long devices = o.devices / std::max(1, o.cp);
+  for (long d = 1; d <= devices; ++d) {
+    if (devices % d) continue;
+    const long rest = devices / d;  // tp x pp
     if (o.tp > 0 && rest % o.tp) continue;
     if (o.pp > 0 && rest % o.pp) continue;
     if (o.tp > 0 && o.pp > 0 && long(o.tp) * o.pp != rest) continue;
@@ -193,11 +208,13 @@ std::vector<long> allowed_dp(const PlanOptions& o) {
 void check_plan_request(const PlanOptions& o, const ModelShape& m) {
   if (o.devices < 1) throw Error("plan: --devices N (at least 1) is required");
   if (o.global_batch < 1 && o.fixed_micro_batches < 1) throw Error("plan: --global-batch B (at least 1) is required");
-  if (o.tp > 0) check_degree("--tp", o.tp, o.devices);
-  if (o.pp > 0) check_degree("--pp", o.pp, o.devices);
-  if (o.tp > 0 && o.pp > 0 && o.devices % (long(o.tp) * o.pp) != 0)
+  if (o.cp > 1) check_degree("--cp", o.cp, o.devices);
+  if (o.tp > 0) check_degree("--tp", o.tp, o.devices / o.cp);
+  if (o.pp > 0) check_degree("--pp", o.pp, o.devices / o.cp);
+  if (o.tp > 0 && o.pp > 0 && (o.devices / o.cp) % (long(o.tp) * o.pp) != 0)
     throw Error("plan: --tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp) + " = " +
-                std::to_string(long(o.tp) * o.pp) + " does not divide the " + std::to_string(o.devices) + " devices");
+                std::to_string(long(o.tp) * o.pp) + " does not divide the " + std::to_string(o.devices / o.cp) +
+                " devices" + (o.cp > 1 ? " left by --cp " + std::to_string(o.cp) : ""));
   if (o.pp > 0 && o.pp > m.L)
     throw Error("plan: --pp " + std::to_string(o.pp) + " is more than the model's " + std::to_string(m.L) + " layers");
   // The per-rank batch of every allowed dp, and whether a micro-batch size divides any of them.
@@ -229,6 +246,29 @@ void check_plan_request(const PlanOptions& o, const ModelShape& m) {
   limit("model.n_head", m.a, 1L << 16);
   limit("model.seq_len", m.s, 1L << 22);
   limit("model.vocab_size", m.V, 1L << 24);
+  check_model_shape(m);
+  if (o.cp > 1 && m.s % (2L * o.cp) != 0)
+    throw Error("plan: --cp " + std::to_string(o.cp) + " does not split model.seq_len = " + std::to_string(m.s) +
+                " into 2 x cp equal chunks (the causal load balance)");
+  for (int v : o.virtual_stages)
+    if (v > m.L) throw Error("plan: --virtual-stages " + std::to_string(v) + " is more than the " + std::to_string(m.L) + " layers");
+}
+
+ModelShape plan_model(Config& cfg, const std::vector<std::string>& overrides) {
+  std::vector<std::pair<std::string, std::string>> planner_keys;
+  for (const auto& ov : overrides) {
+    const size_t eq = ov.find('=');
+    const std::string key = ov.substr(0, eq), val = ov.substr(eq + 1);
+    ModelShape probe;
+    if (apply_model_key(probe, key, val))
+      planner_keys.push_back({key, val});  // a key the planner knows and the engine does not have yet
+    else
+      cfg.set(ov);
+  }
+  cfg.validate();
+  ModelShape m = ModelShape::from(cfg.model);
+  for (const auto& [k, v] : planner_keys) apply_model_key(m, k, v);
+  return m;
 }
 
 int plan_main(const std::vector<std::string>& args) {
@@ -242,9 +282,7 @@ int plan_main(const std::vector<std::string>& args) {
   if (o.global_batch < 1) throw Error("plan: --global-batch B (at least 1) is required");
   Config cfg;
   cfg.load_file(resolve_deck(pa.deck));
-  for (const auto& ov : pa.overrides) cfg.set(ov);
-  cfg.validate();
-  const ModelShape m = ModelShape::from(cfg.model);
+  const ModelShape m = plan_model(cfg, pa.overrides);
   check_plan_request(o, m);
   const Cluster c = load_cluster(resolve_cluster(pa.cluster));
   const Plan p = make_plan(m, c, o);

@@ -26,6 +26,11 @@ struct PlanArgs {
 };
 PlanArgs parse_plan_args(const std::vector<std::string>& args);
 
+// The model to plan: the deck with the overrides applied, and the planner's own model keys (model.arch,
+// model.ffn_hidden, model.n_kv_head, model.attention, model.tie_embeddings: Llama shapes the engine does not have
+// yet) taken from the overrides. Throws gt::Error naming a bad key or value.
+ModelShape plan_model(Config& cfg, const std::vector<std::string>& overrides);
+
 // Limits of what the planner plans: far above any published run, low enough that no count overflows.
 constexpr long kMaxDevices = 1L << 20;       // 1,048,576
 constexpr long kMaxGlobalBatch = 1L << 30;   // sequences per step

@@ -82,9 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const gt::plan::Cluster c = gt::plan::parse_cluster(cin, "fuzz.toml");
     check_round_trip(c);
     gt::Config cfg;
-    for (const auto& ov : pa.overrides) cfg.set(ov);
-    cfg.validate();
-    const gt::plan::ModelShape m = gt::plan::ModelShape::from(cfg.model);
+    const gt::plan::ModelShape m = gt::plan::plan_model(cfg, pa.overrides);
     gt::plan::check_plan_request(pa.o, m);
     // Plans of many devices are correct but slow (every divisor pair, every option): the parsing above is what
     // such inputs test; the plan is made up to 4096 devices.
