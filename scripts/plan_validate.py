@@ -7,7 +7,10 @@ fitted per row. What a row's source publishes (tp, pp, micro-batch, recompute, .
 to the planner, which takes its best layout (the row says which).
 
 usage: scripts/plan_validate.py [GRIDTRAIN] [--runs FILE] [--set design|heldout|all] [--only ID_SUBSTRING]
-prints markdown tables per source and the mean / max |error| of the design and held-out rows.
+                               [--extra "ARGS"] [--framework NAME]
+prints markdown tables per source and the mean / max |error| of the design and held-out rows. --extra appends
+planner arguments to every row and --framework replaces the rows' own (for taking a mechanism out: e.g.
+--extra "--tp-overlap off", --extra "model.attention=materialized", --extra "--virtual-stages 1").
 """
 import argparse
 import json
@@ -41,12 +44,16 @@ def published_step(row, batch):
     return model_flops(m, batch, p["flops"]) / (tflops * 1e12 * row["gpus"])
 
 
+EXTRA = []
+FRAMEWORK = None
+
+
 def plan(binary, row, batch, micro_batch):
     m, f = row["model"], row["fixed"]
     cmd = [binary, "plan", "--config", "tiny", f"model.n_layer={m['L']}", f"model.d_model={m['h']}",
            f"model.n_head={m['a']}", f"model.seq_len={m['s']}", f"model.vocab_size={m['V']}",
            "--cluster", row["cluster"], "--devices", str(row["gpus"]), "--global-batch", str(batch),
-           "--framework", row["framework"], "--tp-across-nodes", "--json"]
+           "--framework", FRAMEWORK or row["framework"], "--tp-across-nodes", "--json"]
     if m.get("arch"):
         cmd.append(f"model.arch={m['arch']}")
     for key, opt in (("kv", "model.n_kv_head"), ("ffn", "model.ffn_hidden")):
@@ -60,6 +67,8 @@ def plan(binary, row, batch, micro_batch):
             cmd += [opt, str(f[key])]
     if micro_batch:
         cmd += ["--micro-batch", str(micro_batch)]
+    for x in EXTRA:  # later options win: an --extra option replaces the row's own
+        cmd.append(x)
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "exit %d" % out.returncode
@@ -101,7 +110,12 @@ def main():
     ap.add_argument("--runs", default=os.path.join(HERE, "..", "inputs", "plan_validation", "published_runs.json"))
     ap.add_argument("--set", default="all", choices=["design", "heldout", "all"])
     ap.add_argument("--only", default="")
+    ap.add_argument("--extra", default="")
+    ap.add_argument("--framework", default=None)
     args = ap.parse_args()
+    global FRAMEWORK
+    EXTRA.extend(args.extra.split())
+    FRAMEWORK = args.framework
     rows = [r for r in json.load(open(args.runs))["rows"]
             if (args.set == "all" or r["set"] == args.set) and args.only in r["id"]]
     errs = {"design": [], "heldout": []}
