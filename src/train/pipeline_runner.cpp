@@ -1,5 +1,7 @@
 #include "src/train/pipeline_runner.hpp"
 
+#include "src/core/error.hpp"
+
 namespace gt {
 
 namespace {
@@ -8,7 +10,12 @@ double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
 
 PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader,
                                std::vector<PipeOp> ops)
-    : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)) {}
+    : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)) {
+  // One model chunk per stage: the interleaved schedule's op lists are planned and simulated (schedule.hpp), not
+  // run yet (that needs a StageModel per chunk).
+  for (const PipeOp& op : ops_)
+    if (op.chunk != 0) throw Error("pipeline: the runner runs one model chunk per stage; interleaved op lists are not run yet");
+}
 
 void PipelineRunner::send(const void* data, int peer, int tag) {
   const size_t n = model_.activation_elems();
