@@ -68,7 +68,7 @@ std::string plan_table(const Plan& p, const ModelShape& m, const Cluster& c, con
   out << p.fits.size() << " layouts fit, " << p.rejected.size() << " rejected; usable memory per device "
       << fmt("%.1f", c.usable_memory_bytes() / 1e9) << " GB\n\n";
   out << "rank  layout                                        | memory GB: params grads optim  activ  work+buf  total"
-         " | step ms: compute tp+cp   pp     dp   bubble  optim  other    total | tokens/s   MFU  comm\n";
+         " | step ms: compute  tp+cp   pp     dp   bubble  optim  other    total | tokens/s   MFU  comm\n";
   int k = 0;
   for (const Candidate& cand : p.fits) {
     if (k >= top) break;
