@@ -11,7 +11,12 @@ double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
 PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader,
                                std::vector<PipeOp> ops)
     : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)),
-      p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank())) {}
+      p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank())) {
+  // One model chunk per stage: the interleaved schedule's op lists are planned and simulated (schedule.hpp), not
+  // run yet (that needs a StageModel per chunk).
+  for (const PipeOp& op : ops_)
+    if (op.chunk != 0) throw Error("pipeline: the runner runs one model chunk per stage; interleaved op lists are not run yet");
+}
 
 void PipelineRunner::defer_send(const void* data) {
   const size_t bytes = model_.activation_elems() * dtype_size(model_.activation_dtype());

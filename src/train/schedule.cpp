@@ -13,10 +13,35 @@ namespace gt {
 Schedule parse_schedule(const std::string& name) {
   if (name == "gpipe") return Schedule::GPipe;
   if (name == "1f1b") return Schedule::OneFOneB;
-  throw Error("unknown pipeline schedule '" + name + "' (expected \"1f1b\" or \"gpipe\")");
+  if (name == "interleaved") return Schedule::Interleaved;
+  throw Error("unknown pipeline schedule '" + name + "' (expected \"1f1b\", \"gpipe\" or \"interleaved\")");
 }
 
-std::vector<PipeOp> pipeline_schedule(Schedule s, int stages, int stage, int m) {
+namespace {
+
+std::vector<PipeOp> interleaved(int p, int stage, int m, int v) {
+  if (v < 1 || m % p != 0)
+    throw Error("pipeline: the interleaved schedule needs the micro-batches (" + std::to_string(m) +
+                ") a multiple of the stages (" + std::to_string(p) + ") and at least one chunk per stage");
+  const int total = m * v, group = p * v;
+  auto forward = [&](int k) { return PipeOp{PipeOp::Forward, (k / group) * p + k % p, (k % group) / p}; };
+  auto backward = [&](int k) { return PipeOp{PipeOp::Backward, (k / group) * p + k % p, v - 1 - (k % group) / p}; };
+  const int warmup = std::min(total, 2 * (p - stage - 1) + (v - 1) * p);
+  std::vector<PipeOp> ops;
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) ops.push_back(forward(f));
+  while (f < total) {
+    ops.push_back(forward(f++));
+    ops.push_back(backward(b++));
+  }
+  while (b < total) ops.push_back(backward(b++));
+  return ops;
+}
+
+}  // namespace
+
+std::vector<PipeOp> pipeline_schedule(Schedule s, int stages, int stage, int m, int chunks) {
+  if (s == Schedule::Interleaved && chunks > 1) return interleaved(stages, stage, m, chunks);
   std::vector<PipeOp> ops;
   if (s == Schedule::GPipe) {
     for (int i = 0; i < m; ++i) ops.push_back({PipeOp::Forward, i});

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "src/core/error.hpp"
+#include "src/plan/memory.hpp"
 #include "src/train/schedule.hpp"
 
 using gt::PipeOp;
@@ -55,7 +56,96 @@ int simulate(Schedule sch, int P, int M) {
   return end;
 }
 
+// The interleaved schedule's simulation: chunk c of stage s is virtual stage j = c P + s; forward (c, m) needs
+// forward m of virtual stage j - 1 (stage (j - 1) mod P), backward (c, m) needs its own forward and backward m of
+// virtual stage j + 1. A chunk's forward costs f, its backward b (time units). Returns the makespan, -1 on deadlock.
+int simulate_interleaved(int P, int M, int V, int f, int b) {
+  std::vector<std::vector<PipeOp>> ops(P);
+  for (int s = 0; s < P; ++s) ops[s] = gt::pipeline_schedule(Schedule::Interleaved, P, s, M, V);
+  std::map<std::tuple<int, int, int>, int> done;  // (virtual stage, kind, m) -> finish time
+  std::vector<size_t> pc(P, 0);
+  std::vector<int> free_at(P, 0);
+  int remaining = 2 * P * M * V;
+  while (remaining > 0) {
+    bool progressed = false;
+    for (int s = 0; s < P; ++s) {
+      if (pc[s] == ops[s].size()) continue;
+      const PipeOp& op = ops[s][pc[s]];
+      const int j = op.chunk * P + s;
+      int ready = free_at[s];
+      bool ok = true;
+      auto need = [&](int vs, int kind) {
+        auto it = done.find({vs, kind, op.micro_batch});
+        if (it == done.end()) ok = false;
+        else ready = std::max(ready, it->second);
+      };
+      if (op.kind == PipeOp::Forward) {
+        if (j > 0) need(j - 1, 0);
+      } else {
+        need(j, 0);
+        if (j < P * V - 1) need(j + 1, 1);
+      }
+      if (!ok) continue;
+      const int end = ready + (op.kind == PipeOp::Forward ? f : b);
+      done[{j, op.kind == PipeOp::Forward ? 0 : 1, op.micro_batch}] = end;
+      free_at[s] = end;
+      ++pc[s];
+      --remaining;
+      progressed = true;
+    }
+    if (!progressed) return -1;
+  }
+  return *std::max_element(free_at.begin(), free_at.end());
+}
+
 }  // namespace
+
+// Interleaved 1F1B: every (chunk, micro-batch) forward and backward exactly once on every stage, each backward after
+// its forward; with one chunk it is 1F1B; m not a multiple of p is refused (Megatron's rule).
+TEST(PipelineSchedule, InterleavedEveryChunkOnce) {
+  for (int P = 1; P <= 4; ++P)
+    for (int V = 1; V <= 3; ++V)
+      for (int M = P; M <= 3 * P; M += P)
+        for (int s = 0; s < P; ++s) {
+          auto ops = gt::pipeline_schedule(Schedule::Interleaved, P, s, M, V);
+          ASSERT_EQ(ops.size(), size_t(2 * M * V));
+          std::map<std::pair<int, int>, int> f, b;
+          for (size_t i = 0; i < ops.size(); ++i) {
+            auto& seen = ops[i].kind == PipeOp::Forward ? f : b;
+            ASSERT_LT(ops[i].chunk, V);
+            ASSERT_TRUE(seen.insert({{ops[i].chunk, ops[i].micro_batch}, int(i)}).second) << "repeated";
+          }
+          ASSERT_EQ(f.size(), size_t(M * V));
+          for (auto& [key, at] : b) EXPECT_LT(f.at(key), at);
+        }
+  for (int P = 1; P <= 4; ++P)
+    for (int s = 0; s < P; ++s)
+      EXPECT_EQ(gt::pipeline_schedule(Schedule::Interleaved, P, s, 8, 1), gt::pipeline_schedule(Schedule::OneFOneB, P, s, 8));
+  EXPECT_THROW(gt::pipeline_schedule(Schedule::Interleaved, 4, 0, 6, 2), gt::Error);
+}
+
+// All stages together never deadlock, and the makespan is the ideal 3 m v chunk-units (forward 1, backward 2) plus
+// the bubble (p - 1) (1 + 2): (p - 1) / (v m) of the ideal (Narayanan et al. 2021), which is the planner's
+// interleaved bubble; its in-flight memory is the planner's in_flight_stages (Megatron's p (1 + (p-1)/(p v)) on
+// stage 0), in chunk-micro-batches of 1/v of the stage.
+TEST(PipelineSchedule, InterleavedBubbleAndMemoryAreThePlanners) {
+  for (int P = 2; P <= 4; ++P)
+    for (int V = 2; V <= 3; ++V)
+      for (int M = P; M <= 4 * P; M += P) {
+        const int span = simulate_interleaved(P, M, V, 1, 2);
+        ASSERT_GT(span, 0) << "deadlock P=" << P << " V=" << V << " M=" << M;
+        const int ideal = 3 * M * V;
+        EXPECT_EQ(span, ideal + 3 * (P - 1)) << "P=" << P << " V=" << V << " M=" << M;
+        for (int s = 0; s < P; ++s) {
+          gt::plan::Layout l;
+          l.pp = P;
+          l.vp = V;
+          l.micro_batches = M;
+          const int held = gt::max_in_flight(gt::pipeline_schedule(Schedule::Interleaved, P, s, M, V));
+          EXPECT_NEAR(gt::plan::in_flight_stages(l, s) * V, double(held), 1e-9) << P << " " << V << " " << M << " " << s;
+        }
+      }
+}
 
 TEST(PipelineSchedule, EveryMicroBatchOnceForwardBeforeBackward) {
   for (Schedule sch : {Schedule::GPipe, Schedule::OneFOneB})
