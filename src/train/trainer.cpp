@@ -288,6 +288,7 @@ StepStats Trainer::train_step() {
   t.comm_pp_ms = (blocked(&grid_.pp()) - pp0) * 1e3;
   t.comm_dp_ms = (blocked(&grid_.dp()) - dp0) * 1e3;
   t.comm_other_ms = (blocked(&grid_.mp()) + blocked(embed) - other0) * 1e3;
+  t.energy_j = report_->step_energy_j();
   StepStats s = reduce_step_stats(t, grid_.world(), double(loader_->global_batch()) * cfg_.model.seq_len);
   s.lr = lr;
   s.grad_norm = norm / loss_scale;
