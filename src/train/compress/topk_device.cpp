@@ -14,7 +14,7 @@ namespace gt::compress {
 // Byte buffers in the kernels' memory space, each grown to the largest request so far (never shrunk).
 struct TopkWorkspace::Impl {
   Kokkos::View<uint8_t*, mem_space> idx, val, all_idx, all_val, sample;
-  Kokkos::View<RadixState*, mem_space> state{"topk_radix_state", 1};
+  Kokkos::View<RadixState*, mem_space> state;  // allocated at the first selection
 
   template <class U>
   static U* grow(Kokkos::View<uint8_t*, mem_space>& v, size_t count) {
@@ -22,7 +22,10 @@ struct TopkWorkspace::Impl {
     if (v.size() < bytes) v = Kokkos::View<uint8_t*, mem_space>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "topk_buffer"), bytes);
     return reinterpret_cast<U*>(v.data());
   }
-  RadixState* radix() { return state.data(); }
+  RadixState* radix() {
+    if (state.size() == 0) state = Kokkos::View<RadixState*, mem_space>("topk_radix_state", 1);
+    return state.data();
+  }
 };
 
 TopkWorkspace::TopkWorkspace() : p_(std::make_unique<Impl>()) {}
@@ -40,7 +43,7 @@ size_t sampled_count(const float* acc, size_t n, size_t k, uint64_t seed, TopkWo
   sample_keys(sample, long(s), acc, long(n), seed);
   const size_t ks = std::min(s - 1, size_t(std::ceil(double(k) * double(s) / double(n))));
   radix_select(w.radix(), sample, long(s), long(ks + 1));  // the (ks+1)-th largest: nth_element's sample[ks]
-  auto state_h = Kokkos::create_mirror_view_and_copy(host_space(), w.state);
+  const auto state_h = Kokkos::create_mirror_view_and_copy(host_space(), w.state);
   float thr = half_detail::bits_float(state_h(0).prefix);
   float lo = 0, hi = std::numeric_limits<float>::infinity();
   for (int round = 0; round < 10 && thr > 0; ++round) {
