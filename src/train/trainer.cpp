@@ -147,9 +147,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                   "a 16-bit reduce-scatter is not implemented");
     buckets_->set_wire(wire, static_cast<uint16_t*>(state_->add_buffer("grad_wire", wire).data));
   }
-  if (buckets_ && cfg_.compress.method == "topk") {
-    // the compressor reads and writes gradients on the host
-    if (!exec_on_host) throw Error("compress.method = \"topk\" needs host memory: not available on GPU builds yet");
+  if (buckets_ && cfg_.compress.method == "topk") {  // on GPU builds by device kernels (compress/topk_device.hpp)
     if (zero_.stage >= 2)
       throw Error("compress.method = \"topk\" with parallel.zero >= 2: a compressed reduce-scatter is not implemented");
     GradBuckets::Compression c;
