@@ -31,6 +31,7 @@
 #include "src/model/gpt.hpp"
 #include "src/plan/plan_cli.hpp"
 #include "src/data/dataset_inspect.hpp"
+#include "src/train/checkpoint_size.hpp"
 #include "src/train/memory_check.hpp"
 #include "src/train/trainer.hpp"
 
@@ -103,13 +104,6 @@ MPI_Comm g_error_comm = MPI_COMM_NULL;
   MPI_Comm_free(&g_error_comm);
   MPI_Finalize();
   std::exit(code);
-}
-
-// Bytes of one checkpoint: parameters and both AdamW moments in float32 (metadata is small against them).
-int64_t checkpoint_bytes(const gt::ModelConfig& m) {
-  int64_t n = 0;
-  for (const gt::TensorSpec& s : gt::model_tensor_specs(m, gt::StageLayout{0, 1, 0, m.n_layer}, 0, 1)) n += s.global_size();
-  return 3 * n * int64_t(sizeof(float));
 }
 
 int cmd_train(const std::vector<std::string>& args) {
@@ -196,7 +190,8 @@ int cmd_train(const std::vector<std::string>& args) {
   // Before any training time is spent: the directories are writable with room for a checkpoint, and no other
   // run uses the checkpoint directory (held until the run ends).
   gt::check_memory_fits(cfg, grid);  // before anything is allocated: one line instead of a failed allocation
-  gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(), checkpoint_bytes(cfg.model));
+  gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(),
+                         gt::io::checkpoint_file_bytes(gt::checkpoint_file_shape(cfg, grid.world_size())));
   gt::io::RunDirLock lock(grid.world_mpi(), cfg.checkpoint_dir());
   // parallel.rebalance = auto may end a trainer's run to continue on a new pipeline partition: the next trainer
   // resumes from the checkpoint the first just wrote. In this process rather than through exit code 75 and a

@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "src/comm/watchdog.hpp"
 #include "src/core/error.hpp"
 #include "src/io/checkpoint_verify.hpp"
 #include "src/train/lr_schedule.hpp"
@@ -157,7 +158,18 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
     s.push_back(residual_shard(h));
     m.ints["ef_residual"] = 1;
   }
-  std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, s, m);
+  // HDF5's collective I/O makes MPI calls of its own, which the communicator's watchdog brackets do not see: a
+  // rank hung in them (a failing disk that leaves the ranks on different paths of the library) is reported and
+  // the job aborted after train.watchdog_s, like a hang in any collective.
+  watchdog::enter("checkpoint write (HDF5 collective I/O)", grid_.world().watch_group());
+  std::string path;
+  try {
+    path = save_checkpoint(grid_.world_mpi(), opt, p.step, s, m);
+  } catch (...) {
+    watchdog::leave();
+    throw;
+  }
+  watchdog::leave();
   last_saved_step_ = p.step;
   if (grid_.world_rank() == 0)
     std::printf("gridtrain: checkpoint %s (%s, %.2f s)\n", path.c_str(), reason.c_str(), MPI_Wtime() - t0);
