@@ -33,6 +33,7 @@
 #include "src/data/dataset_inspect.hpp"
 #include "src/train/checkpoint_size.hpp"
 #include "src/train/memory_check.hpp"
+#include "src/train/resume_requirements.hpp"
 #include "src/train/trainer.hpp"
 
 namespace {
@@ -216,7 +217,18 @@ int cmd_inspect(const std::vector<std::string>& args) {
   if (std::string problem = gt::io::hdf5_probe_problem(args[0]); !problem.empty())
     throw gt::Error(args[0] + ": " + problem);
   const std::string kind = gt::hdf5_file_kind(args[0]);
-  if (kind == "checkpoint") return gt::inspect_checkpoint(args[0], std::cout);
+  if (kind == "checkpoint") {
+    // The requirements a run restarted from this checkpoint's own configuration would apply: the verdict is
+    // then the resume's (src/train/resume_requirements.hpp).
+    gt::CheckpointRequirements req;
+    std::string problem;
+    try {
+      req = gt::requirements_of_checkpoint(args[0], gt::read_checkpoint_meta(MPI_COMM_SELF, args[0]));
+    } catch (const gt::Error& e) {
+      problem = e.what();
+    }
+    return gt::inspect_checkpoint(args[0], std::cout, req, problem);
+  }
   if (kind == "dataset") {
     gt::inspect_dataset(args[0], std::cout);
     return 0;
