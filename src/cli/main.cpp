@@ -16,6 +16,7 @@
 
 #include "kernels/gemm.hpp"
 #include "src/cli/auto_layout.hpp"
+#include "src/train/startup_stop.hpp"
 #include "kernels/kokkos_compat.hpp"
 #include "src/comm/watchdog.hpp"
 #include "src/core/config.hpp"
@@ -132,6 +133,7 @@ int cmd_train(const std::vector<std::string>& args) {
   cfg.validate();
   // Before the grid's first collectives: every rank must run the same build with the same configuration.
   gt::io::check_config_agreement(MPI_COMM_WORLD, cfg.to_map(), gt::io::build_identity());
+  gt::stop_point(MPI_COMM_WORLD, "the layout and the process grid");
   gt::gemm_set_threads(cfg.parallel.blas_threads);
   try {
     gt::gemm_select(cfg.kernels.gemm == "onednn"     ? gt::GemmBackend::OneDNN
@@ -190,10 +192,13 @@ int cmd_train(const std::vector<std::string>& args) {
     throw gt::Error("test hook: rank " + std::string(r) + " failed alone");
   // Before any training time is spent: the directories are writable with room for a checkpoint, and no other
   // run uses the checkpoint directory (held until the run ends).
+  gt::stop_point(grid.world_mpi(), "the memory check");
   gt::check_memory_fits(cfg, grid);  // before anything is allocated: one line instead of a failed allocation
+  gt::stop_point(grid.world_mpi(), "the directory checks");
   gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(),
                          gt::io::checkpoint_file_bytes(gt::checkpoint_file_shape(cfg, grid.world_size())));
   gt::io::RunDirLock lock(grid.world_mpi(), cfg.checkpoint_dir());
+  gt::stop_point(grid.world_mpi(), "building the model");
   // parallel.rebalance = auto may end a trainer's run to continue on a new pipeline partition: the next trainer
   // resumes from the checkpoint the first just wrote. In this process rather than through exit code 75 and a
   // restart: the grid and the world stay as they are, only stage boundaries move, so nothing needs a new job,
@@ -284,6 +289,13 @@ int main(int argc, char** argv) {
       code = cmd == "inspect" ? cmd_inspect(args) : cmd_train(args);
       Kokkos::finalize();
     }
+  } catch (const gt::StoppedDuringStartup& e) {  // every rank, agreed: a normal end, exit 75
+    if (world_rank() == 0)
+      std::printf("gridtrain: stopped on request (signal) during start-up, before %s; no step trained since the "
+                  "start, nothing to save\n", e.what());
+    std::fflush(stdout);
+    if (Kokkos::is_initialized()) Kokkos::finalize();
+    code = gt::kExitPreempted;
   } catch (const UsageError& e) {
     if (world_rank() == 0) std::fputs(kUsage, stderr);
     fail(e.what(), gt::kExitUsage);
