@@ -157,7 +157,21 @@ for c in "${configs[@]}"; do
         stop) kill -STOP $(rank_pids "$run" $victim) 2>/dev/null ;;
         term) kill -TERM $(pgrep -f "slurm/train.sbatch" -P $job) 2>/dev/null || kill -TERM $(rank_pids "$run") ;;
         damage) kill -KILL $(rank_pids "$run") 2>/dev/null ;;
-        diskfull) rm -f "$w/fill_t"; arm_filler "$ck" "$w/fill_t" ;;
+        diskfull)
+          rm -f "$w/fill_t"; arm_filler "$ck" "$w/fill_t"
+          # the save that meets the full disk is refused (the attempt ends), or it had taken its room first: then
+          # the disk is given back once that save is over and the run goes on, with the next fault to come
+          while kill -0 $job 2>/dev/null && [ ! -s "$w/fill_t" ]; do sleep 0.05; done
+          while kill -0 $job 2>/dev/null && ls "$ck"/*.h5.tmp >/dev/null 2>&1; do sleep 0.05; done
+          sleep 1
+          if kill -0 $job 2>/dev/null && [ -s "$w/fill_t" ]; then
+            wait $filler 2>/dev/null; rm -f "$ck/fill"; filler=""
+            n=$((n + 1))
+            printf '| %d | %s | diskfull (the save had its room; disk given back) | %s | ran on | - | %s | - |\n' $n "$c" "$at" \
+              "$(kept "$ck")" | tee -a "$out"
+            from=$(last_step "$run") lines=$(cat "$run/metrics.jsonl" 2>/dev/null | wc -l) kind=""
+            continue
+          fi ;;
         slow)
           p=$(rank_pids "$run" $victim); kill -STOP $p; sleep 4; kill -CONT $p
           n=$((n + 1))

@@ -16,6 +16,7 @@
 #include "src/io/checksum.hpp"
 #include "src/io/h5_error.hpp"
 #include "src/io/h5_util.hpp"
+#include "src/io/mpio_guard.hpp"
 #include "src/io/shard_table.hpp"
 
 namespace fs = std::filesystem;
@@ -67,14 +68,15 @@ bool crash_requested(int64_t step) {
 
 // Closes a .tmp file that is given up (an agreed error, so every rank is here). A close that fails leaves the
 // file registered in HDF5, which closes it again inside MPI_Finalize and crashed there (segfault in
-// H5F__close_cb). In a reserved file the close's metadata writes land in allocated blocks; where nothing could
-// be reserved, truncating the file first frees the space already taken, so that the close finds room for its
-// few kilobytes. The file is removed afterwards.
-void discard_file(MPI_Comm comm, const std::string& tmp, hid_t file, bool reserved) {
+// H5F__close_cb). So the file is discarded first (mpio_guard.hpp: its writes succeed without I/O) and the close
+// cannot fail on the disk; where nothing could be reserved, truncating it also frees the space already taken.
+// The file is removed afterwards.
+void discard_file(MPI_Comm comm, const std::string& tmp, hid_t file, bool reserved, io::GuardedFile& guard) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (!reserved && rank == 0 && ::truncate(tmp.c_str(), 0) != 0) { /* nothing more to free */ }
   MPI_Barrier(comm);
+  guard.discard();
   if (H5Iis_valid(file) > 0) H5Fclose(file);
 }
 
@@ -152,19 +154,34 @@ void write_datasets(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, c
   H5Handle fapl = io::make_mpio_fapl(comm, opt);
   H5Handle file(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, fapl.get()));
   io::agree(comm, file.valid() ? "" : tmp + ": cannot open the file reserved for the checkpoint" + io::h5_error_suffix());
+  // HDF5's collective writes and resizes of this file agree their outcome over the ranks (an I/O error on one
+  // rank hung the others inside the library); destroyed after the close.
+  io::GuardedFile guard(file.get(), fapl.get(), comm);
   try {
     write_contents(comm, opt, step, tmp, file, table, tensors, checksums, meta);
   } catch (const Error&) {
-    discard_file(comm, tmp, file.release(), reserved);
+    discard_file(comm, tmp, file.release(), reserved, guard);
     throw;
   }
-  // Closing writes the metadata; a failure here (an I/O error) must not look like success.
+  // The metadata out first, by a flush whose failure the ranks agree on (mpio_guard.hpp): the file is then
+  // discarded and its close does no I/O. A close that fails instead leaves the file half-closed inside HDF5,
+  // and closing it again (here or in MPI_Finalize) crashed.
+  const bool flushed = H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0;
+  int flush_failed = !flushed, any_flush_failed = 0;
+  MPI_Allreduce(&flush_failed, &any_flush_failed, 1, MPI_INT, MPI_MAX, comm);
+  if (any_flush_failed) {
+    const std::string why = flushed ? "" : tmp + ": cannot write the file's metadata" + io::h5_error_suffix();
+    discard_file(comm, tmp, file.release(), reserved, guard);
+    io::agree(comm, why);  // throws: the ranks whose flush failed carry HDF5's reason
+    throw Error(tmp + ": cannot write the file's metadata");
+  }
+  // Closing writes what the flush left (little: the file's size); a failure must not look like success.
   const hid_t id = file.release();
   const herr_t closed = H5Fclose(id);
   std::string why = closed >= 0 ? "" : tmp + ": cannot close file (I/O error or disk full)" + io::h5_error_suffix();
   int failed = closed < 0, any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
-  if (any) discard_file(comm, tmp, id, reserved);
+  if (any) discard_file(comm, tmp, id, reserved, guard);
   io::agree(comm, why);
 }
 

@@ -224,20 +224,27 @@ INNER
     [ $code -eq 0 ] || fail "a save into a disk that filled during it hung, crashed or left files: $(tail -3 "$work/race.md")"
     echo "ok: disk filled during a save, 1 and 2 ranks: saved or refused with one line" ;;
   eio)
-    # A failing disk (EIO) under HDF5's writes of a save, on rank 0 of 2, past the reservation's first bytes:
-    # HDF5 1.10's own collective metadata flush then leaves the ranks on different paths inside the library (a
-    # hang), which the watchdog bracket of the save ends with one line (train.watchdog_s). Not a clean agreed
-    # error yet (docs/reliability.md, "Disk full and I/O errors during a save"): this case holds what is
-    # promised now: an end within the limit, one error line, `latest` and the previous checkpoint intact.
+    # A failing disk (every write to the step-4 .tmp fails with EIO after N bytes, on one rank; LD_PRELOAD of
+    # tests/io/eio_preload.c): in the raw data on rank 0 of 2, in HDF5's metadata flush on rank 1 of 2 (which
+    # writes no data here), and on 1 rank. Each is one agreed error line, exit 1 on every rank, `latest` and step
+    # 2 intact, no .tmp, latest.tmp or lock left. Before (mpio_guard.hpp): 2 ranks hung inside HDF5 until the
+    # watchdog, 1 rank printed the line and then crashed in MPI_Finalize (exit 139).
     [ -n "${GRIDTRAIN_EIO_PRELOAD:-}" ] || { echo "SKIP: no EIO preload library"; exit 77; }
-    d=$work/e
-    GRIDTRAIN_TEST_EIO_FILE=step_00000004.h5.tmp GRIDTRAIN_TEST_EIO_RANK=0 GRIDTRAIN_TEST_EIO_AFTER=8192 \
-      LD_PRELOAD=$GRIDTRAIN_EIO_PRELOAD run 2 "$work/eio.log" output.dir="$d" train.steps=4 checkpoint.every=2 train.watchdog_s=10
-    code=$?
-    [ $code -ne 0 ] && [ $code -ne 124 ] && [ $code -ne 137 ] || fail "EIO during a save: exit $code (124/137: hang)"
-    [ "$(grep -c '^gridtrain: error: ' "$work/eio.log")" -ge 1 ] || fail "EIO during a save: no error line: $(tail -3 "$work/eio.log")"
-    [ "$(cat "$d/checkpoints/latest")" = step_00000002.h5 ] || fail "EIO during a save: latest changed"
-    "$bin" inspect "$d/checkpoints/step_00000002.h5" >"$work/eio_inspect.log" 2>&1 || fail "EIO during a save: step 2 damaged"
-    echo "ok: EIO during a save on 2 ranks: ended ($(grep -m1 -o 'watchdog\|cannot [a-z]*' "$work/eio.log")), latest and step 2 intact" ;;
+    for spec in "2 0 8192" "2 1 0" "1 - 8192"; do  # ranks, the failing rank (-: every process), bytes before
+      set -- $spec
+      d=$work/e$1$2
+      GRIDTRAIN_TEST_EIO_FILE=step_00000004.h5.tmp GRIDTRAIN_TEST_EIO_RANK=${2#-} GRIDTRAIN_TEST_EIO_AFTER=$3 \
+        LD_PRELOAD=$GRIDTRAIN_EIO_PRELOAD run $1 "$d.log" output.dir="$d" train.steps=4 checkpoint.every=2 train.watchdog_s=60
+      code=$?
+      what="EIO after $3 bytes on rank $2 of $1"
+      [ $code -eq 1 ] || fail "$what: exit $code, expected 1 (124/137: hang, 139: crash): $(grep -m2 'error\|egmentation' "$d.log")"
+      ! grep -qi "segmentation\|backtrace" "$d.log" || fail "$what: crashed"
+      [ "$(grep -c '^gridtrain: error: ' "$d.log")" -eq 1 ] || fail "$what: expected one error line: $(grep error "$d.log")"
+      grep -q "^gridtrain: error: .*step_00000004.h5.tmp: cannot write" "$d.log" || fail "$what: unclear error: $(grep error "$d.log")"
+      [ "$(cat "$d/checkpoints/latest")" = step_00000002.h5 ] || fail "$what: latest changed"
+      [ "$(ls -A "$d/checkpoints" | tr '\n' ' ')" = "latest step_00000002.h5 " ] || fail "$what: left $(ls -A "$d/checkpoints")"
+    done
+    "$bin" inspect "$work/e20/checkpoints/step_00000002.h5" >"$work/eio_inspect.log" 2>&1 || fail "EIO: step 2 damaged"
+    echo "ok: EIO in the data (rank 0 of 2, 1 rank) and in the metadata flush (rank 1 of 2): one line, exit 1, step 2 and latest kept, nothing left" ;;
   *) fail "unknown case $case" ;;
 esac
