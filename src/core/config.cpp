@@ -1,5 +1,6 @@
 #include "src/core/config.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +32,13 @@ struct Field {
 template <class E>
 std::vector<std::string> names() {
   return enum_names<E>();
+}
+// The trainer's precisions: fp8 is the planner's alone (src/core/enums.hpp).
+template <>
+std::vector<std::string> names<Precision>() {
+  std::vector<std::string> out = enum_names<Precision>();
+  out.erase(std::find(out.begin(), out.end(), std::string(enum_name(Precision::FP8))));
+  return out;
 }
 
 std::vector<Field> schema(Config& c) {
@@ -428,9 +436,10 @@ namespace {
 template <class E>
 E typed(const char* key, const std::string& v) {
   E out{};
-  if (parse_enum(v, out)) return out;
+  const std::vector<std::string> allowed = names<E>();
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end() && parse_enum(v, out)) return out;
   std::string list;
-  for (const std::string& n : enum_names<E>()) list += (list.empty() ? "\"" : ", \"") + n + "\"";
+  for (const std::string& n : allowed) list += (list.empty() ? "\"" : ", \"") + n + "\"";
   throw Error(std::string("config key '") + key + "' must be one of " + list + ", got \"" + v + "\"");
 }
 }  // namespace

@@ -11,8 +11,10 @@
 
 namespace gt {
 
-// train.precision and compress.values: the element type of weights and activations, or of a wire.
-enum class Precision { FP32, BF16, FP16 };
+// train.precision and compress.values: the element type of weights and activations, or of a wire. FP8 is the
+// planner's alone (Hopper GEMMs in fp8 through Transformer Engine, the rest bf16): no trainer key offers it
+// (config.cpp's schema leaves it out of their choices).
+enum class Precision { FP32, BF16, FP16, FP8 };
 // train.recompute (docs/zero.md): what backward recomputes instead of keeping.
 enum class Recompute { None, Selective, Full };
 // train.loss_scale (docs/precision.md): auto = dynamic for fp16, none otherwise.
@@ -62,7 +64,8 @@ struct EnumNames;
   struct EnumNames<E> {                                  \
     static constexpr EnumName<E> rows[] = {__VA_ARGS__}; \
   };
-GT_ENUM_NAMES(Precision, {"fp32", Precision::FP32}, {"bf16", Precision::BF16}, {"fp16", Precision::FP16})
+GT_ENUM_NAMES(Precision, {"fp32", Precision::FP32}, {"bf16", Precision::BF16}, {"fp16", Precision::FP16},
+              {"fp8", Precision::FP8})
 GT_ENUM_NAMES(Recompute, {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full})
 GT_ENUM_NAMES(LossScaleMode, {"auto", LossScaleMode::Auto}, {"dynamic", LossScaleMode::Dynamic},
               {"none", LossScaleMode::None})

@@ -22,9 +22,16 @@ namespace gt {
 // Weights that take part in matrix products: the L blocks' four linear layers and the tied head.
 inline double gpt_matmul_params(double L, double h, double V) { return 12.0 * L * h * h + V * h; }
 
-// Model FLOPs per token, forward + backward: 6 N_matmul + 12 L T h.
+// Model FLOPs per token, forward + backward, of any decoder whose matrix products hold n_matmul weights (the
+// planner's Llama shapes count theirs: GQA's narrower K and V, SwiGLU's three MLP matrices, an untied head):
+// 6 N_matmul + 12 L T h, Megatron-Core's num_floating_point_operations per token.
+inline double flops_per_token(double n_matmul, double L, double T, double h) {
+  return 6.0 * n_matmul + 12.0 * L * T * h;
+}
+
+// GPT-2's: 6 N_matmul + 12 L T h with N_matmul = 12 L h^2 + V h.
 inline double gpt_flops_per_token(double L, double h, double T, double V) {
-  return 6.0 * gpt_matmul_params(L, h, V) + 12.0 * L * T * h;
+  return flops_per_token(gpt_matmul_params(L, h, V), L, T, h);
 }
 
 inline double gpt_flops_per_token(const ModelConfig& m) {

@@ -26,6 +26,9 @@
 //                                     time limit tested without a libhdf5 bug)
 //   GRIDTRAIN_CRASH_IN_CHECKPOINT=s   every rank dies halfway through writing step s's   tests/cli/test_restart.sh,
 //                                     checkpoint                                         tests/io/checkpoint_crash_test.cpp
+//   GRIDTRAIN_TEST_POWERCAP_ROOT=d    the run's RAPL energy reader looks in d instead    by hand (tests/energy gives
+//   GRIDTRAIN_TEST_CPU_ROOT=d         of /sys/class/powercap, /sys/devices/system/cpu    the reader its paths itself)
+//                                     (a fake counter tree; src/energy/energy_meter.hpp)
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -134,6 +137,16 @@ inline double h5_probe_sleep_s() {
 inline long long crash_in_checkpoint_step() {
   const char* s = value("GRIDTRAIN_CRASH_IN_CHECKPOINT");
   return s ? std::strtoll(s, nullptr, 10) : -1;
+}
+
+// GRIDTRAIN_TEST_POWERCAP_ROOT / GRIDTRAIN_TEST_CPU_ROOT: the sysfs roots the run's energy meter reads.
+inline std::string powercap_root() {
+  const char* r = value("GRIDTRAIN_TEST_POWERCAP_ROOT");
+  return r ? r : "/sys/class/powercap";
+}
+inline std::string cpu_sysfs_root() {
+  const char* r = value("GRIDTRAIN_TEST_CPU_ROOT");
+  return r ? r : "/sys/devices/system/cpu";
 }
 
 }  // namespace test_hooks

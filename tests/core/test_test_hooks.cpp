@@ -69,6 +69,14 @@ TEST(TestHooks, ValuesOfTheOthers) {
   EXPECT_EQ(th::crash_in_checkpoint_step(), 4);
 }
 
+TEST(TestHooks, EnergyRoots) {
+  EXPECT_EQ(th::powercap_root(), "/sys/class/powercap");  // unset: the real trees
+  EXPECT_EQ(th::cpu_sysfs_root(), "/sys/devices/system/cpu");
+  Env p("GRIDTRAIN_TEST_POWERCAP_ROOT", "/tmp/fake"), c("GRIDTRAIN_TEST_CPU_ROOT", "/tmp/fake/cpu");
+  EXPECT_EQ(th::powercap_root(), "/tmp/fake");
+  EXPECT_EQ(th::cpu_sysfs_root(), "/tmp/fake/cpu");
+}
+
 TEST(TestHooks, SlowBlocks) {
   {
     Env s("GRIDTRAIN_TEST_SLOW_BLOCK", "0:250,3:40");
