@@ -41,7 +41,9 @@ std::vector<std::string> names<Precision>() {
   return out;
 }
 
-std::vector<Field> schema(Config& c) {
+// The rows in the order of `gridtrain keys` (grouped by feature; to_toml() regroups them by section), in two
+// parts only to keep each function short.
+std::vector<Field> schema_model_train_parallel_data(Config& c) {
   return {
       {"model.n_layer", Kind::Int, &c.model.n_layer, "transformer blocks (L)"},
       {"model.d_model", Kind::Int, &c.model.d_model, "width of the residual stream (C); divisible by n_head"},
@@ -103,6 +105,11 @@ std::vector<Field> schema(Config& c) {
       {"data.val_every", Kind::Int, &c.data.val_every, "validation loss every this many steps; 0: never"},
       {"data.val_batches", Kind::Int, &c.data.val_batches, "global batches of the validation split per validation"},
       {"data.prefetch", Kind::Int, &c.data.prefetch, "batches prefetched in the background; 0: none"},
+  };
+}
+
+std::vector<Field> schema_checkpoint_output_features(Config& c) {
+  return {
       {"checkpoint.dir", Kind::String, &c.checkpoint.dir, "where checkpoints go; empty: <output.dir>/checkpoints (docs/checkpoints.md)"},
       {"checkpoint.every", Kind::Int, &c.checkpoint.every, "a checkpoint every this many steps; 0: only at the end and on signals"},
       {"checkpoint.keep", Kind::Int, &c.checkpoint.keep, "checkpoints kept; older ones are removed once a newer one is complete"},
@@ -125,6 +132,12 @@ std::vector<Field> schema(Config& c) {
       {"sparsity.asp_step", Kind::Int, &c.sparsity.asp_step, "asp: prune after this many optimizer updates (0: at initialisation)"},
       {"sparsity.srste_decay", Kind::Double, &c.sparsity.srste_decay, "srste: lambda of the decay lambda x (1 - mask) x W added to pruned weights' gradients"},
   };
+}
+
+std::vector<Field> schema(Config& c) {
+  std::vector<Field> all = schema_model_train_parallel_data(c);
+  for (Field& f : schema_checkpoint_output_features(c)) all.push_back(std::move(f));
+  return all;
 }
 
 std::string trim(const std::string& s) {
@@ -314,59 +327,67 @@ void Config::set(const std::string& assignment, const std::string& origin) {
   set_key(*this, key, value, origin);
 }
 
-ConfigChoices Config::validate() const {
-  auto positive = [](const char* key, double v) {
-    if (!(v > 0)) throw Error(std::string("config key '") + key + "' must be positive, got " + std::to_string(v));
-  };
-  auto nonneg = [](const char* key, double v) {
-    if (v < 0) throw Error(std::string("config key '") + key + "' must be >= 0, got " + std::to_string(v));
-  };
-  positive("model.n_layer", model.n_layer);
-  positive("model.d_model", model.d_model);
-  positive("model.n_head", model.n_head);
-  positive("model.seq_len", model.seq_len);
-  positive("model.vocab_size", model.vocab_size);
-  positive("model.init_std", model.init_std);
-  if (model.d_model % model.n_head != 0)
-    throw Error("config: model.d_model (" + std::to_string(model.d_model) + ") is not divisible by model.n_head (" +
-                std::to_string(model.n_head) + ")");
-  positive("train.steps", train.steps);
-  positive("train.micro_batch_size", train.micro_batch_size);
-  positive("train.micro_batches", train.micro_batches);
-  positive("train.lr", train.lr);
-  nonneg("train.min_lr", train.min_lr);
-  nonneg("train.warmup_steps", train.warmup_steps);
-  nonneg("train.decay_steps", train.decay_steps);
-  nonneg("train.weight_decay", train.weight_decay);
-  if (!(train.beta1 >= 0 && train.beta1 < 1)) throw Error("config key 'train.beta1' must be in [0, 1)");
-  if (!(train.beta2 >= 0 && train.beta2 < 1)) throw Error("config key 'train.beta2' must be in [0, 1)");
-  positive("train.eps", train.eps);
-  nonneg("train.grad_clip", train.grad_clip);
-  nonneg("train.max_steps_per_run", train.max_steps_per_run);
-  positive("train.nonfinite_max_consecutive", train.nonfinite_max_consecutive);
-  nonneg("train.loss_bound", train.loss_bound);
-  nonneg("train.gnorm_bound", train.gnorm_bound);
-  nonneg("train.spike_zscore", train.spike_zscore);
-  positive("train.spike_window", train.spike_window);
-  nonneg("train.watchdog_s", train.watchdog_s);
-  positive("parallel.tp", parallel.tp);
-  positive("parallel.pp", parallel.pp);
-  nonneg("parallel.dp", parallel.dp);
-  positive("parallel.bucket_mb", parallel.bucket_mb);
-  nonneg("parallel.wte_chunk_rows", parallel.wte_chunk_rows);
-  positive("parallel.blas_threads", parallel.blas_threads);
-  if (!parallel.cluster.empty() && parallel.layout != "auto")
+namespace {
+void positive(const char* key, double v) {
+  if (!(v > 0)) throw Error(std::string("config key '") + key + "' must be positive, got " + std::to_string(v));
+}
+void nonneg(const char* key, double v) {
+  if (v < 0) throw Error(std::string("config key '") + key + "' must be >= 0, got " + std::to_string(v));
+}
+
+// The model's, the training loop's and the layout's own ranges (validate() goes on with the rest).
+void validate_model_train_parallel(const Config& c) {
+  positive("model.n_layer", c.model.n_layer);
+  positive("model.d_model", c.model.d_model);
+  positive("model.n_head", c.model.n_head);
+  positive("model.seq_len", c.model.seq_len);
+  positive("model.vocab_size", c.model.vocab_size);
+  positive("model.init_std", c.model.init_std);
+  if (c.model.d_model % c.model.n_head != 0)
+    throw Error("config: model.d_model (" + std::to_string(c.model.d_model) + ") is not divisible by model.n_head (" +
+                std::to_string(c.model.n_head) + ")");
+  positive("train.steps", c.train.steps);
+  positive("train.micro_batch_size", c.train.micro_batch_size);
+  positive("train.micro_batches", c.train.micro_batches);
+  positive("train.lr", c.train.lr);
+  nonneg("train.min_lr", c.train.min_lr);
+  nonneg("train.warmup_steps", c.train.warmup_steps);
+  nonneg("train.decay_steps", c.train.decay_steps);
+  nonneg("train.weight_decay", c.train.weight_decay);
+  if (!(c.train.beta1 >= 0 && c.train.beta1 < 1)) throw Error("config key 'train.beta1' must be in [0, 1)");
+  if (!(c.train.beta2 >= 0 && c.train.beta2 < 1)) throw Error("config key 'train.beta2' must be in [0, 1)");
+  positive("train.eps", c.train.eps);
+  nonneg("train.grad_clip", c.train.grad_clip);
+  nonneg("train.max_steps_per_run", c.train.max_steps_per_run);
+  positive("train.nonfinite_max_consecutive", c.train.nonfinite_max_consecutive);
+  nonneg("train.loss_bound", c.train.loss_bound);
+  nonneg("train.gnorm_bound", c.train.gnorm_bound);
+  nonneg("train.spike_zscore", c.train.spike_zscore);
+  positive("train.spike_window", c.train.spike_window);
+  nonneg("train.watchdog_s", c.train.watchdog_s);
+  positive("parallel.tp", c.parallel.tp);
+  positive("parallel.pp", c.parallel.pp);
+  nonneg("parallel.dp", c.parallel.dp);
+  positive("parallel.bucket_mb", c.parallel.bucket_mb);
+  nonneg("parallel.wte_chunk_rows", c.parallel.wte_chunk_rows);
+  positive("parallel.blas_threads", c.parallel.blas_threads);
+  if (!c.parallel.cluster.empty() && c.parallel.layout != "auto")
     throw Error("config key 'parallel.cluster' is read only with parallel.layout = \"auto\"");
-  positive("parallel.rebalance_after", parallel.rebalance_after);
-  nonneg("parallel.rebalance_gain", parallel.rebalance_gain);
-  if (!parallel.stage_blocks.empty()) {
-    const std::vector<int> blocks = parallel.stage_block_counts();  // throws on a bad list
+  positive("parallel.rebalance_after", c.parallel.rebalance_after);
+  nonneg("parallel.rebalance_gain", c.parallel.rebalance_gain);
+  if (!c.parallel.stage_blocks.empty()) {
+    const std::vector<int> blocks = c.parallel.stage_block_counts();  // throws on a bad list
     int sum = 0;
     for (int b : blocks) sum += b;
-    if (sum != model.n_layer)
-      throw Error("config key 'parallel.stage_blocks' = \"" + parallel.stage_blocks + "\" adds up to " +
-                  std::to_string(sum) + " blocks, the model has model.n_layer = " + std::to_string(model.n_layer));
+    if (sum != c.model.n_layer)
+      throw Error("config key 'parallel.stage_blocks' = \"" + c.parallel.stage_blocks + "\" adds up to " +
+                  std::to_string(sum) + " blocks, the model has model.n_layer = " + std::to_string(c.model.n_layer));
   }
+}
+}  // namespace
+
+ConfigChoices Config::validate() const {
+  validate_model_train_parallel(*this);
   Config copy = *this;
   for (const Field& f : schema(copy)) check_choice(f, "");
   // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/half_wire.hpp).
