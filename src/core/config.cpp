@@ -65,7 +65,8 @@ std::vector<Field> schema(Config& c) {
       {"train.loss_scale_backoff", Kind::Double, &c.train.loss_scale_backoff},
       {"train.loss_scale_window", Kind::Int, &c.train.loss_scale_window},
       {"train.loss_scale_hysteresis", Kind::Int, &c.train.loss_scale_hysteresis},
-      {"parallel.schedule", Kind::String, &c.parallel.schedule, {"1f1b", "gpipe"}},
+      {"parallel.schedule", Kind::String, &c.parallel.schedule, {"1f1b", "gpipe", "interleaved"}},
+      {"parallel.virtual_stages", Kind::Int, &c.parallel.virtual_stages},
       {"parallel.allreduce", Kind::String, &c.parallel.allreduce, {"auto", "mpi", "ring", "shm"}},
       {"parallel.comm", Kind::String, &c.parallel.comm, {"auto", "mpi", "nccl"}},
       {"parallel.grad_reduce_dtype", Kind::String, &c.parallel.grad_reduce_dtype, {"fp32", "bf16"}},
@@ -351,6 +352,8 @@ void Config::validate() const {
   }
   Config copy = *this;
   for (const Field& f : schema(copy)) check_choice(f, "");
+  positive("parallel.virtual_stages", parallel.virtual_stages);
+  if (parallel.layout != "auto") check_interleaving(parallel.pp);  // auto: the trainer checks the chosen pp
   // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/half_wire.hpp).
   if (parallel.grad_reduce_dtype == "bf16" && compress.method != "none" && compress.method != "bf16")
     throw Error("config key 'parallel.grad_reduce_dtype' = \"bf16\" conflicts with compress.method = \"" +
@@ -393,6 +396,32 @@ void Config::validate() const {
     throw Error("config key 'sparsity.pattern' = \"2:4\" needs model.d_model (" + std::to_string(model.d_model) +
                 ") divisible by 4 x parallel.tp (" + std::to_string(4 * parallel.tp) +
                 ") so that every TP rank holds whole groups of 4 input columns");
+}
+
+void Config::check_interleaving(int pp) const {
+  const int v = parallel.virtual_stages;
+  const std::string vs = "parallel.virtual_stages = " + std::to_string(v);
+  if (parallel.schedule != "interleaved") {
+    if (v != 1) throw Error("config: " + vs + " needs parallel.schedule = \"interleaved\" (got \"" + parallel.schedule + "\")");
+    return;
+  }
+  if (pp < 2)
+    throw Error("config: parallel.schedule = \"interleaved\" needs parallel.pp >= 2, got " + std::to_string(pp) +
+                " (it interleaves the model chunks of several stages)");
+  if (model.n_layer % (pp * v) != 0)
+    throw Error("config: " + vs + " with parallel.pp = " + std::to_string(pp) + ": model.n_layer (" +
+                std::to_string(model.n_layer) + ") is not divisible by pp x virtual_stages (" + std::to_string(pp * v) +
+                "); the interleaved schedule gives every chunk as many layers");
+  if (train.micro_batches % pp != 0)
+    throw Error("config: parallel.schedule = \"interleaved\" needs train.micro_batches (" +
+                std::to_string(train.micro_batches) + ") a multiple of parallel.pp (" + std::to_string(pp) +
+                "), as Megatron's interleaved schedule does");
+  if (!parallel.stage_blocks.empty())
+    throw Error("config: parallel.stage_blocks does not apply to parallel.schedule = \"interleaved\" (its chunks are "
+                "equal: model.n_layer / (pp x virtual_stages) layers each)");
+  if (parallel.rebalance == "auto")
+    throw Error("config: parallel.rebalance = \"auto\" does not apply to parallel.schedule = \"interleaved\" (its "
+                "chunks are equal)");
 }
 
 std::vector<int> ParallelConfig::stage_block_counts() const {

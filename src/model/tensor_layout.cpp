@@ -56,6 +56,13 @@ TensorLayout::TensorLayout(std::vector<TensorSpec> tensors, int dp_size) : dp_si
   padded_ = (used_ + quantum - 1) / quantum * quantum;
 }
 
+TensorLayout TensorLayout::slice(size_t first, size_t count) const {
+  if (first + count > specs_.size()) throw Error("tensor layout: slice beyond the last tensor");
+  TensorLayout out = *this;
+  out.specs_.assign(specs_.begin() + long(first), specs_.begin() + long(first + count));
+  return out;
+}
+
 const TensorSpec& TensorLayout::spec(const std::string& name) const {
   for (const auto& s : specs_)
     if (s.name == name) return s;
