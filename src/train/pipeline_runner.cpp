@@ -6,12 +6,15 @@ namespace gt {
 
 namespace {
 double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
+// NCCL's sends block their stream until the peer receives; MPI's are isends the runner waits for at the step's end.
+bool blocking_sends(Grid& grid) { return grid.shape().pp > 1 && grid.pp().backend() == "nccl"; }
 }  // namespace
 
 PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader,
                                std::vector<PipeOp> ops)
     : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)),
-      p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank(), model.chunks())), last_backward_(ops_.size(), 0) {
+      p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank(), model.chunks(), blocking_sends(grid))),
+      last_backward_(ops_.size(), 0) {
   // A chunk's gradients are complete after its last backward (interleaved: the later chunks finish first).
   std::vector<char> seen(size_t(model_.chunks()), 0);
   for (size_t i = ops_.size(); i-- > 0;) {
@@ -121,7 +124,7 @@ void PipelineRunner::validate(int batches, double* loss_sum) {
     for (const PipeOp& op : pipeline_schedule(Schedule::Interleaved, p, grid_.pp_rank(), batches * M, v))
       if (op.kind == PipeOp::Forward) fwd.push_back(op);
   }
-  const std::vector<P2PGroup> p2p = pipeline_p2p(fwd, p, grid_.pp_rank(), v);
+  const std::vector<P2PGroup> p2p = pipeline_p2p(fwd, p, grid_.pp_rank(), v, blocking_sends(grid_));
   for (size_t i = 0; i < fwd.size(); ++i) {
     const int j = fwd[i].micro_batch;
     forward_op(fwd[i], loader_.first_sample(int64_t(j / M) * loader_.global_batch(), j % M), Split::Val, false,

@@ -84,7 +84,8 @@ struct OpLinks {
 
 }  // namespace
 
-std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage, int chunks) {
+std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage, int chunks,
+                                   bool blocking_sends) {
   const OpLinks links{stages, chunks, stage};
   // Units of ops that share one group: each op alone (1F1B, GPipe), or with chunks the steady state's forward and
   // the backward after it together (see the header). The steady state starts with the forward before the first
@@ -92,7 +93,7 @@ std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, i
   auto is_forward = [](const PipeOp& o) { return o.kind == PipeOp::Forward; };
   const size_t forwards = size_t(std::count_if(ops.begin(), ops.end(), is_forward));
   const size_t first_backward = size_t(std::find_if_not(ops.begin(), ops.end(), is_forward) - ops.begin());
-  const bool steady = chunks > 1 && first_backward < forwards;
+  const bool steady = blocking_sends && chunks > 1 && first_backward < forwards;
   std::vector<size_t> unit_begin;
   for (size_t i = 0; i < ops.size(); ++i) {
     unit_begin.push_back(i);

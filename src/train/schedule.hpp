@@ -48,12 +48,15 @@ using P2PGroup = std::vector<P2PMsg>;  // issued together (NCCL: one ncclGroupSt
 // runs, so two such sends would each wait for a receive that the other's stream holds behind its own send, forever.
 // Grouped with the receive that follows (Megatron's send_forward_recv_backward and send_backward_recv_forward),
 // each send meets its receive; a send not followed by a receive still leaves at once, so the warm-up forwards
-// stream to the next stage. Interleaved (chunks > 1) that is not enough: a stage sends its backward result to a
-// neighbour that is itself sending to it in its next forward, so each steady-state forward and the backward after it
-// share one group (Megatron's send_forward_backward_recv_forward_backward): the unit's two receives before the
-// forward, its two sends with the next unit's receives. Ops outside the steady state are units of their own.
-// p2p_deadlock proves it for every schedule (tests/train/test_schedule.cpp).
-std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage, int chunks = 1);
+// stream to the next stage. Interleaved (chunks > 1) that is not enough under blocking sends: a stage sends its
+// backward result to a neighbour that is itself sending to it in its next forward, so with blocking_sends each
+// steady-state forward and the backward after it share one group (Megatron's send_forward_backward_recv_forward_
+// backward): the unit's two receives before the forward, its two sends with the next unit's receives; ops outside
+// the steady state are units of their own. The price: the forward waits for the backward's gradient too. MPI's
+// sends do not block (the runner waits on receives only), so there every op keeps its own group and waits for its
+// own input alone. p2p_deadlock proves the NCCL grouping for every schedule (tests/train/test_schedule.cpp).
+std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage, int chunks = 1,
+                                   bool blocking_sends = true);
 
 // Runs every stage's groups under NCCL's rules: groups execute in order on the stage's stream; a send and the
 // receive it matches (the k-th from stage a to b meets the k-th at b from a; NCCL has no tags) complete together,

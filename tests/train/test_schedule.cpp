@@ -307,6 +307,19 @@ TEST(PipelineP2P, InterleavedGroupsNeverDeadlock) {
       }
 }
 
+// Why the pairs: with one op per group (what MPI runs, its sends not blocking) the interleaved schedule deadlocks
+// under NCCL's blocking sends for every p, v and m tried; the checker sees it.
+TEST(PipelineP2P, InterleavedOpGroupsDeadlockUnderBlockingSends) {
+  for (int p = 2; p <= 4; ++p)
+    for (int v = 2; v <= 3; ++v) {
+      const int m = 2 * p;
+      std::vector<std::vector<gt::P2PGroup>> st;
+      for (int s = 0; s < p; ++s)
+        st.push_back(gt::pipeline_p2p(gt::pipeline_schedule(gt::Schedule::Interleaved, p, s, m, v), p, s, v, false));
+      EXPECT_NE(gt::p2p_deadlock(st), "") << "p=" << p << " v=" << v << " m=" << m;
+    }
+}
+
 // The chunk boundary wraps: with 2 stages and 2 chunks, stage 0's chunk 1 (virtual stage 2) takes its input from
 // stage 1's chunk 0 (virtual stage 1) and sends its gradient back there; stage 1's chunk 1 holds the head (sends
 // nothing forward), stage 0's chunk 0 the embedding (receives nothing forward). The link from virtual stage j to
