@@ -8,6 +8,7 @@
 #include "src/core/error.hpp"
 #include "src/plan/memory.hpp"
 #include "src/train/schedule.hpp"
+#include "src/train/stage_chunks.hpp"
 
 using gt::PipeOp;
 using gt::Schedule;
@@ -343,4 +344,58 @@ TEST(PipelineP2P, InterleavedChunkBoundaryWraps) {
   EXPECT_EQ(g1[0], (gt::P2PGroup{{false, 0, 2}}));
   EXPECT_EQ(g1[1], gt::P2PGroup{});  // no gradient to receive, no activation to send
   EXPECT_EQ(g1[2], (gt::P2PGroup{{true, 0, 3}}));
+}
+
+// ---- the stages' model chunks (stage_chunks.hpp) --------------------------------------------------------------
+
+// Interleaved, chunk c of stage s is layer block c p + s: over all stages every block once, the embedding on stage
+// 0's chunk 0 and the head on the last stage's last chunk; the stage layout lists the chunks' tensors in chunk
+// order, each global tensor once over the stages but the head's tied wte, and a chunk's slice keeps the stage
+// layout's offsets (the chunk's GPT binds the stage's buffers).
+TEST(StageChunks, RoundRobinBlocksAndOneLayoutPerStage) {
+  gt::Config cfg;
+  cfg.model.n_layer = 12;
+  cfg.model.d_model = 16;
+  cfg.model.n_head = 2;
+  cfg.model.seq_len = 4;
+  cfg.model.vocab_size = 8;
+  cfg.parallel.schedule = "interleaved";
+  cfg.train.micro_batches = 6;
+  const int p = 3;
+  for (int v : {2, 4}) {
+    cfg.parallel.virtual_stages = v;
+    std::map<std::string, int> seen;
+    std::vector<int> block_owner(12, -1);
+    for (int s = 0; s < p; ++s) {
+      const auto chunks = gt::stage_chunks(cfg, p, s, {});
+      ASSERT_EQ(int(chunks.size()), v);
+      for (int c = 0; c < v; ++c) {
+        EXPECT_EQ(chunks[c].stage, c * p + s);
+        EXPECT_EQ(chunks[c].stages, p * v);
+        EXPECT_EQ(chunks[c].first(), s == 0 && c == 0);
+        EXPECT_EQ(chunks[c].last(), s == p - 1 && c == v - 1);
+        for (int b = chunks[c].block_begin; b < chunks[c].block_end; ++b) {
+          EXPECT_EQ(block_owner[b], -1) << "block " << b << " twice";
+          block_owner[b] = c * p + s;
+        }
+      }
+      const gt::TensorLayout layout(gt::stage_tensor_specs(cfg.model, chunks, 0, 1), 1);
+      size_t first = 0;
+      for (int c = 0; c < v; ++c) {
+        const size_t n = gt::model_tensor_specs(cfg.model, chunks[c], 0, 1).size();
+        const gt::TensorLayout slice = layout.slice(first, n);
+        EXPECT_EQ(slice.size(), layout.size());
+        for (size_t k = 0; k < n; ++k) EXPECT_EQ(slice.tensors()[k].offset, layout.tensors()[first + k].offset);
+        first += n;
+      }
+      EXPECT_EQ(first, layout.tensors().size());
+      for (const auto& t : layout.tensors())
+        if (t.tied_to_stage < 0) ++seen[t.name];
+    }
+    for (int b = 0; b < 12; ++b) EXPECT_EQ(block_owner[b], b / (12 / (p * v))) << "block " << b;
+    const gt::StageLayout whole{0, 1, 0, 12};
+    for (const auto& t : gt::model_tensor_specs(cfg.model, whole, 0, 1)) EXPECT_EQ(seen[t.name], 1) << t.name;
+  }
+  cfg.parallel.virtual_stages = 5;  // 12 layers do not split into 3 x 5
+  EXPECT_THROW(gt::stage_chunks(cfg, p, 0, {}), gt::Error);
 }
