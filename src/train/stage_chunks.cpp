@@ -42,7 +42,7 @@ std::unique_ptr<StageModel> make_gpt(Precision p, const ModelConfig& m, uint64_t
                                      StageLayout stage, TensorParallel tp, int slots, const TensorLayout* layout,
                                      Recompute rc) {
   if (p == Precision::BF16) return std::make_unique<GPT<bf16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
-  if (p == Precision::F16) return std::make_unique<GPT<fp16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
+  if (p == Precision::FP16) return std::make_unique<GPT<fp16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
   return std::make_unique<GPT<float>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
 }
 

@@ -385,7 +385,13 @@ TEST(StageChunks, RoundRobinBlocksAndOneLayoutPerStage) {
         const size_t n = gt::model_tensor_specs(cfg.model, chunks[c], 0, 1).size();
         const gt::TensorLayout slice = layout.slice(first, n);
         EXPECT_EQ(slice.size(), layout.size());
-        for (size_t k = 0; k < n; ++k) EXPECT_EQ(slice.tensors()[k].offset, layout.tensors()[first + k].offset);
+        for (size_t k = 0; k < n; ++k) {
+          const gt::TensorSpec& t = layout.tensors()[first + k];
+          EXPECT_EQ(slice.tensors()[k].offset, t.offset);
+          EXPECT_EQ(slice.spec(t.name).offset, t.offset) << t.name;  // found by name in the slice too
+        }
+        for (const auto& t : layout.tensors())  // and only the slice's tensors
+          EXPECT_EQ(slice.has(t.name), &t >= &layout.tensors()[first] && &t < &layout.tensors()[first] + n) << t.name;
         first += n;
       }
       EXPECT_EQ(first, layout.tensors().size());
