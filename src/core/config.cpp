@@ -85,7 +85,8 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"train.loss_scale_backoff", Kind::Double, &c.train.loss_scale_backoff, "factor applied on an overflow once the hysteresis is used up; in (0, 1)"},
       {"train.loss_scale_window", Kind::Int, &c.train.loss_scale_window, "clean steps in a row before the scale grows"},
       {"train.loss_scale_hysteresis", Kind::Int, &c.train.loss_scale_hysteresis, "overflows tolerated before the scale backs off"},
-      {"parallel.schedule", Kind::String, &c.parallel.schedule, "pipeline schedule: 1f1b (one forward, one backward) or gpipe (all forwards first)", names<PipelineSchedule>()},
+      {"parallel.schedule", Kind::String, &c.parallel.schedule, "pipeline schedule: 1f1b (one forward, one backward), gpipe (all forwards first) or interleaved (1F1B over virtual_stages model chunks per stage, chunk c of stage s holding layer block c pp + s; docs/planner.md)", names<PipelineSchedule>()},
+      {"parallel.virtual_stages", Kind::Int, &c.parallel.virtual_stages, "schedule = interleaved: model chunks per pipeline stage (needs pp >= 2, n_layer divisible by pp x virtual_stages, micro_batches a multiple of pp); 1 otherwise"},
       {"parallel.allreduce", Kind::String, &c.parallel.allreduce, "DP all-reduce: auto = shm when the group is on one node, else mpi; mpi = the library's collective; ring = send/recv; shm = node shared memory", names<AllreduceChoice>()},
       {"parallel.comm", Kind::String, &c.parallel.comm, "library of the TP/PP/DP groups; auto = NCCL on CUDA builds that have it, else MPI", names<CommChoice>()},
       {"parallel.grad_reduce_dtype", Kind::String, &c.parallel.grad_reduce_dtype, "wire type of the dense DP gradient all-reduce; bf16 is the path of compress.method = bf16 (docs/compression.md)", names<GradWire>()},
@@ -373,6 +374,8 @@ void validate_model_train_parallel(const Config& c) {
   positive("parallel.blas_threads", c.parallel.blas_threads);
   if (!c.parallel.cluster.empty() && c.parallel.layout != "auto")
     throw Error("config key 'parallel.cluster' is read only with parallel.layout = \"auto\"");
+  positive("parallel.virtual_stages", c.parallel.virtual_stages);
+  if (c.parallel.layout != "auto") c.check_interleaving(c.parallel.pp);  // auto: the trainer checks the chosen pp
   positive("parallel.rebalance_after", c.parallel.rebalance_after);
   nonneg("parallel.rebalance_gain", c.parallel.rebalance_gain);
   if (!c.parallel.stage_blocks.empty()) {
@@ -433,6 +436,32 @@ ConfigChoices Config::validate() const {
                 ") divisible by 4 x parallel.tp (" + std::to_string(4 * parallel.tp) +
                 ") so that every TP rank holds whole groups of 4 input columns");
   return choices();
+}
+
+void Config::check_interleaving(int pp) const {
+  const int v = parallel.virtual_stages;
+  const std::string vs = "parallel.virtual_stages = " + std::to_string(v);
+  if (parallel.schedule != "interleaved") {
+    if (v != 1) throw Error("config: " + vs + " needs parallel.schedule = \"interleaved\" (got \"" + parallel.schedule + "\")");
+    return;
+  }
+  if (pp < 2)
+    throw Error("config: parallel.schedule = \"interleaved\" needs parallel.pp >= 2, got " + std::to_string(pp) +
+                " (it interleaves the model chunks of several stages)");
+  if (model.n_layer % (pp * v) != 0)
+    throw Error("config: " + vs + " with parallel.pp = " + std::to_string(pp) + ": model.n_layer (" +
+                std::to_string(model.n_layer) + ") is not divisible by pp x virtual_stages (" + std::to_string(pp * v) +
+                "); the interleaved schedule gives every chunk as many layers");
+  if (train.micro_batches % pp != 0)
+    throw Error("config: parallel.schedule = \"interleaved\" needs train.micro_batches (" +
+                std::to_string(train.micro_batches) + ") a multiple of parallel.pp (" + std::to_string(pp) +
+                "), as Megatron's interleaved schedule does");
+  if (!parallel.stage_blocks.empty())
+    throw Error("config: parallel.stage_blocks does not apply to parallel.schedule = \"interleaved\" (its chunks are "
+                "equal: model.n_layer / (pp x virtual_stages) layers each)");
+  if (parallel.rebalance == "auto")
+    throw Error("config: parallel.rebalance = \"auto\" does not apply to parallel.schedule = \"interleaved\" (its "
+                "chunks are equal)");
 }
 
 std::vector<int> ParallelConfig::stage_block_counts() const {

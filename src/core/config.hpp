@@ -64,7 +64,8 @@ struct ParallelConfig {
   int tp = 1;
   int pp = 1;
   int dp = 0;                         // 0: world size / (tp * pp)
-  std::string schedule = "1f1b";      // "1f1b" or "gpipe"
+  std::string schedule = "1f1b";      // "1f1b", "gpipe" or "interleaved" (1F1B over virtual_stages chunks per stage)
+  int virtual_stages = 1;             // interleaved: model chunks per pipeline stage (chunk c of stage s: layer block c pp + s)
   std::string allreduce = "auto";     // "auto" (shm on one node, else mpi), "mpi" (library collective), "ring"
                                       // (send/recv), "shm" (node shared memory)
   std::string comm = "auto";          // device groups on "mpi", "nccl", or "auto" (NCCL on CUDA builds that have it)
@@ -182,6 +183,11 @@ struct Config {
   // when a field is assigned after validate(), as tests and the auto layout do). Throws gt::Error naming the
   // key for a name outside its table (validate() reports those first).
   ConfigChoices choices() const;
+  // parallel.schedule = interleaved against a pipeline degree pp (validate() with parallel.pp; the trainer with the
+  // grid's, which parallel.layout = auto chooses later): throws gt::Error naming the value that does not fit.
+  void check_interleaving(int pp) const;
+  // Model chunks per pipeline stage: parallel.virtual_stages under the interleaved schedule, else 1.
+  int pipeline_chunks() const { return parallel.schedule == "interleaved" ? parallel.virtual_stages : 1; }
   Precision precision() const { return choices().precision; }
   Recompute recompute() const { return choices().recompute; }
   bool dynamic_loss_scale() const;  // train.loss_scale resolved against train.precision

@@ -22,7 +22,7 @@ enum class LossScaleMode { Auto, Dynamic, None };
 // train.nonfinite (docs/reliability.md): what a bad step does.
 enum class NonfinitePolicy { Stop, Skip, Rollback };
 // parallel.schedule: the pipeline schedule.
-enum class PipelineSchedule { OneFOneB, GPipe };
+enum class PipelineSchedule { OneFOneB, GPipe, Interleaved };
 // parallel.allreduce: the DP all-reduce algorithm on MPI groups.
 enum class AllreduceChoice { Auto, Mpi, Ring, Shm };
 // parallel.comm: the library of the device groups.
@@ -71,7 +71,8 @@ GT_ENUM_NAMES(LossScaleMode, {"auto", LossScaleMode::Auto}, {"dynamic", LossScal
               {"none", LossScaleMode::None})
 GT_ENUM_NAMES(NonfinitePolicy, {"stop", NonfinitePolicy::Stop}, {"skip", NonfinitePolicy::Skip},
               {"rollback", NonfinitePolicy::Rollback})
-GT_ENUM_NAMES(PipelineSchedule, {"1f1b", PipelineSchedule::OneFOneB}, {"gpipe", PipelineSchedule::GPipe})
+GT_ENUM_NAMES(PipelineSchedule, {"1f1b", PipelineSchedule::OneFOneB}, {"gpipe", PipelineSchedule::GPipe},
+              {"interleaved", PipelineSchedule::Interleaved})
 GT_ENUM_NAMES(AllreduceChoice, {"auto", AllreduceChoice::Auto}, {"mpi", AllreduceChoice::Mpi},
               {"ring", AllreduceChoice::Ring}, {"shm", AllreduceChoice::Shm})
 GT_ENUM_NAMES(CommChoice, {"auto", CommChoice::Auto}, {"mpi", CommChoice::Mpi}, {"nccl", CommChoice::Nccl})

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "src/comm/comm.hpp"
 
@@ -61,6 +62,11 @@ class StageModel {
                                 std::function<float*(int c)> grad) = 0;
   virtual size_t activation_bytes_per_slot() const = 0;
   virtual size_t work_bytes() const = 0;
+  // Activations kept for backward, all slots (a stage of several chunks: each chunk's slots at its own size).
+  virtual size_t kept_activation_bytes() const { return size_t(slots()) * activation_bytes_per_slot(); }
+  // The model chunks of the stage (interleaved pipeline: src/train/stage_chunks.hpp); one: the stage itself.
+  virtual int chunks() const { return 1; }
+  virtual StageModel& chunk(int /*c*/) { return *this; }
 };
 
 }  // namespace gt

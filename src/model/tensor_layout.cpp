@@ -57,6 +57,15 @@ TensorLayout::TensorLayout(std::vector<TensorSpec> tensors, int dp_size) : dp_si
   padded_ = (used_ + quantum - 1) / quantum * quantum;
 }
 
+TensorLayout TensorLayout::slice(size_t first, size_t count) const {
+  if (first + count > specs_.size()) throw Error("tensor layout: slice beyond the last tensor");
+  TensorLayout out = *this;
+  out.specs_.assign(specs_.begin() + long(first), specs_.begin() + long(first + count));
+  out.index_.clear();  // names -> positions in the slice
+  for (size_t k = 0; k < out.specs_.size(); ++k) out.index_[out.specs_[k].name] = k;
+  return out;
+}
+
 const TensorSpec& TensorLayout::spec(const std::string& name) const {
   const auto i = index_.find(name);
   if (i == index_.end()) throw Error("tensor layout: no tensor '" + name + "'");

@@ -61,6 +61,9 @@ class TensorLayout {
   int dp_size() const { return dp_size_; }
   // DP rank r's equal share of the padded buffer (what ZeRO partitions, what a reduce-scatter hands it).
   Range shard_range(int dp_rank) const;
+  // Tensors [first, first + count) at their offsets in this layout, over the same flat buffers (size() and
+  // used() unchanged): the view of one model chunk of a stage that holds several (interleaved pipeline).
+  TensorLayout slice(size_t first, size_t count) const;
 
  private:
   std::vector<TensorSpec> specs_;

@@ -65,7 +65,10 @@ std::vector<int> virtual_stage_choices(const ModelShape& m, int pp, const PlanOp
   if (!o.virtual_stages.empty()) return o.virtual_stages;
   std::vector<int> v{1};
   const Framework f = o.framework;
-  if (pp < 2 || !traits(f).interleaving || f == Framework::Megatron || m.L % pp != 0) return v;
+  // gridtrain only when asked: its layout = auto does not set parallel.virtual_stages, and its ledger counts 1F1B's
+  // activations
+  if (pp < 2 || !traits(f).interleaving || f == Framework::Megatron || f == Framework::Gridtrain || m.L % pp != 0)
+    return v;
   for (long k = 2; k <= m.L / pp && k <= 64; ++k)
     if ((m.L / pp) % k == 0) v.push_back(int(k));
   return v;

@@ -6,16 +6,22 @@ namespace gt {
 
 namespace {
 double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
+// NCCL's sends block their stream until the peer receives; MPI's are isends the runner waits for at the step's end.
+bool blocking_sends(Grid& grid) { return grid.shape().pp > 1 && grid.pp().backend() == "nccl"; }
 }  // namespace
 
 PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader,
                                std::vector<PipeOp> ops)
     : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)),
-      p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank())) {
-  // One model chunk per stage: the interleaved schedule's op lists are planned and simulated (schedule.hpp), not
-  // run yet (that needs a StageModel per chunk).
-  for (const PipeOp& op : ops_)
-    if (op.chunk != 0) throw Error("pipeline: the runner runs one model chunk per stage; interleaved op lists are not run yet");
+      p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank(), model.chunks(), blocking_sends(grid))),
+      last_backward_(ops_.size(), 0) {
+  // A chunk's gradients are complete after its last backward (interleaved: the later chunks finish first).
+  std::vector<char> seen(size_t(model_.chunks()), 0);
+  for (size_t i = ops_.size(); i-- > 0;) {
+    const PipeOp& op = ops_[i];
+    if (op.chunk < 0 || op.chunk >= model_.chunks()) throw Error("pipeline: internal: an op of a chunk the stage lacks");
+    if (op.kind == PipeOp::Backward && !seen[size_t(op.chunk)]) last_backward_[i] = seen[size_t(op.chunk)] = 1;
+  }
 }
 
 void PipelineRunner::defer_send(const void* data) {
@@ -26,7 +32,13 @@ void PipelineRunner::defer_send(const void* data) {
   deferred_.push_back(sends_used_++);
 }
 
-void PipelineRunner::exchange(const P2PGroup& g, void* recv_into) {
+// A forward's input arrives in its chunk's slot; a backward's output gradient in its chunk's gradient buffer.
+void* PipelineRunner::recv_buffer(const PipeOp& op) {
+  StageModel& c = model_.chunk(op.chunk);
+  return op.kind == PipeOp::Forward ? c.stage_input_data(op.micro_batch % c.slots()) : c.grad_buffer_data();
+}
+
+void PipelineRunner::exchange(const P2PGroup& g, const std::vector<PipeOp>& ops) {
   if (g.empty()) return;
   const size_t n = model_.activation_elems();
   const DType t = model_.activation_dtype();
@@ -34,7 +46,7 @@ void PipelineRunner::exchange(const P2PGroup& g, void* recv_into) {
   size_t next = 0;
   for (const P2PMsg& m : g) {
     if (m.send && next == deferred_.size()) throw Error("pipeline: internal: a send of the schedule was never written");
-    void* buf = m.send ? send_bufs_[deferred_[next++]].data() : recv_into;
+    void* buf = m.send ? send_bufs_[deferred_[next++]].data() : recv_buffer(ops.at(size_t(m.op)));
     msgs.push_back({m.send, buf, n, t, m.peer, m.tag});
   }
   if (next != deferred_.size()) throw Error("pipeline: internal: a written send is missing from the schedule");
@@ -54,31 +66,32 @@ void PipelineRunner::wait_sends() {
   sends_used_ = 0;
 }
 
-void PipelineRunner::forward_op(int m, int64_t first_sample, Split split, bool with_grad, const P2PGroup& before) {
+void PipelineRunner::forward_op(const PipeOp& op, int64_t first_sample, Split split, bool with_grad,
+                                const P2PGroup& before, const std::vector<PipeOp>& ops) {
   const double t0 = MPI_Wtime(), c0 = blocked(&grid_.tp()) + blocked(&grid_.pp());
-  const StageLayout& stage = model_.stage();
-  const int slot = m % model_.slots();
-  exchange(before, stage.first() ? nullptr : model_.stage_input_data(slot));
+  StageModel& chunk = model_.chunk(op.chunk);
+  const StageLayout& stage = chunk.stage();  // the chunk's virtual stage
+  const int slot = op.micro_batch % chunk.slots();
+  exchange(before, ops);
   // Tokens feed the embedding (first stage) and the loss (last stage); middle stages read nothing.
   if (stage.first() || stage.last()) {
     loader_.load(split, first_sample);
-    model_.set_tokens(slot, loader_.inputs(), loader_.targets());
+    chunk.set_tokens(slot, loader_.inputs(), loader_.targets());
   }
   // d(loss)/d(token loss) times the loss scale (a power of two: exact in float)
   const float scale = float(loss_scale_) / float(double(loader_.global_batch()) * cfg_.model.seq_len);
-  model_.forward(slot, with_grad, scale);
-  if (!stage.last()) defer_send(model_.stage_output_data(slot));
+  chunk.forward(slot, with_grad, scale);
+  if (!stage.last()) defer_send(chunk.stage_output_data(slot));
   t_fwd_ += MPI_Wtime() - t0;
   comm_fwd_ += blocked(&grid_.tp()) + blocked(&grid_.pp()) - c0;
 }
 
-void PipelineRunner::backward_op(int m, const std::function<void(int)>& on_unit, const P2PGroup& before) {
+void PipelineRunner::backward_op(const PipeOp& op, const std::function<void(int)>& on_unit, const P2PGroup& before) {
   const double t0 = MPI_Wtime(), c0 = blocked(&grid_.tp()) + blocked(&grid_.pp()) + blocked(&grid_.dp());
-  const StageLayout& stage = model_.stage();
-  const int slot = m % model_.slots();
-  exchange(before, stage.last() ? nullptr : model_.grad_buffer_data());
-  model_.backward(slot, on_unit);
-  if (!stage.first()) defer_send(model_.grad_buffer_data());
+  StageModel& chunk = model_.chunk(op.chunk);
+  exchange(before, ops_);
+  chunk.backward(op.micro_batch % chunk.slots(), on_unit);
+  if (!chunk.stage().first()) defer_send(chunk.grad_buffer_data());
   t_bwd_ += MPI_Wtime() - t0;
   comm_bwd_ += blocked(&grid_.tp()) + blocked(&grid_.pp()) + blocked(&grid_.dp()) - c0;
 }
@@ -90,25 +103,34 @@ void PipelineRunner::train_step(int64_t samples_done, double loss_scale, double*
   for (size_t i = 0; i < ops_.size(); ++i) {
     const PipeOp& op = ops_[i];
     if (op.kind == PipeOp::Forward)
-      forward_op(op.micro_batch, loader_.first_sample(samples_done, op.micro_batch), Split::Train, true, p2p_[i]);
+      forward_op(op, loader_.first_sample(samples_done, op.micro_batch), Split::Train, true, p2p_[i], ops_);
     else
-      backward_op(op.micro_batch, i + 1 == ops_.size() ? on_unit : std::function<void(int)>(), p2p_[i]);
+      backward_op(op, last_backward_[i] ? on_unit : std::function<void(int)>(), p2p_[i]);
   }
-  exchange(p2p_.back(), nullptr);  // the sends of the last ops
+  exchange(p2p_.back(), ops_);  // the sends of the last ops
   wait_sends();
   *loss_sum += model_.take_loss_sum();  // the step's one copy of the loss to the host
 }
 
 void PipelineRunner::validate(int batches, double* loss_sum) {
-  // Validation micro-batch j is micro-batch j % M of validation batch j / M, laid out like a training batch.
-  const int M = cfg_.train.micro_batches;
+  // Validation micro-batch j is micro-batch j % M of validation batch j / M, laid out like a training batch; with
+  // several chunks in the interleaved schedule's forward order (every chunk of the stage, micro-batches in order
+  // within each).
+  const int M = cfg_.train.micro_batches, p = grid_.shape().pp, v = model_.chunks();
   std::vector<PipeOp> fwd;
-  for (int j = 0; j < batches * M; ++j) fwd.push_back({PipeOp::Forward, j});
-  const std::vector<P2PGroup> p2p = pipeline_p2p(fwd, grid_.shape().pp, grid_.pp_rank());
-  for (int j = 0; j < batches * M; ++j)
-    forward_op(j, loader_.first_sample(int64_t(j / M) * loader_.global_batch(), j % M), Split::Val, false,
-               p2p[size_t(j)]);
-  exchange(p2p.back(), nullptr);
+  if (v == 1) {
+    for (int j = 0; j < batches * M; ++j) fwd.push_back({PipeOp::Forward, j});
+  } else {
+    for (const PipeOp& op : pipeline_schedule(Schedule::Interleaved, p, grid_.pp_rank(), batches * M, v))
+      if (op.kind == PipeOp::Forward) fwd.push_back(op);
+  }
+  const std::vector<P2PGroup> p2p = pipeline_p2p(fwd, p, grid_.pp_rank(), v, blocking_sends(grid_));
+  for (size_t i = 0; i < fwd.size(); ++i) {
+    const int j = fwd[i].micro_batch;
+    forward_op(fwd[i], loader_.first_sample(int64_t(j / M) * loader_.global_batch(), j % M), Split::Val, false,
+               p2p[i], fwd);
+  }
+  exchange(p2p.back(), fwd);
   wait_sends();
   *loss_sum += model_.take_loss_sum();
 }

@@ -3,7 +3,9 @@
 // activations and their gradients between stages (tags 2m forward, 2m+1 backward; each send deferred into one
 // group with the stage's next receive, as pipeline_p2p in schedule.hpp lays out, so that NCCL's blocking sends
 // cannot wait on each other; sends from a pool of buffers that stay alive until the step's sends complete), and
-// the per-step compute and communication timers. The DP gradient buckets are launched from the last backward op.
+// the per-step compute and communication timers. The DP gradient buckets are launched from the last backward op of
+// each model chunk. A stage of several chunks (interleaved schedule, src/train/stage_chunks.hpp) runs each op on the
+// op's chunk: its activations, its receive buffer, its data (the embedding's chunk and the head's read tokens).
 #include <functional>
 #include <vector>
 
@@ -34,14 +36,16 @@ class PipelineRunner {
   double comm_bwd_s() const { return comm_bwd_; }
 
  private:
-  void forward_op(int m, int64_t first_sample, Split split, bool with_grad, const P2PGroup& before);
+  void forward_op(const PipeOp& op, int64_t first_sample, Split split, bool with_grad, const P2PGroup& before,
+                  const std::vector<PipeOp>& ops);
   double loss_scale_ = 1;
-  void backward_op(int m, const std::function<void(int)>& on_unit, const P2PGroup& before);
+  void backward_op(const PipeOp& op, const std::function<void(int)>& on_unit, const P2PGroup& before);
   // Activations and their gradients travel in the model's storage type. defer_send copies `data` into a send
-  // buffer; exchange issues group g: the deferred sends in order and the receive into recv_into, which is complete
-  // on return.
+  // buffer; exchange issues group g: the deferred sends in order and each receive into the buffer of the op of
+  // `ops` it feeds (recv_buffer), complete on return.
   void defer_send(const void* data);
-  void exchange(const P2PGroup& g, void* recv_into);
+  void exchange(const P2PGroup& g, const std::vector<PipeOp>& ops);
+  void* recv_buffer(const PipeOp& op);
   void wait_sends();
 
   const Config& cfg_;
@@ -50,6 +54,7 @@ class PipelineRunner {
   BatchLoader& loader_;
   std::vector<PipeOp> ops_;
   std::vector<P2PGroup> p2p_;  // pipeline_p2p(ops_): the group issued before each op, and the last one after
+  std::vector<char> last_backward_;  // per op: the last backward of its chunk in the step (the DP buckets' hook)
   std::vector<DeviceView<unsigned char>> send_bufs_;
   std::vector<size_t> deferred_;  // send buffers written but not yet issued, in send order
   std::vector<RequestPtr> sends_;

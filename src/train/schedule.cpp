@@ -59,16 +59,63 @@ std::vector<PipeOp> pipeline_schedule(Schedule s, int stages, int stage, int m, 
   return ops;
 }
 
-std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage) {
-  std::vector<P2PGroup> groups(ops.size() + 1);
-  const bool first = stage == 0, last = stage == stages - 1;
+namespace {
+
+// The message that feeds an op (a receive) or carries its result (a send), if it has one. Virtual stage j = chunk p +
+// stage; the link from j to j + 1 carries tags 2 (m chunks + j / p) forward and + 1 backward.
+struct OpLinks {
+  int p, chunks, stage;
+  bool recv(const PipeOp& op, P2PMsg* msg) const {
+    const int j = op.chunk * p + stage, m = op.micro_batch;
+    if (op.kind == PipeOp::Forward ? j == 0 : j == p * chunks - 1) return false;
+    *msg = op.kind == PipeOp::Forward ? P2PMsg{false, (stage + p - 1) % p, tag(m, j - 1, false)}
+                                      : P2PMsg{false, (stage + 1) % p, tag(m, j, true)};
+    return true;
+  }
+  bool send(const PipeOp& op, P2PMsg* msg) const {
+    const int j = op.chunk * p + stage, m = op.micro_batch;
+    if (op.kind == PipeOp::Forward ? j == p * chunks - 1 : j == 0) return false;
+    *msg = op.kind == PipeOp::Forward ? P2PMsg{true, (stage + 1) % p, tag(m, j, false)}
+                                      : P2PMsg{true, (stage + p - 1) % p, tag(m, j - 1, true)};
+    return true;
+  }
+  int tag(int m, int j, bool grad) const { return 2 * (m * chunks + j / p) + (grad ? 1 : 0); }
+};
+
+}  // namespace
+
+std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage, int chunks,
+                                   bool blocking_sends) {
+  const OpLinks links{stages, chunks, stage};
+  // Units of ops that share one group: each op alone (1F1B, GPipe), or with chunks the steady state's forward and
+  // the backward after it together (see the header). The steady state starts with the forward before the first
+  // backward, unless that is the last forward (a stage whose warm-up is every forward has none).
+  auto is_forward = [](const PipeOp& o) { return o.kind == PipeOp::Forward; };
+  const size_t forwards = size_t(std::count_if(ops.begin(), ops.end(), is_forward));
+  const size_t first_backward = size_t(std::find_if_not(ops.begin(), ops.end(), is_forward) - ops.begin());
+  const bool steady = blocking_sends && chunks > 1 && first_backward < forwards;
+  std::vector<size_t> unit_begin;
   for (size_t i = 0; i < ops.size(); ++i) {
-    const int m = ops[i].micro_batch;
-    const bool fwd = ops[i].kind == PipeOp::Forward;
-    if (fwd ? !first : !last)  // op i's input comes from a neighbour
-      groups[i].push_back({false, fwd ? stage - 1 : stage + 1, fwd ? 2 * m : 2 * m + 1});
-    if (fwd ? !last : !first)  // its result goes to the other neighbour, with op i + 1's receive
-      groups[i + 1].push_back({true, fwd ? stage + 1 : stage - 1, fwd ? 2 * m : 2 * m + 1});
+    unit_begin.push_back(i);
+    if (steady && i + 1 >= first_backward && i + 1 < ops.size() && ops[i].kind == PipeOp::Forward &&
+        ops[i + 1].kind == PipeOp::Backward)
+      ++i;
+  }
+  unit_begin.push_back(ops.size());
+  std::vector<P2PGroup> groups(ops.size() + 1);
+  for (size_t u = 0; u + 1 < unit_begin.size(); ++u) {
+    const size_t b = unit_begin[u], e = unit_begin[u + 1];
+    P2PMsg msg;
+    for (size_t i = b; i < e; ++i)  // the unit's receives, before its first op
+      if (links.recv(ops[i], &msg)) {
+        msg.op = int(i);
+        groups[b].push_back(msg);
+      }
+    for (size_t i = b; i < e; ++i)  // its results, with the next unit's receives (or alone at the end)
+      if (links.send(ops[i], &msg)) {
+        msg.op = int(i);
+        groups[e].push_back(msg);
+      }
   }
   return groups;
 }
@@ -142,7 +189,7 @@ int max_in_flight(const std::vector<PipeOp>& ops) {
   return peak;
 }
 
-double bubble_fraction(int p, int m) { return double(p - 1) / double(m + p - 1); }
+double bubble_fraction(int p, int m, int v) { return double(p - 1) / double(v * m + p - 1); }
 
 std::vector<int> partition_stages(int blocks, int stages, double block_cost, double first_extra, double last_extra) {
   if (stages <= 0) throw Error("pipeline: parallel.pp must be positive");

@@ -29,11 +29,15 @@ struct PipeOp {
 std::vector<PipeOp> pipeline_schedule(Schedule s, int stages, int stage, int micro_batches, int chunks = 1);
 
 // Point-to-point traffic of a stage, as the pipeline runner issues it. Tag 2m: micro-batch m's activations to the
-// next stage; 2m + 1: its activation gradients to the previous one.
+// next stage; 2m + 1: its activation gradients to the previous one. With chunks (interleaved), the link from virtual
+// stage j to j + 1 belongs to chunk j / stages (the last stage's chunk c feeds stage 0's chunk c + 1, so stage 0 then
+// receives activations from the last stage and sends gradients back to it): tags 2 (m chunks + link chunk) and + 1,
+// which are 2m and 2m + 1 for one chunk.
 struct P2PMsg {
   bool send;
   int peer;  // stage index
   int tag;
+  int op = -1;  // the op whose input this receive is, or whose result this send carries (index in the op list)
   bool operator==(const P2PMsg& o) const { return send == o.send && peer == o.peer && tag == o.tag; }
 };
 using P2PGroup = std::vector<P2PMsg>;  // issued together (NCCL: one ncclGroupStart/End)
@@ -44,8 +48,15 @@ using P2PGroup = std::vector<P2PMsg>;  // issued together (NCCL: one ncclGroupSt
 // runs, so two such sends would each wait for a receive that the other's stream holds behind its own send, forever.
 // Grouped with the receive that follows (Megatron's send_forward_recv_backward and send_backward_recv_forward),
 // each send meets its receive; a send not followed by a receive still leaves at once, so the warm-up forwards
-// stream to the next stage. p2p_deadlock proves it for every schedule (tests/train/test_schedule.cpp).
-std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage);
+// stream to the next stage. Interleaved (chunks > 1) that is not enough under blocking sends: a stage sends its
+// backward result to a neighbour that is itself sending to it in its next forward, so with blocking_sends each
+// steady-state forward and the backward after it share one group (Megatron's send_forward_backward_recv_forward_
+// backward): the unit's two receives before the forward, its two sends with the next unit's receives; ops outside
+// the steady state are units of their own. The price: the forward waits for the backward's gradient too. MPI's
+// sends do not block (the runner waits on receives only), so there every op keeps its own group and waits for its
+// own input alone. p2p_deadlock proves the NCCL grouping for every schedule (tests/train/test_schedule.cpp).
+std::vector<P2PGroup> pipeline_p2p(const std::vector<PipeOp>& ops, int stages, int stage, int chunks = 1,
+                                   bool blocking_sends = true);
 
 // Runs every stage's groups under NCCL's rules: groups execute in order on the stage's stream; a send and the
 // receive it matches (the k-th from stage a to b meets the k-th at b from a; NCCL has no tags) complete together,
@@ -57,8 +68,9 @@ std::string p2p_deadlock(const std::vector<std::vector<P2PGroup>>& stages);
 // chunk-micro-batches, each 1/chunks of the stage's activations).
 int max_in_flight(const std::vector<PipeOp>& ops);
 
-// Pipeline bubble of the schedule in ideal (uniform-cost) time: (p - 1) / (m + p - 1).
-double bubble_fraction(int stages, int micro_batches);
+// Pipeline bubble of the schedule in ideal (uniform-cost) time, as a fraction of the step: (p - 1) / (m + p - 1);
+// interleaved with v chunks, (p - 1) / (v m + p - 1) (the bubble is (p - 1) / (v m) of the ideal time).
+double bubble_fraction(int stages, int micro_batches, int chunks = 1);
 
 // Contiguous ranges of blocks per stage, [begin[s], begin[s+1]), that minimise the largest stage cost where
 // a block costs `block_cost`, the first stage adds `first_extra` (embedding) and the last `last_extra`

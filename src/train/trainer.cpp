@@ -15,6 +15,7 @@
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/rebalancer.hpp"
+#include "src/train/stage_chunks.hpp"
 #include "src/train/startup_stop.hpp"
 #include "src/train/zero.hpp"
 #include "src/train/zero_grads.hpp"
@@ -50,15 +51,6 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// The model of this stage in the run's storage type (train.precision).
-std::unique_ptr<StageModel> make_model(Precision p, const ModelConfig& m, uint64_t seed, int micro_batch_size,
-                                       StageLayout stage, TensorParallel tp, int slots, const TensorLayout* layout,
-                                       Recompute rc) {
-  if (p == Precision::BF16) return std::make_unique<GPT<bf16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
-  if (p == Precision::FP16) return std::make_unique<GPT<fp16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
-  return std::make_unique<GPT<float>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
-}
-
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
@@ -67,21 +59,26 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   const GridShape& g = grid_.shape();
   const ConfigChoices choice = cfg_.choices();
   const std::vector<int> partition = stage_partition(cfg_, g.pp);
-  stage_ = StageLayout{grid_.pp_rank(), g.pp, partition[grid_.pp_rank()], partition[grid_.pp_rank() + 1]};
-  const Schedule kind = choice.schedule == PipelineSchedule::GPipe ? Schedule::GPipe : Schedule::OneFOneB;
-  std::vector<PipeOp> ops = pipeline_schedule(kind, g.pp, grid_.pp_rank(), cfg_.train.micro_batches);
+  // The stage's model chunks (one but under the interleaved schedule: stage_chunks.hpp); stage_ spans them.
+  const std::vector<StageLayout> chunks = stage_chunks(cfg_, g.pp, grid_.pp_rank(), partition);
+  stage_ = StageLayout{grid_.pp_rank(), g.pp, chunks.front().block_begin, chunks.back().block_end};
+  const Schedule kind = choice.schedule == PipelineSchedule::GPipe         ? Schedule::GPipe
+                        : choice.schedule == PipelineSchedule::Interleaved ? Schedule::Interleaved
+                                                                           : Schedule::OneFOneB;
+  std::vector<PipeOp> ops =
+      pipeline_schedule(kind, g.pp, grid_.pp_rank(), cfg_.train.micro_batches, cfg_.pipeline_chunks());
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
 
   // The ZeRO plan first: the state is allocated as shards directly (no full buffer exists even at start-up).
-  TensorLayout layout(model_tensor_specs(m, stage_, tp.rank, tp.size), g.dp);
+  TensorLayout layout(stage_tensor_specs(m, chunks, tp.rank, tp.size), g.dp);
   zero_ = ZeroPlan(cfg_.parallel.zero, layout, grid_.dp_rank(), g.dp);
   const bool stage_grads = ZeroGradStaging::applies(zero_, cfg_.train.micro_batches, g.pp);
   const StateExtents extents = state_extents(zero_, layout.size(), stage_grads);
   state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, extents);
   auto grads = [this] { return state_->has_buffer("grads") ? state_->grads() : nullptr; };
-  model_ = make_model(choice.precision, m, seed, cfg_.train.micro_batch_size, stage_, tp,
-                      std::max(1, max_in_flight(ops)), &state_->layout(), choice.recompute);
+  model_ = make_stage_model(choice.precision, m, seed, cfg_.train.micro_batch_size, chunks, tp, ops, state_->layout(),
+                            choice.recompute);
   model_->bind(state_->params(), grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
@@ -180,7 +177,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     // The activation ledger counts the stored activations in the working type (2 bytes in bf16/fp16), the
     // LayerNorm and cross-entropy statistics in fp32 (GPT<T>::activation_bytes_per_slot, work_bytes):
     // what every slot keeps and the shared work buffers (train.recompute shifts the first to the second).
-    const double kept = double(model_->slots()) * double(model_->activation_bytes_per_slot());
+    const double kept = double(model_->kept_activation_bytes());
     std::string zero_line = zero_.describe();  // and which path the DP collectives take
     if (zero_in_shared_memory()) zero_line += ", DP collectives through shared memory";
     else if (staging_) zero_line += ", gradients staged per unit, reduce-scattered over " + grid_.dp().backend();
@@ -209,7 +206,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
 Trainer::~Trainer() = default;
 
 size_t Trainer::activation_bytes() const {
-  return size_t(model_->slots()) * model_->activation_bytes_per_slot() + model_->work_bytes();
+  return model_->kept_activation_bytes() + model_->work_bytes();
 }
 
 StepStats Trainer::train_step() {

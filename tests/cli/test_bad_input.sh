@@ -74,6 +74,20 @@ expect missing_deck 1 nonzero "cannot open input deck '/nonexistent/deck.toml'" 
 expect unknown_preset 1 nonzero "unknown preset 'huge'" -- train --config huge
 expect missing_dataset 1 nonzero "/nonexistent/tokens.h5" -- train --config tiny data.source=hdf5 data.path=/nonexistent/tokens.h5
 expect bad_schedule 1 nonzero "parallel.schedule" -- train --config tiny parallel.schedule=zigzag
+# the interleaved schedule (issue 24): values that do not fit the pipeline, named before any rank builds a model
+ilv="train --config tiny parallel.schedule=interleaved"
+expect ilv_virtual_without_schedule 1 nonzero "parallel.virtual_stages = 2 needs parallel.schedule = \"interleaved\"" \
+  -- train --config tiny parallel.virtual_stages=2
+expect ilv_virtual_zero 1 nonzero "config key 'parallel.virtual_stages' must be positive, got 0" \
+  -- $ilv parallel.virtual_stages=0
+expect ilv_one_stage 1 nonzero "parallel.schedule = \"interleaved\" needs parallel.pp >= 2, got 1" \
+  -- $ilv parallel.virtual_stages=2
+expect ilv_layers 2 nonzero "model.n_layer \(4\) is not divisible by pp x virtual_stages \(6\)" \
+  -- $ilv parallel.virtual_stages=3 parallel.pp=2 model.n_layer=4 train.micro_batches=2
+expect ilv_micro_batches 2 nonzero "needs train.micro_batches \(3\) a multiple of parallel.pp \(2\)" \
+  -- $ilv parallel.virtual_stages=2 parallel.pp=2 model.n_layer=4 train.micro_batches=3
+expect ilv_stage_blocks 1 nonzero "parallel.stage_blocks does not apply to parallel.schedule = \"interleaved\"" \
+  -- $ilv parallel.virtual_stages=2 parallel.pp=2 model.n_layer=4 train.micro_batches=2 parallel.stage_blocks=3,1
 expect zero_unknown_stage 1 nonzero "config key 'parallel.zero' must be 0, 1, 2 or 3, got 5" -- train --config tiny parallel.zero=5
 expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config tiny parallel.comm=gloo
 expect bad_precision 1 nonzero "config key 'train.precision' must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"" -- train --config tiny train.precision=fp8

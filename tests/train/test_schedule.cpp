@@ -8,6 +8,7 @@
 #include "src/core/error.hpp"
 #include "src/plan/memory.hpp"
 #include "src/train/schedule.hpp"
+#include "src/train/stage_chunks.hpp"
 
 using gt::PipeOp;
 using gt::Schedule;
@@ -136,6 +137,10 @@ TEST(PipelineSchedule, InterleavedBubbleAndMemoryAreThePlanners) {
         ASSERT_GT(span, 0) << "deadlock P=" << P << " V=" << V << " M=" << M;
         const int ideal = 3 * M * V;
         EXPECT_EQ(span, ideal + 3 * (P - 1)) << "P=" << P << " V=" << V << " M=" << M;
+        // the bubble is (p - 1) / (v m) of the ideal time, 1/v of 1F1B's; bubble_fraction says so of the step
+        EXPECT_NEAR(double(span - ideal) / ideal, double(P - 1) / (V * M), 1e-12);
+        EXPECT_NEAR(1.0 - double(ideal) / span, gt::bubble_fraction(P, M, V), 1e-12);
+        EXPECT_NEAR(gt::bubble_fraction(P, M, V), gt::bubble_fraction(P, V * M), 1e-12);
         for (int s = 0; s < P; ++s) {
           gt::plan::Layout l;
           l.pp = P;
@@ -280,4 +285,123 @@ TEST(PipelineP2P, SendJoinsTheNextReceive) {
 TEST(PipelineP2P, TagMismatchIsReported) {
   std::vector<std::vector<gt::P2PGroup>> st = {{{{true, 1, 0}}}, {{{false, 0, 2}}}};
   EXPECT_NE(gt::p2p_deadlock(st).find("meets tag"), std::string::npos);
+}
+
+// The interleaved schedule's groups (chunks > 1: each steady-state forward and the backward after it share one group)
+// never deadlock under NCCL's rules, in training and in validation's forward-only order, for every stage count,
+// chunk count and micro-batch count up to 6 x 4 x 4p; and every send meets the receive of its own tag.
+TEST(PipelineP2P, InterleavedGroupsNeverDeadlock) {
+  for (int p = 2; p <= 6; ++p)
+    for (int v = 2; v <= 4; ++v)
+      for (int m = p; m <= 4 * p; m += p) {
+        std::vector<std::vector<gt::P2PGroup>> train, val;
+        for (int s = 0; s < p; ++s) {
+          const auto ops = gt::pipeline_schedule(gt::Schedule::Interleaved, p, s, m, v);
+          train.push_back(gt::pipeline_p2p(ops, p, s, v));
+          std::vector<PipeOp> fwd;
+          for (const PipeOp& op : ops)
+            if (op.kind == PipeOp::Forward) fwd.push_back(op);
+          val.push_back(gt::pipeline_p2p(fwd, p, s, v));
+        }
+        EXPECT_EQ(gt::p2p_deadlock(train), "") << "p=" << p << " v=" << v << " m=" << m;
+        EXPECT_EQ(gt::p2p_deadlock(val), "") << "forward only, p=" << p << " v=" << v << " m=" << m;
+      }
+}
+
+// Why the pairs: with one op per group (what MPI runs, its sends not blocking) the interleaved schedule deadlocks
+// under NCCL's blocking sends for every p, v and m tried; the checker sees it.
+TEST(PipelineP2P, InterleavedOpGroupsDeadlockUnderBlockingSends) {
+  for (int p = 2; p <= 4; ++p)
+    for (int v = 2; v <= 3; ++v) {
+      const int m = 2 * p;
+      std::vector<std::vector<gt::P2PGroup>> st;
+      for (int s = 0; s < p; ++s)
+        st.push_back(gt::pipeline_p2p(gt::pipeline_schedule(gt::Schedule::Interleaved, p, s, m, v), p, s, v, false));
+      EXPECT_NE(gt::p2p_deadlock(st), "") << "p=" << p << " v=" << v << " m=" << m;
+    }
+}
+
+// The chunk boundary wraps: with 2 stages and 2 chunks, stage 0's chunk 1 (virtual stage 2) takes its input from
+// stage 1's chunk 0 (virtual stage 1) and sends its gradient back there; stage 1's chunk 1 holds the head (sends
+// nothing forward), stage 0's chunk 0 the embedding (receives nothing forward). The link from virtual stage j to
+// j + 1 has tags 2 (m v + j / p) and + 1 (here m = 0): 0 -> 1 and 1 -> 2 tag 0 (opposite directions), 2 -> 3 tag 2.
+// Each message names its op.
+TEST(PipelineP2P, InterleavedChunkBoundaryWraps) {
+  const std::vector<PipeOp> s0 = {{PipeOp::Forward, 0, 0}, {PipeOp::Forward, 0, 1}, {PipeOp::Backward, 0, 1},
+                                  {PipeOp::Backward, 0, 0}};
+  const auto g0 = gt::pipeline_p2p(s0, 2, 0, 2);
+  ASSERT_EQ(g0.size(), 5u);
+  EXPECT_EQ(g0[0], gt::P2PGroup{});                                // the embedding's chunk: no input
+  EXPECT_EQ(g0[1], (gt::P2PGroup{{true, 1, 0}, {false, 1, 0}}));   // send act 0 -> 1, recv act 1 -> 2
+  EXPECT_EQ(g0[1][0].op, 0);
+  EXPECT_EQ(g0[1][1].op, 1);
+  EXPECT_EQ(g0[2], (gt::P2PGroup{{true, 1, 2}, {false, 1, 3}}));   // send act 2 -> 3, recv grad 3 -> 2
+  EXPECT_EQ(g0[3], (gt::P2PGroup{{true, 1, 1}, {false, 1, 1}}));   // send grad 2 -> 1, recv grad 1 -> 0
+  EXPECT_EQ(g0[3][1].op, 3);
+  EXPECT_EQ(g0[4], gt::P2PGroup{});                                // chunk 0 of stage 0 sends no gradient
+  const std::vector<PipeOp> s1 = {{PipeOp::Forward, 0, 1}, {PipeOp::Backward, 0, 1}};
+  const auto g1 = gt::pipeline_p2p(s1, 2, 1, 2);  // the head's chunk (virtual stage 3)
+  EXPECT_EQ(g1[0], (gt::P2PGroup{{false, 0, 2}}));
+  EXPECT_EQ(g1[1], gt::P2PGroup{});  // no gradient to receive, no activation to send
+  EXPECT_EQ(g1[2], (gt::P2PGroup{{true, 0, 3}}));
+}
+
+// ---- the stages' model chunks (stage_chunks.hpp) --------------------------------------------------------------
+
+// Interleaved, chunk c of stage s is layer block c p + s: over all stages every block once, the embedding on stage
+// 0's chunk 0 and the head on the last stage's last chunk; the stage layout lists the chunks' tensors in chunk
+// order, each global tensor once over the stages but the head's tied wte, and a chunk's slice keeps the stage
+// layout's offsets (the chunk's GPT binds the stage's buffers).
+TEST(StageChunks, RoundRobinBlocksAndOneLayoutPerStage) {
+  gt::Config cfg;
+  cfg.model.n_layer = 12;
+  cfg.model.d_model = 16;
+  cfg.model.n_head = 2;
+  cfg.model.seq_len = 4;
+  cfg.model.vocab_size = 8;
+  cfg.parallel.schedule = "interleaved";
+  cfg.train.micro_batches = 6;
+  const int p = 3;
+  for (int v : {2, 4}) {
+    cfg.parallel.virtual_stages = v;
+    std::map<std::string, int> seen;
+    std::vector<int> block_owner(12, -1);
+    for (int s = 0; s < p; ++s) {
+      const auto chunks = gt::stage_chunks(cfg, p, s, {});
+      ASSERT_EQ(int(chunks.size()), v);
+      for (int c = 0; c < v; ++c) {
+        EXPECT_EQ(chunks[c].stage, c * p + s);
+        EXPECT_EQ(chunks[c].stages, p * v);
+        EXPECT_EQ(chunks[c].first(), s == 0 && c == 0);
+        EXPECT_EQ(chunks[c].last(), s == p - 1 && c == v - 1);
+        for (int b = chunks[c].block_begin; b < chunks[c].block_end; ++b) {
+          EXPECT_EQ(block_owner[b], -1) << "block " << b << " twice";
+          block_owner[b] = c * p + s;
+        }
+      }
+      const gt::TensorLayout layout(gt::stage_tensor_specs(cfg.model, chunks, 0, 1), 1);
+      size_t first = 0;
+      for (int c = 0; c < v; ++c) {
+        const size_t n = gt::model_tensor_specs(cfg.model, chunks[c], 0, 1).size();
+        const gt::TensorLayout slice = layout.slice(first, n);
+        EXPECT_EQ(slice.size(), layout.size());
+        for (size_t k = 0; k < n; ++k) {
+          const gt::TensorSpec& t = layout.tensors()[first + k];
+          EXPECT_EQ(slice.tensors()[k].offset, t.offset);
+          EXPECT_EQ(slice.spec(t.name).offset, t.offset) << t.name;  // found by name in the slice too
+        }
+        for (const auto& t : layout.tensors())  // and only the slice's tensors
+          EXPECT_EQ(slice.has(t.name), &t >= &layout.tensors()[first] && &t < &layout.tensors()[first] + n) << t.name;
+        first += n;
+      }
+      EXPECT_EQ(first, layout.tensors().size());
+      for (const auto& t : layout.tensors())
+        if (t.tied_to_stage < 0) ++seen[t.name];
+    }
+    for (int b = 0; b < 12; ++b) EXPECT_EQ(block_owner[b], b / (12 / (p * v))) << "block " << b;
+    const gt::StageLayout whole{0, 1, 0, 12};
+    for (const auto& t : gt::model_tensor_specs(cfg.model, whole, 0, 1)) EXPECT_EQ(seen[t.name], 1) << t.name;
+  }
+  cfg.parallel.virtual_stages = 5;  // 12 layers do not split into 3 x 5
+  EXPECT_THROW(gt::stage_chunks(cfg, p, 0, {}), gt::Error);
 }
