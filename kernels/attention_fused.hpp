@@ -16,10 +16,12 @@
 // not O(T^2).
 //
 // Two work splits (kernels/lanes.hpp):
-// - host: per (batch, key/value head) the head's Q, K, V (and dO) are gathered into contiguous A buffers
-//   (16-bit inputs widen exactly), and each tile product is a gt::gemm on them (tile sizes kFaRows x kFaCols);
-//   the softmax rows are vectorised loops (lanes.hpp). Backward walks key tiles outside and query tiles inside,
-//   accumulating dK, dV of the tile and dQ of the head in A.
+// - host: per (batch, key/value head) the head's Q, K, V (and dO) are gathered into contiguous buffers, and each
+//   tile product is a gt::gemm on them (tile sizes kFaRows x kFaCols) accumulating in A; 16-bit inputs stay
+//   16-bit (the backend's native bf16 GEMM where the CPU has one), with P and dS rounded to 16 bits as GEMM
+//   operands (their A values are what the softmax and the accumulators use). The softmax rows are vectorised
+//   loops (lanes.hpp). Backward walks key tiles outside and query tiles inside, accumulating dK, dV of the key
+//   head and dQ of the query head in A.
 // - device: forward one Kokkos team per (batch, head, query tile), keys and values streamed tile by tile
 //   through team scratch; backward one team per (batch, kv head, key tile) for dK, dV (queries streamed) and
 //   one per (batch, head, query tile) for dQ (keys streamed), so that every output element has one writer and
@@ -28,6 +30,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/fastmath.hpp"
 #include "kernels/gemm.hpp"
@@ -59,13 +62,19 @@ KOKKOS_INLINE_FUNCTION int fa_visible(int t, int c0, int nc) {
   return n < 0 ? 0 : (n > nc ? nc : n);
 }
 
-// dst (T_ x hd, contiguous) = the T_ rows of src (row stride ld), widened to A.
-template <class A, class T>
-void fa_gather(A* dst, const T* src, int T_, int hd, long ld) {
+// The tiles' GEMM operand type: the storage type for 16-bit inputs (the GEMM backend multiplies bf16/fp16 natively
+// where the CPU can, accumulating in fp32; the probabilities and dS are rounded to it for their products, as the
+// materialized path stores them), A otherwise.
+template <class T>
+using fa_operand_t = std::conditional_t<is_half_v<T>, T, acc_t<T>>;
+
+// dst (T_ x hd, contiguous) = the T_ rows of src (row stride ld), converted to G (exact: G is T or wider).
+template <class G, class T>
+void fa_gather(G* dst, const T* src, int T_, int hd, long ld) {
   for (int t = 0; t < T_; ++t) {
     const T* s = src + t * ld;
-    A* d = dst + long(t) * hd;
-    GT_IVDEP for (int i = 0; i < hd; ++i) d[i] = A(s[i]);
+    G* d = dst + long(t) * hd;
+    GT_IVDEP for (int i = 0; i < hd; ++i) d[i] = G(acc_t<T>(s[i]));
   }
 }
 
@@ -76,6 +85,17 @@ void fa_scatter(T* dst, const A* src, int T_, int hd, long ld, A scale) {
     const A* s = src + long(t) * hd;
     T* d = dst + t * ld;
     GT_IVDEP for (int i = 0; i < hd; ++i) d[i] = T(scale * s[i]);
+  }
+}
+
+// x (n elements, A) as a GEMM operand of type G: x itself when G is A, else rounded into buf.
+template <class G, class A>
+const G* fa_operand(const A* x, G* buf, long n) {
+  if constexpr (std::is_same_v<G, A>) {
+    return x;
+  } else {
+    GT_IVDEP for (long i = 0; i < n; ++i) buf[i] = G(x[i]);
+    return buf;
   }
 }
 
@@ -97,16 +117,17 @@ A fa_online_row(A* s, int n, int nc, A& m, A& l) {
   return alpha;
 }
 
-// Host split, forward of query head h of batch b, given its K and V gathered (T_ x hd each).
-template <class T, class A>
-void fa_forward_head_host(T* out, A* lse, A* work, const T* qsrc, const A* K, const A* V, int T_, int hd, long ld,
+// Host split, forward of one query head, given its K and V gathered (T_ x hd each, operand type G).
+template <class T, class A, class G>
+void fa_forward_head_host(T* out, A* lse, A* work, const T* qsrc, const G* K, const G* V, int T_, int hd, long ld,
                           long ldo, A scale) {
   constexpr int Br = kFaRows, Bc = kFaCols;
-  A* Q = work;                        // T_ x hd
-  A* S = Q + long(T_) * hd;           // Br x Bc
-  A* O = S + Br * Bc;                 // Br x hd
-  A* m = O + Br * hd;                 // Br
-  A* l = m + Br;                      // Br
+  G* Q = reinterpret_cast<G*>(work);                 // T_ x hd (in A-sized slots)
+  A* S = work + long(T_) * hd;                       // Br x Bc
+  G* Sg = reinterpret_cast<G*>(S + Br * Bc);         // Br x Bc: P as a GEMM operand (16-bit T)
+  A* O = S + 2 * Br * Bc;                            // Br x hd
+  A* m = O + Br * hd;                                // Br
+  A* l = m + Br;                                     // Br
   fa_gather(Q, qsrc, T_, hd, ld);
   for (int r0 = 0; r0 < T_; r0 += Br) {
     const int nr = T_ - r0 < Br ? T_ - r0 : Br;
@@ -115,7 +136,7 @@ void fa_forward_head_host(T* out, A* lse, A* work, const T* qsrc, const A* K, co
       l[i] = A(0);
     }
     for (int c0 = 0; c0 < r0 + nr; c0 += Bc) {  // key tiles at or left of the diagonal
-      const int nc = T_ - c0 < Bc ? T_ - c0 : Bc;
+      const int nc = r0 + nr - c0 < Bc ? r0 + nr - c0 : Bc;  // keys past the tile's last query are all masked
       gemm(Op::N, Op::T, nr, nc, hd, scale, Q + long(r0) * hd, hd, K + long(c0) * hd, hd, A(0), S, Bc);
       for (int i = 0; i < nr; ++i) {
         const A alpha = fa_online_row(S + i * Bc, fa_visible(r0 + i, c0, nc), nc, m[i], l[i]);
@@ -123,7 +144,8 @@ void fa_forward_head_host(T* out, A* lse, A* work, const T* qsrc, const A* K, co
         if (c0 == 0) for (int d = 0; d < hd; ++d) o[d] = A(0);
         else if (alpha != A(1)) for (int d = 0; d < hd; ++d) o[d] *= alpha;
       }
-      gemm(Op::N, Op::N, nr, hd, nc, A(1), S, Bc, V + long(c0) * hd, hd, A(1), O, hd);
+      const G* P = fa_operand(S, Sg, long(nr) * Bc);
+      gemm(Op::N, Op::N, nr, hd, nc, A(1), P, Bc, V + long(c0) * hd, hd, A(1), O, hd);
     }
     for (int i = 0; i < nr; ++i) {
       const A inv = A(1) / l[i];
@@ -136,36 +158,43 @@ void fa_forward_head_host(T* out, A* lse, A* work, const T* qsrc, const A* K, co
 
 template <class T>
 void fa_forward_host(T* out, acc_t<T>* lse, acc_t<T>* scratch, const T* qkv, int B, int T_, FaHeads hs, acc_t<T> scale) {
-  using A = acc_t<T>;
+  using G = fa_operand_t<T>;
   const long ld = hs.ld(), ldo = long(hs.NH) * hs.hd, Thd = long(T_) * hs.hd;
-  A* K = scratch;
-  A* V = K + Thd;
+  G* K = reinterpret_cast<G*>(scratch);
+  G* V = reinterpret_cast<G*>(scratch + Thd);
   for (int b = 0; b < B; ++b)
     for (int kvh = 0; kvh < hs.NKV; ++kvh) {
       const T* row0 = qkv + long(b) * T_ * ld;
       fa_gather(K, row0 + hs.k(kvh), T_, hs.hd, ld);
       fa_gather(V, row0 + hs.v(kvh), T_, hs.hd, ld);
       for (int h = kvh * hs.group(); h < (kvh + 1) * hs.group(); ++h)
-        fa_forward_head_host(out + long(b) * T_ * ldo + hs.q(h), lse + (long(b) * hs.NH + h) * T_, V + Thd,
+        fa_forward_head_host(out + long(b) * T_ * ldo + hs.q(h), lse + (long(b) * hs.NH + h) * T_, scratch + 2 * Thd,
                              row0 + hs.q(h), K, V, T_, hs.hd, ld, ldo, scale);
     }
 }
 
-// The backward's buffers for one key/value head (host split), carved out of the scratch.
-template <class A>
+// The backward's buffers for one key/value head (host split), carved out of the scratch: the operands K, V, Q, dO
+// in G (in A-sized slots), the accumulators dK, dV, dQ, D and the tiles P, dS in A, P and dS as operands in G.
+template <class A, class G>
 struct FaBackHost {
-  A *K, *V, *dK, *dV, *Q, *dO, *dQ, *D, *P, *dS;
+  G *K, *V, *Q, *dO, *Pg, *dSg;
+  A *dK, *dV, *dQ, *D, *P, *dS;
   FaBackHost(A* s, int T_, int hd) {
-    const long n = long(T_) * hd;
-    K = s; V = K + n; dK = V + n; dV = dK + n; Q = dV + n; dO = Q + n; dQ = dO + n; D = dQ + n;
-    P = D + T_; dS = P + kFaRows * kFaCols;
+    const long n = long(T_) * hd, tile = long(kFaRows) * kFaCols;
+    K = reinterpret_cast<G*>(s);
+    V = reinterpret_cast<G*>(s + n);
+    Q = reinterpret_cast<G*>(s + 2 * n);
+    dO = reinterpret_cast<G*>(s + 3 * n);
+    dK = s + 4 * n; dV = dK + n; dQ = dV + n; D = dQ + n; P = D + T_; dS = P + tile;
+    Pg = reinterpret_cast<G*>(dS + tile);
+    dSg = reinterpret_cast<G*>(dS + 2 * tile);
   }
 };
 
 // Key tile [c0, c0+nc) against query tile [r0, r0+nr) of one query head: dV, dK of the keys and dQ of the
 // queries accumulate (unscaled; dK and dQ take the scale when written).
-template <class A>
-void fa_backward_tile_host(const FaBackHost<A>& w, const A* lse, int r0, int nr, int c0, int nc, int hd, A scale) {
+template <class A, class G>
+void fa_backward_tile_host(const FaBackHost<A, G>& w, const A* lse, int r0, int nr, int c0, int nc, int hd, A scale) {
   constexpr int Bc = kFaCols;
   gemm(Op::N, Op::T, nr, nc, hd, scale, w.Q + long(r0) * hd, hd, w.K + long(c0) * hd, hd, A(0), w.P, Bc);
   gemm(Op::N, Op::T, nr, nc, hd, A(1), w.dO + long(r0) * hd, hd, w.V + long(c0) * hd, hd, A(0), w.dS, Bc);
@@ -178,14 +207,16 @@ void fa_backward_tile_host(const FaBackHost<A>& w, const A* lse, int r0, int nr,
     for (int j = n; j < nc; ++j) p[j] = A(0);
     for (int j = 0; j < nc; ++j) ds[j] = p[j] * (ds[j] - D);
   }
-  gemm(Op::T, Op::N, nc, hd, nr, A(1), w.P, Bc, w.dO + long(r0) * hd, hd, A(1), w.dV + long(c0) * hd, hd);
-  gemm(Op::T, Op::N, nc, hd, nr, A(1), w.dS, Bc, w.Q + long(r0) * hd, hd, A(1), w.dK + long(c0) * hd, hd);
-  gemm(Op::N, Op::N, nr, hd, nc, A(1), w.dS, Bc, w.K + long(c0) * hd, hd, A(1), w.dQ + long(r0) * hd, hd);
+  const G* P = fa_operand(w.P, w.Pg, long(nr) * Bc);
+  const G* dS = fa_operand(w.dS, w.dSg, long(nr) * Bc);
+  gemm(Op::T, Op::N, nc, hd, nr, A(1), P, Bc, w.dO + long(r0) * hd, hd, A(1), w.dV + long(c0) * hd, hd);
+  gemm(Op::T, Op::N, nc, hd, nr, A(1), dS, Bc, w.Q + long(r0) * hd, hd, A(1), w.dK + long(c0) * hd, hd);
+  gemm(Op::N, Op::N, nr, hd, nc, A(1), dS, Bc, w.K + long(c0) * hd, hd, A(1), w.dQ + long(r0) * hd, hd);
 }
 
 // Query head h's share of the backward: D, then every (key tile, query tile) pair at or below the diagonal.
-template <class T, class A>
-void fa_backward_head_host(const FaBackHost<A>& w, T* dq, const T* qsrc, const T* dout, const T* out, const A* lse,
+template <class T, class A, class G>
+void fa_backward_head_host(const FaBackHost<A, G>& w, T* dq, const T* qsrc, const T* dout, const T* out, const A* lse,
                            int T_, int hd, long ld, long ldo, A scale) {
   fa_gather(w.Q, qsrc, T_, hd, ld);
   fa_gather(w.dO, dout, T_, hd, ldo);
@@ -197,8 +228,11 @@ void fa_backward_head_host(const FaBackHost<A>& w, T* dq, const T* qsrc, const T
   for (long i = 0; i < long(T_) * hd; ++i) w.dQ[i] = A(0);
   for (int c0 = 0; c0 < T_; c0 += kFaCols) {
     const int nc = T_ - c0 < kFaCols ? T_ - c0 : kFaCols;
-    for (int r0 = c0 / kFaRows * kFaRows; r0 < T_; r0 += kFaRows)
-      fa_backward_tile_host(w, lse, r0, T_ - r0 < kFaRows ? T_ - r0 : kFaRows, c0, nc, hd, scale);
+    for (int r0 = c0 / kFaRows * kFaRows; r0 < T_; r0 += kFaRows) {
+      const int nr = T_ - r0 < kFaRows ? T_ - r0 : kFaRows;
+      const int vis = r0 + nr - c0 < nc ? r0 + nr - c0 : nc;  // keys past the query tile's last row are all masked
+      fa_backward_tile_host(w, lse, r0, nr, c0, vis, hd, scale);
+    }
   }
   fa_scatter(dq, w.dQ, T_, hd, ld, scale);
 }
@@ -208,7 +242,7 @@ void fa_backward_host(T* dqkv, acc_t<T>* scratch, const T* dout, const T* qkv, c
                       int B, int T_, FaHeads hs, acc_t<T> scale) {
   using A = acc_t<T>;
   const long ld = hs.ld(), ldo = long(hs.NH) * hs.hd, Thd = long(T_) * hs.hd;
-  const FaBackHost<A> w(scratch, T_, hs.hd);
+  const FaBackHost<A, fa_operand_t<T>> w(scratch, T_, hs.hd);
   for (int b = 0; b < B; ++b)
     for (int kvh = 0; kvh < hs.NKV; ++kvh) {
       const T* row0 = qkv + long(b) * T_ * ld;

@@ -16,20 +16,23 @@ inline long attention_scratch_elems(int NH, int T_, bool device_split) {
 }
 
 // Fused attention (kernels/attention_fused.hpp). Host split: query tiles of kFaRows against key tiles of kFaCols,
-// each product a GEMM on the head's rows gathered contiguously.
-constexpr int kFaRows = 64;
-constexpr int kFaCols = 64;
+// each product a GEMM on the head's rows gathered contiguously. 128 x 128 measured best of 32..256 x 64..1024 on
+// gpt2-124m's attention (T = 1024, hd = 64; AMD EPYC Zen 5, oneDNN 2.6, 2026-12-05): 64 x 64 was 8-15% slower,
+// (the tiles' GEMMs run on oneDNN's small-matrix path; larger key tiles gained nothing more).
+constexpr int kFaRows = 128;
+constexpr int kFaCols = 128;
 
 // The fused attention's scratch, in elements of its accumulation type (fp32 for fp32 and 16-bit T). Host split:
-// one key/value head's K, V, dK, dV and one query head's Q, dO, dQ (7 T hd), D (T) and two score tiles in the
-// backward; its K, V, Q (3 T hd), one score tile, one output tile and the row maxima and sums in the forward;
-// the larger of the two. Device split: D = rowsum(dO o O) of every (batch, head, query), B NH T (the tiles live in
+// one key/value head's K, V, dK, dV and one query head's Q, dO, dQ (7 T hd), D (T) and four score tiles (P, dS
+// and their 16-bit GEMM operands) in the backward; its K, V, Q (3 T hd), two score tiles, one output tile and the
+// row maxima and sums in the forward; the larger of the two. Device split: D = rowsum(dO o O) of every (batch, head, query), B NH T (the tiles live in
 // team scratch). Linear in T.
 inline long attention_fused_scratch_elems(int B, int NH, int T_, int hd, bool device_split) {
   if (device_split) return long(B) * NH * T_;
   const long thd = long(T_) * hd;
-  const long fwd = 3 * thd + long(kFaRows) * kFaCols + long(kFaRows) * hd + 2L * kFaRows;
-  const long bwd = 7 * thd + T_ + 2L * kFaRows * kFaCols;
+  const long tile = long(kFaRows) * kFaCols;
+  const long fwd = 3 * thd + 2 * tile + long(kFaRows) * hd + 2L * kFaRows;
+  const long bwd = 7 * thd + T_ + 4 * tile;
   return fwd > bwd ? fwd : bwd;
 }
 

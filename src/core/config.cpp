@@ -28,6 +28,7 @@ std::vector<Field> schema(Config& c) {
       {"model.n_layer", Kind::Int, &c.model.n_layer},
       {"model.d_model", Kind::Int, &c.model.d_model},
       {"model.n_head", Kind::Int, &c.model.n_head},
+      {"model.attention", Kind::String, &c.model.attention, {"fused", "materialized"}},
       {"model.seq_len", Kind::Int, &c.model.seq_len},
       {"model.vocab_size", Kind::Int, &c.model.vocab_size},
       {"model.init_std", Kind::Double, &c.model.init_std},

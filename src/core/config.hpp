@@ -16,6 +16,9 @@ struct ModelConfig {
   int seq_len = 32;
   int vocab_size = 256;
   double init_std = 0.02;
+  // "fused": attention without the T x T probabilities (kernels/attention_fused.hpp, memory linear in T);
+  // "materialized": the probabilities stored per block (kernels/attention.hpp). The same function either way.
+  std::string attention = "materialized";
 };
 
 struct TrainConfig {

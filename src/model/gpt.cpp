@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/attention_fused.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/tp_epilogue.hpp"
 #include "src/core/error.hpp"
@@ -81,7 +82,8 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
       stage_(stage),
       tp_(tp),
       store_(layout ? *layout : TensorLayout(model_tensor_specs(cfg, stage, tp.rank, tp.size), 1)),
-      recompute_(recompute) {
+      recompute_(recompute),
+      fused_(cfg.attention == "fused") {
   const int C = d_.C;
   if (!layout) store_.allocate(seed);
 
@@ -89,7 +91,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
   const int nb = stage.block_end - stage.block_begin;
   acts_.resize(slots);
   if (recompute_ == Recompute::Full && nb > 0) shared_ = make_block_acts(false);
-  if (recompute_ == Recompute::Selective && nb > 0) shared_.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
+  if (recompute_ == Recompute::Selective && nb > 0 && !fused_) shared_.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
   for (auto& a : acts_) {
     a.x0 = DeviceView<T>("x0", BT * C);
     a.blocks.resize(nb);
@@ -99,7 +101,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
         b.res3 = DeviceView<T>("res3", BT * C);
       } else {
         b = make_block_acts(true);
-        if (recompute_ == Recompute::Selective) b.att = shared_.att;
+        if (recompute_ == Recompute::Selective && !fused_) b.att = shared_.att;
       }
     }
     if (stage.first()) a.inputs = Kokkos::View<int32_t*, mem_space>("inputs", BT);
@@ -125,7 +127,8 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     datty_ = DeviceView<T>("datty", BT * d_.Cl);
     dfch_ = DeviceView<T>("dfch", BT * d_.Fl);
     dfchg_ = DeviceView<T>("dfchg", BT * d_.Fl);
-    att_scratch_ = DeviceView<T>("att_scratch", attention_scratch_elems(d_.NHl, d_.T));
+    if (fused_) fa_scratch_ = DeviceView<A>("fa_scratch", attention_fused_scratch_elems(B_, d_.NHl, d_.T, d_.hd));
+    else att_scratch_ = DeviceView<T>("att_scratch", attention_scratch_elems(d_.NHl, d_.T));
   }
   // Widest column sum over the B*T rows: LayerNorm's two C-wide gradients, the qkv and fc biases (3Cl, Fl).
   const long colsum_cols = nb > 0 ? std::max({2L * C, 3L * d_.Cl, long(d_.Fl)}) : stage.last() ? 2L * C : 0L;
@@ -141,7 +144,8 @@ typename GPT<T>::BlockActs GPT<T>::make_block_acts(bool with_res3) const {
   b.ln1_mean = DeviceView<A>("ln1_mean", BT);
   b.ln1_rstd = DeviceView<A>("ln1_rstd", BT);
   b.qkv = DeviceView<T>("qkv", BT * 3 * d_.Cl);
-  b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
+  if (fused_) b.lse = DeviceView<A>("lse", long(B_) * d_.NHl * d_.T);
+  else b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
   b.atty = DeviceView<T>("atty", BT * d_.Cl);
   b.res2 = DeviceView<T>("res2", BT * C);
   b.ln2 = DeviceView<T>("ln2", BT * C);
@@ -157,7 +161,8 @@ template <class T>
 size_t GPT<T>::block_acts_bytes(const BlockActs& b) const {
   const size_t n = b.ln1.size() + b.qkv.size() + b.att.size() + b.atty.size() + b.res2.size() + b.ln2.size() +
                    b.fch.size() + b.fchg.size() + b.res3.size();
-  return n * sizeof(T) + (b.ln1_mean.size() + b.ln1_rstd.size() + b.ln2_mean.size() + b.ln2_rstd.size()) * sizeof(A);
+  return n * sizeof(T) +
+         (b.ln1_mean.size() + b.ln1_rstd.size() + b.ln2_mean.size() + b.ln2_rstd.size() + b.lse.size()) * sizeof(A);
 }
 
 namespace {
@@ -222,7 +227,7 @@ void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
   // attention half: column-parallel qkv, local heads, row-parallel proj + one all-reduce
   layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p.ln1w, p.ln1b, BT, C);
   linear_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, BT, C, 3 * Cl);
-  attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
+  attention_core_forward(a);
   linear_forward(tmp_.data(), a.atty.data(), p.projw, static_cast<const T*>(nullptr), BT, Cl, C);
   tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
   residual_bias_forward(a.res2.data(), x, tmp_.data(), p.projb, BT, C);
@@ -233,6 +238,28 @@ void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
   linear_forward(tmp_.data(), a.fchg.data(), p.fcprojw, static_cast<const T*>(nullptr), BT, Fl, C);
   tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
   residual_bias_forward(a.res3.data(), a.res2.data(), tmp_.data(), p.fcprojb, BT, C);
+}
+
+template <class T>
+void GPT<T>::attention_core_forward(BlockActs& a) {
+  if (fused_)
+    attention_fused_forward(a.atty.data(), a.lse.data(), fa_scratch_.data(), a.qkv.data(), B_, d_.T, d_.NHl, d_.hd);
+  else
+    attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, d_.T, d_.NHl, d_.hd);
+}
+
+template <class T>
+void GPT<T>::attention_core_backward(BlockActs& a) {
+  const int B = B_, Tn = d_.T;
+  if (fused_) {  // the probabilities are recomputed tile by tile from qkv and lse: nothing for Selective to redo
+    attention_fused_backward(dqkv_.data(), fa_scratch_.data(), datty_.data(), a.qkv.data(), a.atty.data(),
+                             a.lse.data(), B, Tn, d_.NHl, d_.hd);
+    return;
+  }
+  // Selective: the probabilities again from the kept qkv (the shared att buffer holds another block's); the
+  // attention output they also give lands in tmp_, unused in backward (the kept atty is the same bits).
+  if (recompute_ == Recompute::Selective) attention_forward(tmp_.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
+  attention_backward(dqkv_.data(), att_scratch_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, Tn, d_.NHl, d_.hd);
 }
 
 // in: dres_ = dL/d(block output) (B,T,C)   out: dres_ = dL/dx; parameter grads accumulate
@@ -261,10 +288,7 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   // attention half
   bias_backward(g.projb, part, dres, BT, C);
   linear_backward(datty_.data(), g.projw, static_cast<A*>(nullptr), part, dres, a.atty.data(), p.projw, BT, Cl, C);
-  // Selective: the probabilities again from the kept qkv (the shared att buffer holds another block's); the
-  // attention output they also give lands in tmp_, unused in backward (the kept atty is the same bits).
-  if (recompute_ == Recompute::Selective) attention_forward(tmp_.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
-  attention_backward(dqkv_.data(), att_scratch_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, Tn, d_.NHl, d_.hd);
+  attention_core_backward(a);
   linear_backward(dln_.data(), g.qkvw, g.qkvb, part, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, 3 * Cl);
   tp_allreduce_sum(dln_.data(), size_t(BT) * C);
   layernorm_backward(dres, g.ln1w, g.ln1b, part, dln_.data(), x, p.ln1w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C);
@@ -482,7 +506,7 @@ template <class T>
 size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
              att_scratch_.size() + lnf_.size() + logits_.size();
-  return n * sizeof(T) + (ce_.size() + colsum_.size()) * sizeof(A) + loss_acc_.size() * sizeof(double) +
+  return n * sizeof(T) + (ce_.size() + colsum_.size() + fa_scratch_.size()) * sizeof(A) + loss_acc_.size() * sizeof(double) +
          tp_sum_.size() * sizeof(float) + block_acts_bytes(shared_);
 }
 

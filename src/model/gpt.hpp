@@ -118,8 +118,9 @@ class GPT final : public StageModel {
 
  private:
   struct BlockActs {
-    DeviceView<T> ln1, qkv, att, atty, res2, ln2, fch, fchg, res3;
+    DeviceView<T> ln1, qkv, att, atty, res2, ln2, fch, fchg, res3;  // att: materialized attention only
     DeviceView<A> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;
+    DeviceView<A> lse;  // fused attention only: (B, NHl, T) log-sum-exp of each query's scores
   };
   struct Acts {
     DeviceView<T> x0;                        // stage input residual
@@ -137,6 +138,10 @@ class GPT final : public StageModel {
   template <class U>
   void tp_allreduce_sum(U* buf, size_t n);
   void block_forward(int l, const T* x, BlockActs& a);
+  // The attention core on a.qkv, fused or materialized (model.attention): a.atty (and a.att or a.lse) set;
+  // backward: dqkv_ from datty_.
+  void attention_core_forward(BlockActs& a);
+  void attention_core_backward(BlockActs& a);
   void block_backward(int l, const T* x, BlockActs& a);
   BlockActs make_block_acts(bool with_res3) const;
   size_t block_acts_bytes(const BlockActs& b) const;
@@ -168,10 +173,12 @@ class GPT final : public StageModel {
   ParamStore<T> store_;
   std::vector<Acts> acts_;
   Recompute recompute_;
+  bool fused_;  // model.attention == "fused"
   BlockActs shared_;  // the buffers every block's BlockActs aliases under recompute (empty views otherwise)
   // shared buffers
   DeviceView<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_, dfchg_, att_scratch_;
   DeviceView<A> ce_;
+  DeviceView<A> fa_scratch_;  // the fused attention's scratch (linear in T); empty when materialized
   DeviceView<A> colsum_;  // the device split's column-sum partials (parameter gradients of LN and biases); empty on the host
   DeviceView<double> loss_acc_;  // last stage: summed token losses (double) since the last take_loss_sum
   DeviceView<float> tp_sum_;  // 16-bit T with tp > 1: the fp32 staging of the all-reduced activations

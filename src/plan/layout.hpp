@@ -27,7 +27,13 @@ inline double elem_bytes(Precision p) { return p == Precision::FP32 ? 4.0 : 2.0;
 // GPT-2 shape: L blocks of width h, a heads, sequence s, vocabulary V, MLP 4h, biases, tied head.
 struct ModelShape {
   long L = 0, h = 0, a = 0, s = 0, V = 0;
-  static ModelShape from(const ModelConfig& m) { return {m.n_layer, m.d_model, m.n_head, m.seq_len, m.vocab_size}; }
+  // model.attention = "fused": no (b, a, s, s) probabilities; the log-sum-exp (b, a, s) in fp32 instead, and the
+  // kernels' scratch linear in s (kernels/work_sizes.hpp). Memory only: the flops are the same up to the fused
+  // backward's recomputed scores (docs/model.md).
+  bool fused_attention = false;
+  static ModelShape from(const ModelConfig& m) {
+    return {m.n_layer, m.d_model, m.n_head, m.seq_len, m.vocab_size, m.attention == "fused"};
+  }
   // Parameters of one block (weights and biases of attention, MLP and both layer norms).
   double block_params() const { return 12.0 * h * h + 13.0 * h; }
   // Every parameter: embeddings (tied head), positions, blocks, final layer norm.

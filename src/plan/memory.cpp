@@ -62,20 +62,28 @@ int in_flight(const Layout& l, int stage) {
 double gridtrain_activation_bytes_per_slot(const ModelShape& m, const Layout& l, int blocks, bool last) {
   const double e = elem_bytes(l.precision), B = l.micro_batch, T = m.s, C = m.h, t = l.tp;
   const double BT = B * T, Cl = C / t, Fl = 4 * C / t, NHl = m.a / t;
-  double per_block = BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + B * NHl * T * T;
-  if (l.recompute == Recompute::Selective) per_block -= B * NHl * T * T;  // scores recomputed in backward
-  if (l.recompute == Recompute::Full) per_block = BT * C;                 // only the block input is kept
+  const double probs = m.fused_attention ? 0.0 : B * NHl * T * T;  // fused: none kept
+  double per_block = BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + probs;
+  if (l.recompute == Recompute::Selective) per_block -= probs;     // scores recomputed in backward
+  if (l.recompute == Recompute::Full) per_block = BT * C;          // only the block input is kept
   double n = BT * C + per_block * blocks;
   if (last) n += BT * (C + 2);
-  return n * e + BT * 2 * 4.0;  // + int32 inputs and targets
+  // fused: each block keeps the fp32 log-sum-exp of its queries (B, NHl, T), in the shared set under full recompute
+  const double lse = m.fused_attention && l.recompute != Recompute::Full ? blocks * B * NHl * T * 4.0 : 0.0;
+  return n * e + BT * 2 * 4.0 + lse;  // + int32 inputs and targets
 }
 
 double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bool last) {
   const double e = elem_bytes(l.precision), B = l.micro_batch, T = m.s, C = m.h, t = l.tp;
   const double BT = B * T, Cl = C / t, Fl = 4 * C / t, NHl = m.a / t;
   double n = 3 * BT * C;  // tmp, dres, dln
-  // attention's backward scratch: one head's T x T on the host split, all NHl heads' on the device split
-  if (blocks > 0) n += 3 * BT * Cl + BT * Cl + 2 * BT * Fl + attention_scratch_elems(int(NHl), int(T), l.device_split);
+  // attention's backward scratch: one head's T x T on the host split, all NHl heads' on the device split; fused,
+  // fp32 elements linear in T (kernels/work_sizes.hpp)
+  const double fused_scratch =
+      m.fused_attention && blocks > 0
+          ? 4.0 * attention_fused_scratch_elems(int(B), int(NHl), int(T), int(m.h / m.a), l.device_split) : 0.0;
+  if (blocks > 0) n += 3 * BT * Cl + BT * Cl + 2 * BT * Fl;
+  if (blocks > 0 && !m.fused_attention) n += attention_scratch_elems(int(NHl), int(T), l.device_split);
   if (last) n += BT * C + BT * (m.V / t) + 3 * BT;  // lnf, logits, ce
   // The device split's column-sum partials, fp32 in every precision (the gradient type), for the widest column sum
   // over the B*T rows: LayerNorm's two C-wide gradients, the qkv (3Cl) and fc (Fl) biases; ln_f's on a head-only
@@ -84,10 +92,12 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   const double partials = double(colsum_partials_elems(long(BT), long(cols), l.device_split));
   // Full recompute rebuilds one block's activations at a time during backward (one shared set, its output
   // into dln); selective refills one shared probability buffer.
-  if (l.recompute == Recompute::Full && blocks > 0)
-    n += BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + B * NHl * T * T - BT * C;
-  if (l.recompute == Recompute::Selective && blocks > 0) n += B * NHl * T * T;
-  return n * e + partials * 4.0 + (last ? 8.0 : 0.0);  // + the loss accumulator, one double
+  const double probs = m.fused_attention ? 0.0 : B * NHl * T * T;
+  const double shared_lse = m.fused_attention && l.recompute == Recompute::Full && blocks > 0 ? B * NHl * T * 4.0 : 0.0;
+  if (l.recompute == Recompute::Full && blocks > 0) n += BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + probs - BT * C;
+  if (l.recompute == Recompute::Selective && blocks > 0) n += probs;
+  // + the loss accumulator, one double
+  return n * e + partials * 4.0 + fused_scratch + shared_lse + (last ? 8.0 : 0.0);
 }
 
 double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l) {

@@ -81,11 +81,13 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   mc.n_head = 4;
   mc.seq_len = 16;
   mc.vocab_size = 64;
-  const ModelShape m = ModelShape::from(mc);
   struct Case { int tp, pp, b, mb; bool gpipe; };
+  for (const char* attention : {"materialized", "fused"})
   for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
   for (Case k : {Case{1, 1, 2, 1, false}, Case{2, 1, 3, 2, false}, Case{1, 2, 2, 4, false}, Case{1, 3, 1, 4, true},
                  Case{4, 2, 2, 3, false}, Case{2, 5, 1, 8, false}}) {
+    mc.attention = attention;
+    const ModelShape m = ModelShape::from(mc);
     Layout l;
     l.device_split = gt::kernels_on_device();  // the work split GPT<float> was built with (host here, GPU on CUDA)
     l.recompute = rc;
@@ -104,8 +106,8 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
       gt::GPT<float> model(mc, 1, k.b, st, gt::TensorParallel{0, k.tp, nullptr}, slots, nullptr, mrc);
       const MemoryBreakdown pm = stage_memory(m, l, Framework::Gridtrain, s);
       const double model_act = double(model.slots()) * model.activation_bytes_per_slot();
-      EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s;
-      EXPECT_DOUBLE_EQ(pm.workspace, double(model.work_bytes())) << l.str() << " stage " << s;
+      EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s << " " << attention;
+      EXPECT_DOUBLE_EQ(pm.workspace, double(model.work_bytes())) << l.str() << " stage " << s << " " << attention;
       // elements that belong to tensors (the flat buffers add a little alignment padding the planner ignores)
       EXPECT_DOUBLE_EQ(pm.params, 4.0 * model.store().layout().used()) << l.str() << " stage " << s;
     }
