@@ -13,7 +13,8 @@
 //       the attention kernels alone on the same shape in the same pair (L layers' worth): attention's share.
 //   bench_attention --mode memory --attention fused|materialized [--preset gpt2-124m --B 1 --T 4096 --precision]
 //       one step in a fresh process: peak RSS against the memory ledger (src/plan/memory.hpp) and the model's own
-//       count (activation_bytes_per_slot + work_bytes + parameters, gradients, AdamW state).
+//       count (activation_bytes_per_slot + work_bytes + parameters, gradients, AdamW state). With --ledger-only 1
+//       the ledger alone (no model built: for shapes that do not fit, like materialized attention at T = 8192).
 // Every mode prints its figures, the load average before and after, and writes them to --out (JSON).
 // FLOPs counted (the mathematically needed causal products, the same count for both variants): forward
 // 2 T^2 hd per (b, h) (S and PV over the causal half), backward 4 T^2 hd (dP, dS^T-products dQ, dK, dV); the
@@ -57,6 +58,7 @@ std::string load() { return gt::bench::shell_line("cat /proc/loadavg"); }
 struct Args {
   std::string mode = "kernel", preset = "gpt2-124m", precision = "fp32", attention = "fused", out;
   int B = 1, T = 1024, NH = 12, hd = 64, pairs = 3;
+  bool ledger_only = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -73,6 +75,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--NH") a.NH = std::stoi(v);
     else if (k == "--hd") a.hd = std::stoi(v);
     else if (k == "--pairs") a.pairs = std::stoi(v);
+    else if (k == "--ledger-only") a.ledger_only = v == "1";
     else throw gt::Error("bench_attention: unknown option " + k);
   }
   if (a.out.empty()) a.out = "runs/bench/attention_" + a.mode + ".json";
@@ -251,12 +254,29 @@ void step_pairs(const Args& a, std::ostringstream& js) {
 
 // ---- memory ----
 
+gt::plan::MemoryBreakdown ledger(const Args& a, const gt::ModelConfig& m) {
+  gt::plan::Layout l;
+  l.micro_batch = a.B;
+  l.precision = gt::plan::parse_precision(a.precision);
+  return gt::plan::stage_memory(gt::plan::ModelShape::from(m), l, gt::plan::Framework::Gridtrain, 0);
+}
+
 template <class T>
 void memory_run(const Args& a, std::ostringstream& js) {
   gt::Config cfg;
   cfg.load_file(gt::resolve_deck(a.preset));
   gt::ModelConfig mc = cfg.model;
   mc.seq_len = a.T;
+  if (a.ledger_only) {
+    mc.attention = a.attention;
+    const gt::plan::MemoryBreakdown pm = ledger(a, mc);
+    std::printf("%s %s %s B=%d T=%d: ledger only: activations %.0f MiB, work %.0f MiB, total %.0f MiB\n",
+                a.preset.c_str(), a.precision.c_str(), a.attention.c_str(), a.B, a.T, pm.activations / 1048576,
+                pm.workspace / 1048576, pm.total() / 1048576);
+    js << "\"attention\": \"" << a.attention << "\", \"ledger_activations_mib\": " << pm.activations / 1048576
+       << ", \"ledger_work_mib\": " << pm.workspace / 1048576 << ", \"ledger_total_mib\": " << pm.total() / 1048576;
+    return;
+  }
   const double rss0 = gt::peak_rss_bytes();
   StepModel<T> s(mc, a.B, a.attention);
   s.step(0);
@@ -264,11 +284,7 @@ void memory_run(const Args& a, std::ostringstream& js) {
   auto& st = s.model.store();
   const double states = double(st.size()) * (sizeof(T) + 4.0 * 4);  // params, fp32 grads, master, m, v
   const double model_count = states + double(s.model.activation_bytes_per_slot() + s.model.work_bytes());
-  gt::plan::Layout l;
-  l.micro_batch = a.B;
-  l.precision = gt::plan::parse_precision(a.precision);
-  const gt::plan::MemoryBreakdown pm =
-      gt::plan::stage_memory(gt::plan::ModelShape::from(s.m), l, gt::plan::Framework::Gridtrain, 0);
+  const gt::plan::MemoryBreakdown pm = ledger(a, s.m);
   std::printf("%s %s %s B=%d T=%d: peak RSS %.0f MiB (%.0f before the model); model's count %.0f MiB "
               "(activations %.0f, work %.0f); ledger activations %.0f MiB, work %.0f MiB\n",
               a.preset.c_str(), a.precision.c_str(), a.attention.c_str(), a.B, a.T, rss / 1048576, rss0 / 1048576,

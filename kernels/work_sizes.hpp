@@ -17,7 +17,7 @@ inline long attention_scratch_elems(int NH, int T_, bool device_split) {
 
 // Fused attention (kernels/attention_fused.hpp). Host split: query tiles of kFaRows against key tiles of kFaCols,
 // each product a GEMM on the head's rows gathered contiguously. 128 x 128 measured best of 32..256 x 64..1024 on
-// gpt2-124m's attention (T = 1024, hd = 64; AMD EPYC Zen 5, oneDNN 2.6, 2026-12-05): 64 x 64 was 8-15% slower,
+// gpt2-124m's attention (T = 1024, hd = 64; AMD EPYC Zen 5, oneDNN 2.6, 2026-12-04): 64 x 64 was 8-15% slower,
 // (the tiles' GEMMs run on oneDNN's small-matrix path; larger key tiles gained nothing more).
 constexpr int kFaRows = 128;
 constexpr int kFaCols = 128;

@@ -16,9 +16,10 @@ struct ModelConfig {
   int seq_len = 32;
   int vocab_size = 256;
   double init_std = 0.02;
-  // "fused": attention without the T x T probabilities (kernels/attention_fused.hpp, memory linear in T);
-  // "materialized": the probabilities stored per block (kernels/attention.hpp). The same function either way.
-  std::string attention = "materialized";
+  // "fused": attention without the T x T probabilities (kernels/attention_fused.hpp, memory linear in T; faster
+  // on the CPU, docs/model.md); "materialized": the probabilities stored per block (kernels/attention.hpp). The
+  // same function either way, to rounding.
+  std::string attention = "fused";
 };
 
 struct TrainConfig {

@@ -8,7 +8,7 @@
 //   norm-wise relative. The attention kernels agree to ~3e-7 (tests/kernels/test_attention_fused.cpp); AdamW
 //   divides by sqrt(v), so a rounding-level difference in a small gradient element can move its parameter by a
 //   visible fraction of lr, and the steps compound it: measured 4.8e-6 (parameters) and 7.4e-6 (gradients) after 5
-//   steps, 2026-12-05; 5e-5 leaves a factor 7.
+//   steps, 2026-12-04; 5e-5 leaves a factor 7.
 // - bf16, 1 step: the weights and activations are rounded to bf16 (u = 2^-8) in both runs but at different points
 //   (the materialized path rounds the normalised probabilities, the fused one the unnormalised exp(S - m) as GEMM
 //   operands and divides by the row sum in fp32), so the attention outputs differ by about u per element and a
