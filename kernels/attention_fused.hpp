@@ -3,7 +3,9 @@
 //
 // Layout (llm.c's, as kernels/attention.hpp, with grouped-query heads): row (b,t) of qkv holds
 //   [ q (NH*hd) | k (NKV*hd) | v (NKV*hd) ],  query head h reads key/value head h / (NH/NKV);
-// NKV == NH is plain multi-head attention (qkv rows of 3*NH*hd). out (B,T,NH*hd), lse (B,NH,T) in A = acc_t<T>.
+// NKV == NH is plain multi-head attention (qkv rows of 3*NH*hd). Or (grouped = true) per key/value head j its G =
+// NH/NKV query heads, its key and its value: [ q_{jG} .. q_{jG+G-1} k_j v_j ] for j < NKV (the Llama model's).
+// out (B,T,NH*hd), lse (B,NH,T) in A = acc_t<T>.
 //
 // Forward, per query tile: for each key tile at or left of the diagonal, S = scale Q K^T, the online softmax
 //   m' = max(m, rowmax S),  P = exp(S - m'),  l' = e^(m-m') l + rowsum P,  O' = e^(m-m') O + P V,
@@ -46,14 +48,21 @@ inline long attention_fused_scratch_elems(int B, int NH, int T_, int hd) {
 
 namespace detail {
 
-// Where head h's q, k and v start within a qkv row, and the row's width.
+// Where head h's q, k and v start within a qkv row, and the row's width. Two layouts: [q heads | k heads | v heads]
+// (GPT-2's), or grouped per key/value head, [q (G heads) k v] for each (Megatron's, Llama in gridtrain: a TP shard of
+// key/value heads is then one hyperslab of the weight).
 struct FaHeads {
   int NH, NKV, hd;
+  bool grouped;
   KOKKOS_INLINE_FUNCTION int group() const { return NH / NKV; }
   KOKKOS_INLINE_FUNCTION int ld() const { return (NH + 2 * NKV) * hd; }
-  KOKKOS_INLINE_FUNCTION int q(int h) const { return h * hd; }
-  KOKKOS_INLINE_FUNCTION int k(int kvh) const { return (NH + kvh) * hd; }
-  KOKKOS_INLINE_FUNCTION int v(int kvh) const { return (NH + NKV + kvh) * hd; }
+  KOKKOS_INLINE_FUNCTION int q(int h) const {
+    return grouped ? (h / group() * (group() + 2) + h % group()) * hd : h * hd;
+  }
+  KOKKOS_INLINE_FUNCTION int k(int kvh) const { return grouped ? (kvh * (group() + 2) + group()) * hd : (NH + kvh) * hd; }
+  KOKKOS_INLINE_FUNCTION int v(int kvh) const {
+    return grouped ? (kvh * (group() + 2) + group() + 1) * hd : (NH + NKV + kvh) * hd;
+  }
 };
 
 // Keys of the tile starting at c0 (nc of them) that query t sees: keys c0 .. min(t, c0 + nc - 1).
@@ -168,8 +177,8 @@ void fa_forward_host(T* out, acc_t<T>* lse, acc_t<T>* scratch, const T* qkv, int
       fa_gather(K, row0 + hs.k(kvh), T_, hs.hd, ld);
       fa_gather(V, row0 + hs.v(kvh), T_, hs.hd, ld);
       for (int h = kvh * hs.group(); h < (kvh + 1) * hs.group(); ++h)
-        fa_forward_head_host(out + long(b) * T_ * ldo + hs.q(h), lse + (long(b) * hs.NH + h) * T_, scratch + 2 * Thd,
-                             row0 + hs.q(h), K, V, T_, hs.hd, ld, ldo, scale);
+        fa_forward_head_host(out + long(b) * T_ * ldo + long(h) * hs.hd, lse + (long(b) * hs.NH + h) * T_,
+                             scratch + 2 * Thd, row0 + hs.q(h), K, V, T_, hs.hd, ld, ldo, scale);
     }
 }
 
@@ -251,7 +260,7 @@ void fa_backward_host(T* dqkv, acc_t<T>* scratch, const T* dout, const T* qkv, c
       fa_gather(w.V, row0 + hs.v(kvh), T_, hs.hd, ld);
       for (long i = 0; i < Thd; ++i) w.dK[i] = w.dV[i] = A(0);
       for (int h = kvh * hs.group(); h < (kvh + 1) * hs.group(); ++h) {
-        const long o = long(b) * T_ * ldo + hs.q(h);
+        const long o = long(b) * T_ * ldo + long(h) * hs.hd;
         fa_backward_head_host(w, drow0 + hs.q(h), row0 + hs.q(h), dout + o, out + o,
                               lse + (long(b) * hs.NH + h) * T_, T_, hs.hd, ld, ldo, scale);
       }
@@ -348,7 +357,7 @@ void fa_forward_device(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, FaHea
       });
     }
     tm.team_barrier();
-    T* o0 = out + long(b) * T_ * ldo + hs.q(h);
+    T* o0 = out + long(b) * T_ * ldo + long(h) * hd;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr * hd), [&](int e) {
       const int i = e / hd, d = e - i * hd;
       o0[(r0 + i) * ldo + d] = T(O[e] / l[i]);
@@ -419,7 +428,7 @@ void fa_backward_dkdv_device(T* dqkv, const acc_t<T>* D, const T* dout, const T*
         const int nr = T_ - r0 < Bt ? T_ - r0 : Bt;
         tm.team_barrier();  // the previous tile's Q, dO, P, dS are read no more
         fa_team_load(tm, Q, row0 + hs.q(h), r0, nr, hd, ld);
-        fa_team_load(tm, dO, dout + long(b) * T_ * ldo + hs.q(h), r0, nr, hd, ldo);
+        fa_team_load(tm, dO, dout + long(b) * T_ * ldo + long(h) * hd, r0, nr, hd, ldo);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr), [&](int i) {
           L[i] = lse[(long(b) * NH + h) * T_ + r0 + i];
           Dq[i] = D[(long(b) * NH + h) * T_ + r0 + i];
@@ -471,7 +480,7 @@ void fa_backward_dq_device(T* dqkv, const acc_t<T>* D, const T* dout, const T* q
     A* Dq = L + Bt;
     const T* row0 = qkv + long(b) * T_ * ld;
     fa_team_load(tm, Q, row0 + hs.q(h), r0, nr, hd, ld);
-    fa_team_load(tm, dO, dout + long(b) * T_ * ldo + hs.q(h), r0, nr, hd, ldo);
+    fa_team_load(tm, dO, dout + long(b) * T_ * ldo + long(h) * hd, r0, nr, hd, ldo);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr * hd), [&](int e) { dQ[e] = A(0); });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr), [&](int i) {
       L[i] = lse[(long(b) * NH + h) * T_ + r0 + i];
@@ -502,22 +511,23 @@ void fa_backward_dq_device(T* dqkv, const acc_t<T>* D, const T* dout, const T* q
 }
 
 template <class A>
-FaHeads fa_heads(int NH, int hd, int NKV) {
+FaHeads fa_heads(int NH, int hd, int NKV, bool grouped) {
   if (NKV <= 0) NKV = NH;
   if (NH % NKV != 0) throw std::invalid_argument("attention_fused: NH is not a multiple of NKV");
   if (!kHostBlocking && fa_device_tile(hd, int(sizeof(A)), FaKernel::BackwardKV) == 0)
     throw std::invalid_argument("attention_fused: head dimension too large for the device split's team scratch");
-  return FaHeads{NH, NKV, hd};
+  return FaHeads{NH, NKV, hd, grouped};
 }
 
 }  // namespace detail
 
 // qkv (B,T,(NH+2NKV)hd)  out (B,T,NH*hd) set  lse (B,NH,T) set (log-sum-exp of each query's scaled scores)
-// scratch >= attention_fused_scratch_elems(B, NH, T, hd) elements of acc_t<T>. NKV <= 0 means NKV = NH.
+// scratch >= attention_fused_scratch_elems(B, NH, T, hd) elements of acc_t<T>. NKV <= 0 means NKV = NH; grouped:
+// qkv rows in the grouped layout (FaHeads).
 template <class T>
 void attention_fused_forward(T* out, acc_t<T>* lse, acc_t<T>* scratch, const T* qkv, int B, int T_, int NH, int hd,
-                             int NKV = 0) {
-  const detail::FaHeads hs = detail::fa_heads<acc_t<T>>(NH, hd, NKV);
+                             int NKV = 0, bool grouped = false) {
+  const detail::FaHeads hs = detail::fa_heads<acc_t<T>>(NH, hd, NKV, grouped);
   const acc_t<T> scale = acc_t<T>(1) / acc_t<T>(std::sqrt(double(hd)));
   if constexpr (kHostBlocking) detail::fa_forward_host(out, lse, scratch, qkv, B, T_, hs, scale);
   else detail::fa_forward_device(out, lse, qkv, B, T_, hs, scale);
@@ -526,8 +536,8 @@ void attention_fused_forward(T* out, acc_t<T>* lse, acc_t<T>* scratch, const T* 
 // dout, out (B,T,NH*hd) (out and lse from attention_fused_forward on the same qkv)  dqkv (B,T,(NH+2NKV)hd) set
 template <class T>
 void attention_fused_backward(T* dqkv, acc_t<T>* scratch, const T* dout, const T* qkv, const T* out,
-                              const acc_t<T>* lse, int B, int T_, int NH, int hd, int NKV = 0) {
-  const detail::FaHeads hs = detail::fa_heads<acc_t<T>>(NH, hd, NKV);
+                              const acc_t<T>* lse, int B, int T_, int NH, int hd, int NKV = 0, bool grouped = false) {
+  const detail::FaHeads hs = detail::fa_heads<acc_t<T>>(NH, hd, NKV, grouped);
   const acc_t<T> scale = acc_t<T>(1) / acc_t<T>(std::sqrt(double(hd)));
   if constexpr (kHostBlocking) {
     detail::fa_backward_host(dqkv, scratch, dout, qkv, out, lse, B, T_, hs, scale);

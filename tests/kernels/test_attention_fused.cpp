@@ -6,7 +6,8 @@
 //
 // Shapes: T = 5 (one partial tile), 70 and 67 (cross the device split's tiles: 64 at these head sizes), 130 (one
 // head; crosses the host split's 128 x 128 tiles, with a 2-row last tile, and two device tiles), T = 67 with 4 query
-// heads on 2 key/value heads. No T is a multiple of a tile.
+// heads on 2 key/value heads, and T = 67 with 6 query heads on 2 in the grouped layout ([q q q k v] per key/value
+// head, the Llama model's). No T is a multiple of a tile.
 //
 // Tolerances (norm-wise relative error, kt::rel_err):
 // - double: 1e-13, as every double kernel test (sums of <= 130 terms of order 1; measured ~1e-16).
@@ -36,8 +37,27 @@ namespace {
 
 struct Shape {
   int B, T_, NH, NKV, hd;
+  bool grouped = false;  // the kernel gets its rows in the grouped layout [q (G heads) k v] per key/value head
   int ld() const { return (NH + 2 * NKV) * hd; }
 };
+
+// Rows of the plain layout [q heads | k heads | v heads] rearranged into the grouped one (or back: inverse).
+Vec regroup(const Vec& x, const Shape& s, bool inverse) {
+  const int G = s.NH / s.NKV, hd = s.hd, ld = s.ld();
+  Vec y(x.size());
+  for (size_t r = 0; r < x.size() / size_t(ld); ++r)
+    for (int j = 0; j < s.NKV; ++j)
+      for (int p = 0; p < G + 2; ++p) {
+        const int plain = p < G ? j * G + p : p == G ? s.NH + j : s.NH + s.NKV + j;
+        const int grouped = j * (G + 2) + p;
+        for (int d = 0; d < hd; ++d) {
+          const size_t a = r * ld + size_t(plain) * hd + d, b = r * ld + size_t(grouped) * hd + d;
+          if (inverse) y[a] = x[b];
+          else y[b] = x[a];
+        }
+      }
+  return y;
+}
 
 // The reference on grouped-query inputs: K and V of head h / (NH/NKV) repeated per query head (the usual
 // multi-head layout, 3 NH hd per row), the reference run there, and the gradients of the repeated K and V summed
@@ -135,19 +155,22 @@ TYPED_TEST(FusedAttention, ForwardAndBackwardAgainstReference) {
   using T = TypeParam;
   using A = gt::acc_t<T>;
   const Tol tol = tolerances<T>();
-  for (Shape s : {Shape{2, 5, 3, 3, 4}, Shape{2, 70, 2, 2, 5}, Shape{1, 130, 1, 1, 8}, Shape{1, 67, 4, 2, 6}}) {
+  for (Shape s : {Shape{2, 5, 3, 3, 4}, Shape{2, 70, 2, 2, 5}, Shape{1, 130, 1, 1, 8}, Shape{1, 67, 4, 2, 6},
+                  Shape{1, 67, 6, 2, 4, true}}) {
     const Vec qkv = exact_in<T>(this->rng, size_t(s.B) * s.T_ * s.ld(), -2.0, 2.0);
     const Vec dout = exact_in<T>(this->rng, size_t(s.B) * s.T_ * s.NH * s.hd, -1.0, 1.0);
-    const Expected e = reference(qkv, dout, s);
-    auto qkv_t = to<T>(qkv), dout_t = to<T>(dout);
+    Expected e = reference(qkv, dout, s);
+    if (s.grouped) e.dqkv = regroup(e.dqkv, s, false);
+    auto qkv_t = to<T>(s.grouped ? regroup(qkv, s, false) : qkv), dout_t = to<T>(dout);
     kt::DVec<T> out_t(e.out.size(), T(NAN)), dqkv_t(qkv.size(), T(NAN));
     kt::DVec<A> lse(e.lse.size(), A(NAN));
     kt::DVec<A> scratch(size_t(gt::attention_fused_scratch_elems(s.B, s.NH, s.T_, s.hd)), A(NAN));
-    gt::attention_fused_forward(out_t.data(), lse.data(), scratch.data(), qkv_t.data(), s.B, s.T_, s.NH, s.hd, s.NKV);
+    gt::attention_fused_forward(out_t.data(), lse.data(), scratch.data(), qkv_t.data(), s.B, s.T_, s.NH, s.hd, s.NKV,
+                                s.grouped);
     EXPECT_LT(rel_err(out_t, e.out), tol.out) << "T=" << s.T_ << " NH=" << s.NH;
     EXPECT_LT(rel_err(lse, e.lse), tol.lse) << "T=" << s.T_ << " NH=" << s.NH;
     gt::attention_fused_backward(dqkv_t.data(), scratch.data(), dout_t.data(), qkv_t.data(), out_t.data(), lse.data(),
-                                 s.B, s.T_, s.NH, s.hd, s.NKV);
+                                 s.B, s.T_, s.NH, s.hd, s.NKV, s.grouped);
     EXPECT_LT(rel_err(dqkv_t, e.dqkv), tol.dqkv) << "T=" << s.T_ << " NH=" << s.NH;
   }
 }
