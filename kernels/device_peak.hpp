@@ -12,5 +12,8 @@ double device_peak_tflops(const std::string& device_name, const std::string& pre
 
 // Name of the CUDA device this rank uses; "" on host builds or when no device answers.
 std::string device_name();
+// The PCI bus id of this rank's GPU ("0000:3B:00.0", cudaDeviceGetPCIBusId): how NVML finds the same device
+// (src/energy). Empty on host builds.
+std::string device_pci_bus_id();
 
 }  // namespace gt

@@ -31,6 +31,25 @@ double device_free_bytes() {
   return -1;
 }
 
+int device_count() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  int n = 0;
+  if (cudaGetDeviceCount(&n) == cudaSuccess) return n;
+#endif
+  return 0;
+}
+
+std::string device_pci_bus_id() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  int dev = 0;
+  char bus[64] = {0};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetPCIBusId(bus, sizeof bus, dev) != cudaSuccess) return "";
+  return bus;
+#else
+  return "";
+#endif
+}
+
 std::string device_name() {
 #if defined(KOKKOS_ENABLE_CUDA)
   int dev = 0;

@@ -13,4 +13,7 @@ bool kernels_on_device();
 // cannot say. GRIDTRAIN_TEST_DEVICE_FREE_MB replaces it on any build, so the device refusal of the memory pre-check
 // (src/train/memory_check.cpp) is tested on CPU-only CI too.
 double device_free_bytes();
+// GPUs this process can see (cudaGetDeviceCount, after CUDA_VISIBLE_DEVICES); 0 on host builds. Ranks beyond it on
+// one node share a device, which NCCL refuses (src/comm/comm.hpp, ranks_share_device).
+int device_count();
 }  // namespace gt

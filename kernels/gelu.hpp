@@ -16,6 +16,22 @@ KOKKOS_INLINE_FUNCTION T gelu_u(T x) {
   const T k = T(0.7978845608028654);  // sqrt(2/pi)
   return k * (x + T(0.044715) * x * x * x);
 }
+// gelu(x), in A
+template <class A>
+KOKKOS_INLINE_FUNCTION A gelu_value(A x) {
+  return x / (A(1) + kexp(A(-2) * gelu_u(x)));
+}
+// gelu'(x) * dout, in A
+template <class A>
+KOKKOS_INLINE_FUNCTION A gelu_grad_times(A x, A dout) {
+  // e is capped so that e*s stays finite (e = inf at x < -10 would give inf*0); s is ~1e-30 there anyway
+  const A e_raw = kexp(A(-2) * gelu_u(x));
+  const A e = e_raw < A(1e30) ? e_raw : A(1e30);
+  const A s = A(1) / (A(1) + e);
+  const A one_minus_s = e * s;
+  const A du = A(0.7978845608028654) * (A(1) + A(3 * 0.044715) * x * x);
+  return (s + A(2) * x * s * one_minus_s * du) * dout;
+}
 }  // namespace detail
 
 // inp, out: (N) ; out set
@@ -23,11 +39,7 @@ template <class T>
 void gelu_forward(T* out, const T* inp, long N) {
   Kokkos::parallel_for("gelu_forward", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = (ch + 1) * kChunk < N ? (ch + 1) * kChunk : N;
-    for (long i = ch * kChunk; i < i1; ++i) {
-      using A = acc_t<T>;
-      const A x = inp[i];
-      out[i] = T(x / (A(1) + kexp(A(-2) * detail::gelu_u(x))));
-    }
+    for (long i = ch * kChunk; i < i1; ++i) out[i] = T(detail::gelu_value(acc_t<T>(inp[i])));
   });
 }
 
@@ -36,17 +48,8 @@ template <class T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, long N) {
   Kokkos::parallel_for("gelu_backward", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
     const long i1 = (ch + 1) * kChunk < N ? (ch + 1) * kChunk : N;
-    for (long i = ch * kChunk; i < i1; ++i) {
-      using A = acc_t<T>;
-      const A x = inp[i];
-      // e is capped so that e*s stays finite (e = inf at x < -10 would give inf*0); s is ~1e-30 there anyway
-      const A e_raw = kexp(A(-2) * detail::gelu_u(x));
-      const A e = e_raw < A(1e30) ? e_raw : A(1e30);
-      const A s = A(1) / (A(1) + e);
-      const A one_minus_s = e * s;
-      const A du = A(0.7978845608028654) * (A(1) + A(3 * 0.044715) * x * x);
-      dinp[i] = T((s + A(2) * x * s * one_minus_s * du) * A(dout[i]));
-    }
+    for (long i = ch * kChunk; i < i1; ++i)
+      dinp[i] = T(detail::gelu_grad_times(acc_t<T>(inp[i]), acc_t<T>(dout[i])));
   });
 }
 

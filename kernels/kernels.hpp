@@ -11,4 +11,6 @@
 #include "kernels/gemm.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/linear.hpp"
+#include "kernels/linear_gelu.hpp"
 #include "kernels/lanes.hpp"
+#include "kernels/token_groups.hpp"

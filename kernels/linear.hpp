@@ -15,12 +15,18 @@ template <class T>
 void linear_forward(T* out, const T* inp, const T* weight, const no_deduce_t<T>* bias, int N, int IN, int OUT) {
   acc_t<T> beta = 0;
   if (bias != nullptr) {
-    // rows start as the bias, then the GEMM accumulates onto them (one pass over out instead of two)
-    Kokkos::parallel_for("linear_forward_bias", range(0, N), KOKKOS_LAMBDA(long i) {
-      T* o = out + i * OUT;
-      GT_IVDEP
-      for (int j = 0; j < OUT; ++j) o[j] = bias[j];
-    });
+    // rows start as the bias, then the GEMM accumulates onto them (one pass over out instead of two); one work
+    // item per row on the host split, per element on the device split (consecutive threads, consecutive columns)
+    if constexpr (kHostBlocking) {
+      Kokkos::parallel_for("linear_forward_bias", range(0, N), KOKKOS_LAMBDA(long i) {
+        T* o = out + i * OUT;
+        GT_IVDEP
+        for (int j = 0; j < OUT; ++j) o[j] = bias[j];
+      });
+    } else {
+      Kokkos::parallel_for("linear_forward_bias", range(0, long(N) * OUT),
+                           KOKKOS_LAMBDA(long e) { out[e] = bias[e % OUT]; });
+    }
     beta = 1;
   }
   gemm(Op::N, Op::T, N, OUT, IN, acc_t<T>(1), inp, IN, weight, IN, beta, out, OUT);

@@ -21,6 +21,7 @@
 # --dry-run (also chosen when no GPU is visible): the same logic on a machine without a GPU, each stage printing why
 # it is skipped, so CI exercises the script (tests/cli/test_gpu_check_dry.sh).
 set -uo pipefail
+set -a  # every variable reaches the stages, which run as functions in a child bash under timeout (stage below)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$here/runs/gpu_check}
 bundle=${GRIDTRAIN_GPU_BUNDLE:-$here/.gpu-bundle}
@@ -49,6 +50,10 @@ build=${GRIDTRAIN_GPU_BUILD:-$here/build-gpu}
 gridtrain=$build/src/cli/gridtrain
 deps=/opt/gridtrain-deps
 say() { echo "$*" | tee -a "$summary"; }
+# Python (the image's, with PyTorch) runs without the carried Debian libraries on its path: they could shadow the
+# image's own (zlib, OpenSSL, ...) that its extensions were built against.
+orig_ldpath=${LD_LIBRARY_PATH:-}
+py() { LD_LIBRARY_PATH="$orig_ldpath" python3 "$@"; }
 want() { [[ ",$stages," == *",$1,"* ]]; }
 left() { echo $((budget - ($(date +%s) - t_start))); }
 json_rows=()   # "stage rc seconds note" rows for summary.json
@@ -59,7 +64,7 @@ gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head 
 no_gpu() { [ "$dry" = 1 ] && { [ -z "$gpu_name" ] && echo "no GPU visible (nvidia-smi found none)" || echo "dry run"; }; }
 no_build() { [ -x "$gridtrain" ] || echo "no CUDA build at $build"; }
 no_refs() { ls "$bundle"/ref_small_*.losses >/dev/null 2>&1 || echo "no reference losses in $bundle (scripts/gpu_bundle.sh)"; }
-no_torch() { python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || echo "no PyTorch with CUDA"; }
+no_torch() { py -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || echo "no PyTorch with CUDA"; }
 no_tool() { command -v "$1" >/dev/null || echo "no $1 on PATH"; }
 
 # stage NAME CAP "REASON-CHECKS" CMD...: runs CMD (output into log.txt) with at most CAP seconds, less when the
@@ -75,7 +80,9 @@ stage() {
   [ "$l" -lt "$cap" ] && cap=$l
   local t0; t0=$(date +%s)
   echo "===== $name (cap ${cap}s) $(date -u +%T): $*" >>"$log"
-  timeout -k 5 "$cap" "$@" >>"$log" 2>&1
+  # a stage is a function of this script: timeout runs it in a child bash that gets the functions and variables
+  export -f $(compgen -A function)
+  timeout -k 5 "$cap" bash -c '"$@"' stage "$@" >>"$log" 2>&1
   local rc=$? s=$(( $(date +%s) - t0 ))
   local note=""; [ $rc -eq 124 ] && note="TIMED OUT"
   say "$name rc=$rc s=$s $note"
@@ -91,7 +98,7 @@ find_lib() {  # find_lib SONAME WHEEL-SUBDIR: prints the directory holding SONAM
   for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu; do
     [ -e "$d/$1" ] && { echo "$d"; return; }
   done
-  d=$(python3 -c "import importlib, os, sys; m = importlib.import_module(sys.argv[1]); print(os.path.join(list(m.__path__)[0], 'lib'))" "$2" 2>/dev/null)
+  d=$(py -c "import importlib, os, sys; m = importlib.import_module(sys.argv[1]); print(os.path.join(list(m.__path__)[0], 'lib'))" "$2" 2>/dev/null)
   [ -n "$d" ] && [ -e "$d/$1" ] && { echo "$d"; return; }
   ldconfig -p 2>/dev/null | awk -v s="$1" '$1 == s { print $NF; exit }' | xargs -r dirname
 }
@@ -109,10 +116,10 @@ probe() {
   done
   echo "probe: NVIDIA_TF32_OVERRIDE=${NVIDIA_TF32_OVERRIDE-unset} (0 would turn TF32 off; fp32 runs use no TF32 anyway)"
   local t
-  for t in cmake ninja make patch ncu compute-sanitizer python3 mpiexec; do
+  for t in cmake ninja make patch ncu compute-sanitizer python3 mpiexec xz dpkg; do
     command -v "$t" >/dev/null && echo "probe: $t: $(command -v "$t")" || echo "probe: $t: MISSING"
   done
-  python3 -c "import torch; print('probe: torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())" 2>/dev/null \
+  py -c "import torch; print('probe: torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())" 2>/dev/null \
     || echo "probe: torch: MISSING"
   echo "$libpath" >"$out/.libpath"
 }
@@ -123,19 +130,45 @@ want probe && { t0=$(date +%s); probe >>"$log" 2>&1; grep "^probe:" "$log" | tee
 rm -f "$out/.libpath"
 export PATH=/usr/local/cuda/bin:$PATH
 
+# A .deb without dpkg: an ar archive whose data.tar.* holds the files (Python's tarfile reads xz, gz, bz2).
+deb_extract() {
+  py - "$1" "$2" <<'EOF'
+import io, sys, tarfile
+data = open(sys.argv[1], "rb").read()
+assert data[:8] == b"!<arch>\n", "not an ar archive"
+pos = 8
+while pos + 60 <= len(data):
+    name, size = data[pos:pos + 16].decode().strip().rstrip("/"), int(data[pos + 48:pos + 58].decode().strip())
+    body = data[pos + 60:pos + 60 + size]
+    if name.startswith("data.tar"):
+        tarfile.open(fileobj=io.BytesIO(body)).extractall(sys.argv[2])
+        sys.exit(0)
+    pos += 60 + size + (size & 1)
+sys.exit("no data.tar in " + sys.argv[1])
+EOF
+}
+
 # ---- MPI, HDF5, OpenBLAS: the system's, or the carried Debian packages unpacked into a prefix (never into /) --
 setup_deps() {
-  if command -v mpicxx >/dev/null && [ -f /usr/include/hdf5/mpich/hdf5.h ]; then echo "system MPI and HDF5 used"; return 0; fi
-  [ -d "$bundle/debs" ] || { echo "no MPI here and no $bundle/debs (run scripts/gpu_bundle.sh first)"; return 1; }
+  if [ -z "${GPU_CHECK_FORCE_DEPS:-}" ] && command -v mpicxx >/dev/null && [ -f /usr/include/hdf5/mpich/hdf5.h ]; then
+    echo "system MPI and HDF5 used"; return 0
+  fi
   mkdir -p "$deps"
-  for f in "$bundle"/debs/*.deb; do dpkg -x "$f" "$deps" || return 1; done
+  if [ -f "$bundle/deps.tar.xz" ]; then  # unpacked and trimmed by gpu_bundle.sh
+    tar -xJf "$bundle/deps.tar.xz" -C "$deps" 2>/dev/null ||
+      py -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$bundle/deps.tar.xz" "$deps" || return 1
+  else
+    [ -d "$bundle/debs" ] || { echo "no MPI here and no $bundle/deps.tar.xz (run scripts/gpu_bundle.sh first)"; return 1; }
+    local x=deb_extract; command -v dpkg >/dev/null && x="dpkg -x"
+    for f in "$bundle"/debs/*.deb; do $x "$f" "$deps" || return 1; done
+  fi
   local lib=$deps/usr/lib/x86_64-linux-gnu
   for w in mpicc.mpich mpicxx.mpich; do [ -f "$deps/usr/bin/$w" ] && sed -i "s|/usr/|$deps/usr/|g" "$deps/usr/bin/$w"; done
   ln -sf mpicc.mpich "$deps/usr/bin/mpicc"; ln -sf mpicxx.mpich "$deps/usr/bin/mpicxx"
   ln -sf mpiexec.hydra "$deps/usr/bin/mpiexec"
   ln -sf openblas-pthread/libopenblas.so.0 "$lib/libopenblas.so.0"
   ln -sf openblas-pthread/libblas.so.3 "$lib/libblas.so.3"
-  echo "unpacked $(ls "$bundle"/debs/*.deb | wc -l) packages into $deps"
+  echo "MPI, HDF5, OpenBLAS and GoogleTest unpacked into $deps"
 }
 if [ "$dry" = 0 ] && { want build || want match || want bench || want kernels || want tests || want sanitize; }; then
   t0=$(date +%s); setup_deps >>"$log" 2>&1; say "deps rc=$? s=$(( $(date +%s) - t0 ))"
@@ -152,7 +185,10 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # The prebuilt tree was configured at another path: its CTest files name that source and build directory (written
 # into the tarball as .origin), rewritten here to this checkout's.
 unpack_prebuilt() {
-  rm -rf "$build" && mkdir -p "$build" && tar -xJf "$bundle/prebuilt.tar.xz" -C "$build" || return 1
+  rm -rf "$build" && mkdir -p "$build" || return 1
+  tar -xJf "$bundle/prebuilt.tar.xz" -C "$build" 2>/dev/null ||  # no xz there: Python's lzma
+    py -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$bundle/prebuilt.tar.xz" "$build" \
+    || return 1
   local src bld
   read -r src bld <"$build/.origin"
   grep -rlZ --include=CTestTestfile.cmake -e "$bld" -e "$src" "$build" | xargs -0 -r sed -i -e "s|$bld|$build|g" -e "s|$src|$here|g"
@@ -162,14 +198,39 @@ unpack_prebuilt() {
   ldd "$build/src/cli/gridtrain-bin" | grep "not found" && return 1
   return 0
 }
+# NCCL for the build there: the image carries it as a Python wheel (libnccl.so.2, maybe no header and no unversioned
+# library for CMake to find): a prefix with the header (the image's, else the one carried from here) and libnccl.so.
+nccl_prefix() {
+  local lib; lib=$(find_lib libnccl.so.2 nvidia.nccl)
+  [ -n "$lib" ] || { echo "no libnccl.so.2 here" >&2; return 1; }
+  nccl_root=/opt/gridtrain-nccl
+  mkdir -p "$nccl_root/include" "$nccl_root/lib"
+  local h
+  for h in /usr/local/cuda/include "$lib/../include" "$bundle/nccl"; do
+    [ -f "$h/nccl.h" ] && { cp "$h/nccl.h" "$nccl_root/include/"; break; }
+  done
+  ln -sf "$lib/libnccl.so.2" "$nccl_root/lib/libnccl.so"
+  ln -sf "$lib/libnccl.so.2" "$nccl_root/lib/libnccl.so.2"
+  echo "NCCL for the build: $lib (header from $h)"
+}
 build_here() {
   local kk=() gen=()
+  nccl_prefix || return 1
   command -v ninja >/dev/null && gen=(-G Ninja)
-  [ -d "$bundle/kokkos" ] && kk=("-DKokkos_ROOT=$bundle/kokkos")
+  if [ -f "$bundle/kokkos/.origin" ]; then  # the install's CMake files name the prefix it was built for
+    local at; at=$(cat "$bundle/kokkos/.origin")
+    [ -d "$at" ] || { mkdir -p "$(dirname "$at")" && cp -a "$bundle/kokkos" "$at"; }
+    kk=("-DKokkos_ROOT=$at")
+  fi
   local third=$bundle/third_party; [ -d "$third" ] || third=$here/../shared/third_party
-  local dd=()
+  local dd=() lib=$deps/usr/lib/x86_64-linux-gnu
   [ -d "$deps/usr" ] && dd=("-DMPI_C_COMPILER=$deps/usr/bin/mpicc.mpich" "-DMPI_CXX_COMPILER=$deps/usr/bin/mpicxx.mpich"
-                            "-DMPIEXEC_EXECUTABLE=$deps/usr/bin/mpiexec.hydra" "-DCMAKE_PREFIX_PATH=$deps/usr")
+    "-DMPIEXEC_EXECUTABLE=$deps/usr/bin/mpiexec.hydra"
+    "-DHDF5_PAR_INCLUDE_DIR=$deps/usr/include/hdf5/mpich" "-DHDF5_PAR_LIBRARY=$lib/hdf5/mpich/libhdf5.so"
+    "-DBLAS_LIBRARIES=$lib/openblas-pthread/libopenblas.so"
+    "-DCBLAS_INCLUDE_DIR=$deps/usr/include/x86_64-linux-gnu/openblas-pthread"
+    "-DGTest_DIR=$lib/cmake/GTest" "-DCMAKE_PREFIX_PATH=$deps/usr"
+    "-DNCCL_ROOT=${nccl_root:-/usr/local/cuda}")
   GRIDTRAIN_GPU_NICE=0 GRIDTRAIN_GPU_BUILD="$build" "$here/scripts/check_gpu_build.sh" --third-party "$third" \
     --jobs "$jobs" "${kk[@]}" -- "${gen[@]}" "${dd[@]}"
 }
@@ -191,7 +252,7 @@ match() {
     [ -f "$ref" ] || { echo "match $prec: no $ref"; rc=1; continue; }
     "$gridtrain" train --config small train.steps=20 train.precision=$prec checkpoint.every=0 \
       checkpoint.save_final=false output.dir="$out/run_small_$prec" output.log_every=1 || rc=1
-    python3 - "$ref" "$out/run_small_$prec/metrics.jsonl" "small $prec" "$tol" >>"$out/losses.txt" <<'EOF' || rc=1
+    py - "$ref" "$out/run_small_$prec/metrics.jsonl" "small $prec" "$tol" >>"$out/losses.txt" <<'EOF' || rc=1
 import json, sys
 ref = [float(x) for x in open(sys.argv[1]).read().split()]
 try:
@@ -217,7 +278,7 @@ trainer_bench() {  # trainer_bench PRESET PRECISION MICRO_BATCH STEPS
   local d=$out/bench_$1_$2_b$3
   "$gridtrain" train --config "$1" train.precision="$2" train.micro_batch_size="$3" train.steps="$4" \
     checkpoint.every=0 checkpoint.save_final=false output.dir="$d" output.log_every=1 >/dev/null || return 1
-  python3 - "$d/summary.json" "$1" "$2" "$3" <<'EOF' | tee -a "$out/bench.jsonl" "$summary"
+  py - "$d/summary.json" "$1" "$2" "$3" <<'EOF' | tee -a "$out/bench.jsonl" "$summary"
 import json, sys
 s = json.load(open(sys.argv[1]))
 row = {"what": "gridtrain", "preset": sys.argv[2], "precision": sys.argv[3], "batch": int(sys.argv[4])}
@@ -245,7 +306,7 @@ kernels() {
     --log-file "$out/ncu.csv" "$build/src/cli/gridtrain-bin" train --config gpt2-124m train.precision=bf16 train.steps=2 \
     checkpoint.every=0 checkpoint.save_final=false output.dir="$out/ncu_run" output.log_every=1 >/dev/null || return 1
   rm -rf "$out/ncu_run"
-  python3 "$here/scripts/ncu_table.py" "$out/ncu.csv" --steps 2 >"$out/kernels.txt"; local rc=$?
+  py "$here/scripts/ncu_table.py" "$out/ncu.csv" --steps 2 >"$out/kernels.txt"; local rc=$?
   rm -f "$out/ncu.csv"
   head -25 "$out/kernels.txt"
   return $rc
@@ -255,10 +316,10 @@ stage kernels 120 "no_gpu no_build" kernels
 
 # ---- torch: the same step in PyTorch on this GPU ---------------------------------------------------------------
 torch_peer() {
-  PYTHONUNBUFFERED=1 python3 "$here/scripts/bench_torch_gpu.py" --preset gpt2-124m --precision bf16,fp32 \
+  PYTHONUNBUFFERED=1 py "$here/scripts/bench_torch_gpu.py" --preset gpt2-124m --precision bf16,fp32 \
     --attention math,sdpa --batch 4,16 --steps 10 --warmup 3 | tee -a "$out/bench.jsonl"
 }
-stage torch 120 "no_gpu no_torch" torch_peer && grep '"peer"' "$out/bench.jsonl" | python3 -c '
+stage torch 120 "no_gpu no_torch" torch_peer && grep '"peer"' "$out/bench.jsonl" | py -c '
 import json, sys
 for l in sys.stdin:
     r = json.loads(l)
@@ -283,7 +344,7 @@ sanitize() {
 stage sanitize 90 "no_gpu no_build" sanitize
 
 say "total $(( $(date +%s) - t_start )) s"
-python3 - "$out/summary.json" "$gpu_name" "$dry" "${json_rows[@]}" <<'EOF'
+py - "$out/summary.json" "$gpu_name" "$dry" "${json_rows[@]}" <<'EOF'
 import json, sys
 rows = [r.split(" ", 3) for r in sys.argv[4:]]
 json.dump({"gpu": sys.argv[2] or None, "dry_run": sys.argv[3] == "1",

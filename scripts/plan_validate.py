@@ -1,88 +1,160 @@
 #!/usr/bin/env python3
-"""Validation of `gridtrain plan` against published Megatron-LM runs (docs/planner.md): every row predicted with
-one cluster description (inputs/clusters/a100-sxm.toml, datasheet figures), nothing fitted per row.
-usage: scripts/plan_validate.py [GRIDTRAIN]   prints markdown tables and the mean / max step-time error."""
+"""Validation of `gridtrain plan` against published training runs (docs/planner.md, "Validation against published
+runs"). The runs, their sources and which were used to design the model ("design") or kept apart ("heldout") are in
+inputs/plan_validation/published_runs.json. Every row is predicted with its cluster description
+(inputs/clusters/*.toml, one per machine type, the same for every row on it) and its framework's defaults; nothing is
+fitted per row. What a row's source publishes (tp, pp, micro-batch, recompute, ...) is fixed; what it does not is left
+to the planner, which takes its best layout (the row says which).
+
+usage: scripts/plan_validate.py [GRIDTRAIN] [--runs FILE] [--set design|heldout|all] [--only ID_SUBSTRING]
+                               [--extra "ARGS"] [--framework NAME]
+prints markdown tables per source and the mean / max |error| of the design and held-out rows. --extra appends
+planner arguments to every row and --framework replaces the rows' own (for taking a mechanism out: e.g.
+--extra "--tp-overlap off", --extra "model.attention=materialized", --extra "--virtual-stages 1").
+"""
+import argparse
 import json
+import os
 import subprocess
 import sys
 
-BIN = sys.argv[1] if len(sys.argv) > 1 else "build/src/cli/gridtrain"
-S, V = 2048, 51200
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def plan(L, h, a, tp, pp, gpus, batch, b, recompute, precision="fp16"):
-    cmd = [BIN, "plan", "--config", "tiny", f"model.n_layer={L}", f"model.d_model={h}", f"model.n_head={a}",
-           f"model.seq_len={S}", f"model.vocab_size={V}", "--cluster", "a100-sxm", "--devices", str(gpus),
-           "--global-batch", str(batch), "--framework", "megatron", "--tp", str(tp), "--pp", str(pp),
-           "--micro-batch", str(b), "--zero", "0", "--precision", precision, "--recompute", recompute,
-           "--tp-across-nodes", "--json"]
+def model_flops(m, B, formula):
+    """FLOPs of one step as the source counted them, to turn its TFLOP/s into seconds."""
+    L, h, a, s, V = m["L"], m["h"], m["a"], m["s"], m["V"]
+    if formula == "ptdp-recompute":  # PTD-P eq. 3 with full recompute (also DeepSpeed's 2022 blog)
+        return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+    if formula == "megatron":  # Megatron-Core's num_floating_point_operations (2024), GQA and SwiGLU included
+        kv = m.get("kv", a)
+        ffn = m.get("ffn", 4 * h)
+        gated = 1.5 if m.get("arch") == "llama" else 1.0
+        return 12 * B * s * L * h * h * ((1 + kv / a + s / h) + ffn / h * gated + V / (2 * L * h))
+    raise ValueError(formula)
+
+
+def published_step(row, batch):
+    p, m = row["published"], row["model"]
+    if p["kind"] == "step_s":
+        return p["value"]
+    if p["kind"] == "tokens_per_s_per_gpu":
+        return batch * m["s"] / (p["value"] * row["gpus"])
+    tflops = p["value"] if p["kind"] == "tflops_per_gpu" else p["value"] * p["peak_tflops"]
+    return model_flops(m, batch, p["flops"]) / (tflops * 1e12 * row["gpus"])
+
+
+EXTRA = []
+FRAMEWORK = None
+
+
+def plan(binary, row, batch, micro_batch):
+    m, f = row["model"], row["fixed"]
+    cmd = [binary, "plan", "--config", "tiny", f"model.n_layer={m['L']}", f"model.d_model={m['h']}",
+           f"model.n_head={m['a']}", f"model.seq_len={m['s']}", f"model.vocab_size={m['V']}",
+           "--cluster", row["cluster"], "--devices", str(row["gpus"]), "--global-batch", str(batch),
+           "--framework", FRAMEWORK or row["framework"], "--tp-across-nodes", "--json"]
+    if m.get("arch"):
+        cmd.append(f"model.arch={m['arch']}")
+    for key, opt in (("kv", "model.n_kv_head"), ("ffn", "model.ffn_hidden")):
+        if key in m:
+            cmd.append(f"{opt}={m[key]}")
+    if "tied" in m:
+        cmd.append(f"model.tie_embeddings={'true' if m['tied'] else 'false'}")
+    for key, opt in (("tp", "--tp"), ("pp", "--pp"), ("cp", "--cp"), ("precision", "--precision"),
+                     ("recompute", "--recompute"), ("zero", "--zero"), ("virtual_stages", "--virtual-stages")):
+        if key in f:
+            cmd += [opt, str(f[key])]
+    if micro_batch:
+        cmd += ["--micro-batch", str(micro_batch)]
+    for x in EXTRA:  # later options win: an --extra option replaces the row's own
+        cmd.append(x)
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
-        return None, out.stderr.strip()
-    j = json.loads(out.stdout)
-    fits = [f for f in j["fits"] if f["layout"]["micro_batch"] == b]
-    return (fits[0] if fits else None), ""
+        return None, out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "exit %d" % out.returncode
+    return json.loads(out.stdout)["fits"][0], ""
 
 
-def flops_recompute(L, h, B):  # PTD-P eq. 3: model FLOPs with full recompute, what Table 1's TFLOP/s count
-    return 96 * B * S * L * h * h * (1 + S / (6 * h) + V / (16 * L * h))
+def predict(binary, row):
+    """(best candidate, batch, published seconds) or (None, why)."""
+    f = row["fixed"]
+    choices = f.get("micro_batch_choices")
+    if choices:  # a published peak over micro-batch sizes: the planner's best throughput among them
+        best = None
+        for b in choices:
+            batch = b * row["gpus"]
+            cand, why = plan(binary, row, batch, b)
+            if cand and (best is None or cand["tokens_per_s"] > best[0]["tokens_per_s"]):
+                best = (cand, batch)
+        if best is None:
+            return None, why
+        return (best[0], best[1], published_step(row, best[1])), ""
+    cand, why = plan(binary, row, row["batch"], f.get("micro_batch"))
+    if not cand:
+        return None, why
+    return (cand, row["batch"], published_step(row, row["batch"])), ""
+
+
+def layout_str(l):
+    s = f"tp{l['tp']} pp{l['pp']} dp{l['dp']}"
+    if l.get("cp", 1) > 1:
+        s += f" cp{l['cp']}"
+    if l.get("virtual_stages", 1) > 1:
+        s += f" v{l['virtual_stages']}"
+    return s + f" b{l['micro_batch']} m{l['micro_batches']} z{l['zero']} {l['recompute']}"
 
 
 def main():
-    # Narayanan et al. 2021, Table 1: params (B), heads, hidden, layers, TP, PP, GPUs, batch, TFLOP/s per GPU.
-    table1 = [(1.7, 24, 2304, 24, 1, 1, 32, 512, 137), (3.6, 32, 3072, 30, 2, 1, 64, 512, 138),
-              (7.5, 32, 4096, 36, 4, 1, 128, 512, 142), (18.4, 48, 6144, 40, 8, 1, 256, 1024, 135),
-              (39.1, 64, 8192, 48, 8, 2, 512, 1536, 138), (76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140),
-              (145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148), (310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155),
-              (529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163), (1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163)]
-    errs = []
-    print("| model | TP x PP x DP | GPUs | batch | b | published s/step (from TFLOP/s) | predicted s | error | "
-          "predicted bubble / TP / PP / DP share | predicted memory GB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for p, a, h, L, tp, pp, n, B, tf in table1:
-        dp = n // (tp * pp)
-        b = 1 if pp > 1 else min(8, B // dp)
-        pub = flops_recompute(L, h, B) / (tf * 1e12 * n)
-        best, err = plan(L, h, a, tp, pp, n, B, b, "full")
-        if not best:
-            print(f"| {p}B | {tp}x{pp}x{dp} | {n} | {B} | {b} | {pub:.2f} | no fit: {err} | | | |")
-            continue
-        t = best["time_ms"]
-        pred = t["step"] / 1e3
-        e = (pred - pub) / pub
-        errs.append(abs(e))
-        sh = lambda k: 100 * t[k] / t["step"]
-        print(f"| {p}B | {tp}x{pp}x{dp} | {n} | {B} | {b} | {pub:.2f} | {pred:.2f} | {100*e:+.1f}% | "
-              f"{sh('bubble'):.0f} / {sh('tp'):.0f} / {sh('pp'):.0f} / {sh('dp'):.0f} % | "
-              f"{best['memory_gb']['total']:.1f} |")
-    print(f"\nPTD-P Table 1: mean |error| {100*sum(errs)/len(errs):.1f}%, max {100*max(errs):.1f}% over {len(errs)} rows\n")
-
-    # Korthikanti et al. 2022, Tables 3 and 5: full recompute vs sequence parallel + selective recompute.
-    table5 = [("22B", 64, 6144, 48, 8, 1, 8, 4, 4, 1.42, 1.10), ("175B", 96, 12288, 96, 8, 8, 64, 64, 1, 18.13, 13.75),
-              ("530B", 128, 20480, 105, 8, 35, 280, 280, 1, 49.05, 37.83),
-              ("1T", 160, 25600, 128, 8, 64, 512, 512, 1, 94.42, 71.49)]
-    errs2 = []
-    print("| model | TP x PP | GPUs | batch | b | recompute | published s | predicted s | error | predicted MFU | "
-          "predicted memory GB (stage 0: states + activations) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, a, h, L, tp, pp, n, B, b, full_s, sel_s in table5:
-        for rc, pub in (("full", full_s), ("selective", sel_s)):
-            best, err = plan(L, h, a, tp, pp, n, B, b, rc, "bf16")
-            if not best:
-                print(f"| {name} | {tp}x{pp} | {n} | {B} | {b} | {rc} | {pub} | no fit: {err} | | | |")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary", nargs="?", default="build/src/cli/gridtrain")
+    ap.add_argument("--runs", default=os.path.join(HERE, "..", "inputs", "plan_validation", "published_runs.json"))
+    ap.add_argument("--set", default="all", choices=["design", "heldout", "all"])
+    ap.add_argument("--only", default="")
+    ap.add_argument("--extra", default="")
+    ap.add_argument("--framework", default=None)
+    args = ap.parse_args()
+    global FRAMEWORK
+    EXTRA.extend(args.extra.split())
+    FRAMEWORK = args.framework
+    rows = [r for r in json.load(open(args.runs))["rows"]
+            if (args.set == "all" or r["set"] == args.set) and args.only in r["id"]]
+    errs = {"design": [], "heldout": []}
+    groups = []
+    for r in rows:
+        if r["group"] not in groups:
+            groups.append(r["group"])
+    for g in groups:
+        print(f"\n{g}\n")
+        print("| run | set | GPUs | batch | published s/step | predicted s | error | planner's layout | "
+              "compute / tp+cp / pp / dp / bubble % | memory GB |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        ge = []
+        for r in (r for r in rows if r["group"] == g):
+            res, why = predict(args.binary, r)
+            if not res:
+                print(f"| {r['id']} | {r['set']} | {r['gpus']} | {r['batch']} | | no fit: {why} | | | | |")
+                errs[r["set"]].append(float("inf"))
                 continue
-            pred = best["time_ms"]["step"] / 1e3
+            cand, batch, pub = res
+            t = cand["time_ms"]
+            pred = t["step"] / 1e3
             e = (pred - pub) / pub
-            errs2.append(abs(e))
-            m = best["memory_gb"]
-            states = m["params"] + m["grads"] + m["optimizer"]
-            print(f"| {name} | {tp}x{pp} | {n} | {B} | {b} | {rc}{' + SP' if rc == 'selective' else ''} | {pub} | "
-                  f"{pred:.2f} | {100*e:+.1f}% | {100*best['mfu']:.1f}% | {m['total']:.1f} ({states:.1f} + "
-                  f"{m['activations']:.1f}) |")
-    print(f"\nKorthikanti Table 5: mean |error| {100*sum(errs2)/len(errs2):.1f}%, max {100*max(errs2):.1f}% "
-          f"over {len(errs2)} rows")
-    allerr = errs + errs2
-    print(f"all rows: mean |error| {100*sum(allerr)/len(allerr):.1f}%, max {100*max(allerr):.1f}%")
+            errs[r["set"]].append(abs(e))
+            ge.append(abs(e))
+            sh = lambda *k: 100 * sum(t[x] for x in k) / t["step"]
+            print(f"| {r['id']} | {r['set']} | {r['gpus']} | {batch} | {pub:.3f} | {pred:.3f} | {100 * e:+.1f}% | "
+                  f"{layout_str(cand['layout'])} | {sh('compute'):.0f} / {sh('tp', 'cp'):.0f} / {sh('pp'):.0f} / "
+                  f"{sh('dp'):.0f} / {sh('bubble'):.0f} | {cand['memory_gb']['total']:.1f} |")
+        if ge:
+            print(f"\n{g}: mean |error| {100 * sum(ge) / len(ge):.1f}%, max {100 * max(ge):.1f}% over {len(ge)} rows")
+    print()
+    for s in ("design", "heldout"):
+        e = errs[s]
+        if e:
+            fin = [x for x in e if x != float("inf")]
+            print(f"{s} rows: {len(e)}, mean |error| {100 * sum(fin) / max(1, len(fin)):.1f}%, max "
+                  f"{100 * max(e):.1f}%{'' if len(fin) == len(e) else ', %d without a fit' % (len(e) - len(fin))}, "
+                  f"within 30%: {sum(1 for x in e if x <= 0.3)}")
 
 
 if __name__ == "__main__":

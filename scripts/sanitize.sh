@@ -5,7 +5,7 @@
 #   1. the unit tests of the input and file code under the sanitizers: checkpoints (save, load, verify, bad
 #      files, metadata), checksums, and the kernels (reference, GEMM, AdamW, half types);
 #   2. each libFuzzer target of tests/fuzz (deck parser, command-line overrides, token dataset reader,
-#      checkpoint readers) for GRIDTRAIN_FUZZ_SECONDS (default 6) from its seed corpus tests/fuzz/corpus/<target>
+#      checkpoint readers, the planner's command line and cluster descriptions) for GRIDTRAIN_FUZZ_SECONDS (default 6) from its seed corpus tests/fuzz/corpus/<target>
 #      (which also holds every input that once found a bug, so each is replayed first).
 # Any sanitizer report, crash, uncaught exception or failed oracle fails the step; the input that did it is left in
 # build-san/fuzz-artifacts/ (replay: build-san/tests/fuzz/fuzz_<target> FILE).
@@ -28,7 +28,7 @@ unit_tests=(io_checkpoint_roundtrip io_checkpoint_meta io_checkpoint_bad kernels
 # their ctest runs: 1 and 2 ranks (the 4-rank round trip, 4 processes on 2 cores under ASan, ran past its 60 s
 # limit on the loaded machine and finds nothing the 2-rank run does not reach)
 test_runs='io_checkpoint_roundtrip_np[12]|io_checkpoint_meta_np2|io_checkpoint_bad_np[12]|kernels_(reference|gemm|adamw_flat|half)'
-targets=(deck overrides dataset checkpoint)
+targets=(deck overrides dataset checkpoint plan)
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # RelWithDebInfo: line numbers in the reports. oneDNN runs on OpenMP, which clang here lacks (libomp); the
   # GEMM tests use OpenBLAS.
@@ -79,7 +79,8 @@ failed=0
 for t in "${targets[@]}"; do
   mkdir -p "$scratch/$t"
   rm -f "$build/fuzz-artifacts/$t-"*
-  dict=(); case $t in deck|overrides) dict=(-dict="$here/tests/fuzz/config.dict") ;; esac  # the schema's keys
+  dict=(); case $t in deck|overrides) dict=(-dict="$here/tests/fuzz/config.dict") ;;  # the schema's keys
+                      plan) dict=(-dict="$here/tests/fuzz/plan.dict") ;; esac    # the planner's options and keys
   # The HDF5 readers run in fork mode, going on after a crash, so that a known fault inside libhdf5 does not end
   # the run; every crash input is then replayed and judged. The parsers stop at the first crash.
   mode=(); case $t in dataset|checkpoint) mode=(-fork=1 -ignore_crashes=1) ;; esac

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device_stream.hpp"
 #include "kernels/gemm.hpp"
 #include "src/cli/auto_layout.hpp"
 #include "kernels/kokkos_compat.hpp"
@@ -164,8 +165,11 @@ int cmd_train(const std::vector<std::string>& args) {
     cfg.parallel.auto_runner_up = a.runner_up;
     cfg.parallel.auto_cluster = a.cluster;
   }
+  // NCCL needs a GPU per rank: with more ranks than GPUs on a node (tests, or several ranks on a workstation's one
+  // GPU) auto takes host-staged MPI.
+  const bool sharing = check_as_cuda && gt::ranks_share_device(MPI_COMM_WORLD, gt::device_count());
   const gt::CommBackend backend =
-      gt::resolve_comm_backend(cfg.parallel.comm, check_as_cuda, gt::mpi_reports_cuda_support());
+      gt::resolve_comm_backend(cfg.parallel.comm, check_as_cuda, gt::mpi_reports_cuda_support(), sharing);
   gt::Grid grid(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp,
                 gt::device_allreduce_algo(gt::parse_allreduce_algo(cfg.parallel.allreduce), backend, device_is_cuda),
                 backend);
@@ -177,7 +181,11 @@ int cmd_train(const std::vector<std::string>& args) {
                 deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
                 cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
                 cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp,
-                grid.backend() == gt::CommBackend::Nccl ? "nccl" : ("mpi/" + algo_name(grid.dp().allreduce_algo())).c_str(),
+                grid.backend() == gt::CommBackend::Nccl
+                    ? "nccl"
+                    : (std::string(gt::comm_backend_name(grid.backend())) + "/" + algo_name(grid.dp().allreduce_algo()) +
+                       (grid.backend() == gt::CommBackend::MpiStaged ? " (device buffers through pinned host copies)" : ""))
+                          .c_str(),
                 gt::blas_core_name(),
                 fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "",
                 gt::gemm_describe().c_str(),

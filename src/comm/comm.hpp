@@ -36,22 +36,29 @@ template <> constexpr DType dtype_of<uint8_t>() { return DType::U8; }
 
 AllreduceAlgo parse_allreduce_algo(const std::string& name);  // "mpi" | "ring" | "shm" | "auto"; throws gt::Error
 
-// Which library carries the groups whose buffers live on the device (TP, PP, DP, embedding): MPI (CPU builds,
-// CUDA-aware MPI) or NCCL (GPU builds). Host-side groups (world, model-parallel norm) always use MPI.
-enum class CommBackend { Mpi, Nccl };
-// parallel.comm: "mpi", "nccl", or "auto" (NCCL when this build has it and device memory is CUDA, else MPI).
-// Throws gt::Error naming the key when the choice cannot work in this build: "nccl" without NCCL or CUDA memory,
-// and MPI on CUDA memory when the MPI library does not report CUDA support (mpi_cuda_aware, from
-// mpi_reports_cuda_support()): such an MPI would read device pointers as host memory. We refuse rather than stage
-// through host copies: NCCL is the GPU path, and a silent host round trip would distort every figure.
-CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda, bool mpi_cuda_aware);
+// Which library carries the groups whose buffers live on the device (TP, PP, DP, embedding): MPI on host memory
+// (CPU builds) or reading device memory itself (a CUDA-aware MPI), MPI through pinned host copies (comm_staged.hpp:
+// GPU builds over an MPI that cannot read device memory, and ranks that share a GPU), or NCCL (GPU builds, one
+// device per rank). Host-side groups (world, model-parallel norm) always use MPI.
+enum class CommBackend { Mpi, MpiStaged, Nccl };
+// parallel.comm: "mpi", "nccl", or "auto". auto: NCCL when this build has it, tensors live on the GPU and every rank
+// of the node has a GPU of its own; otherwise MPI. MPI on GPU memory is host-staged unless the library reports CUDA
+// support (mpi_cuda_aware, from mpi_reports_cuda_support()). Throws gt::Error naming the key when the choice cannot
+// work: "nccl" without NCCL or without device memory, or with ranks sharing a GPU (NCCL refuses a duplicate device).
+CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda, bool mpi_cuda_aware,
+                                 bool ranks_share_device = false);
 // Whether the MPI library says it accepts CUDA device pointers: MPIX_Query_cuda_support() (Open MPI's mpi-ext.h
 // and MPICH >= 4), false where the library has no such query. Call after MPI_Init.
 bool mpi_reports_cuda_support();
-// The all-reduce algorithm of the device groups: on CUDA memory over MPI only the library's own MPI_Allreduce
-// works (the ring and shm algorithms add on the host), so "auto" becomes it and "ring"/"shm" are an error
-// naming parallel.allreduce. Everything else is returned unchanged.
+// Collective over `world`: whether more ranks of one node than it has GPUs (`devices`, this rank's count) run on
+// it, so that some must share a device.
+bool ranks_share_device(MPI_Comm world, int devices);
+// The all-reduce algorithm of the device groups: a CUDA-aware MPI reads device memory only in its own
+// MPI_Allreduce (the ring and shm algorithms add on the host), so "auto" becomes it and "ring"/"shm" are an error
+// naming parallel.allreduce. Host staging and host builds take every algorithm: returned unchanged.
 AllreduceAlgo device_allreduce_algo(AllreduceAlgo requested, CommBackend backend, bool device_is_cuda);
+// "mpi", "mpi-staged" or "nccl": what the start line and reports call it.
+const char* comm_backend_name(CommBackend b);
 
 // True while an exception unwinds the stack. Destructors of communicators, windows and requests then skip what
 // would block on other ranks (waits, MPI_Win_free, draining queued collectives) and leak instead: after an error
@@ -67,6 +74,16 @@ class Request {
   virtual void wait() = 0;
 };
 using RequestPtr = std::unique_ptr<Request>;
+
+// One message of a group of point-to-point operations (Comm::exchange).
+struct P2POp {
+  bool send;  // else receive into buf
+  void* buf;
+  size_t count;
+  DType type;
+  int peer;
+  int tag;
+};
 
 struct CommStats {
   double blocked_seconds = 0;  // time callers spent inside blocking calls, test() and wait()
@@ -110,6 +127,15 @@ class Comm {
   virtual RequestPtr isend(const void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual RequestPtr irecv(void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual void barrier() = 0;
+  // Issues the messages together and returns one request per message, in order. NCCL: one ncclGroupStart/End, so
+  // that a send and a receive two ranks address to each other in one group cannot wait on each other (a lone
+  // ncclSend holds its stream until the peer's receive runs); its requests complete together. Others: isend/irecv.
+  virtual std::vector<RequestPtr> exchange(const std::vector<P2POp>& msgs) {
+    std::vector<RequestPtr> reqs;
+    for (const P2POp& m : msgs)
+      reqs.push_back(m.send ? isend(m.buf, m.count, m.type, m.peer, m.tag) : irecv(m.buf, m.count, m.type, m.peer, m.tag));
+    return reqs;
+  }
 
   // Collective. Memory in which the shm all-reduce works without copies (see shm_allreduce.hpp): this
   // rank's part of a shared region of `bytes`, zero-filled; nullptr where the backend has no such path (then

@@ -45,15 +45,13 @@ AllreduceAlgo parse_allreduce_algo(const std::string& name) {
   throw Error("unknown all-reduce algorithm '" + name + "' (expected \"auto\", \"mpi\", \"ring\" or \"shm\")");
 }
 
-CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda, bool mpi_cuda_aware) {
+CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda, bool mpi_cuda_aware,
+                                 bool ranks_share_device) {
   if (name != "mpi" && name != "auto" && name != "nccl")
     throw Error("config key 'parallel.comm' must be \"auto\", \"mpi\" or \"nccl\", got \"" + name + "\"");
-  if (name == "auto" && nccl_compiled() && device_is_cuda) return CommBackend::Nccl;
+  if (name == "auto" && nccl_compiled() && device_is_cuda && !ranks_share_device) return CommBackend::Nccl;
   if (name == "mpi" || name == "auto") {
-    if (device_is_cuda && !mpi_cuda_aware)
-      throw Error("parallel.comm=" + name + ": tensors live in GPU memory and this MPI library does not report CUDA "
-                  "support (MPIX_Query_cuda_support)" + (nccl_compiled() ? "; use parallel.comm=nccl" : "; build with "
-                  "-DGRIDTRAIN_ENABLE_NCCL=ON or use a CUDA-aware MPI"));
+    if (device_is_cuda && !mpi_cuda_aware) return CommBackend::MpiStaged;
     return CommBackend::Mpi;
   }
   if (!nccl_compiled())
@@ -61,7 +59,25 @@ CommBackend resolve_comm_backend(const std::string& name, bool device_is_cuda, b
   if (!device_is_cuda)
     throw Error("parallel.comm=nccl: this build keeps tensors in host memory (Kokkos without CUDA); NCCL needs "
                 "device buffers");
+  if (ranks_share_device)
+    throw Error("parallel.comm=nccl: more ranks than GPUs on a node, and NCCL needs a GPU per rank; use "
+                "parallel.comm=mpi (host-staged) or auto, or one rank per GPU");
   return CommBackend::Nccl;
+}
+
+bool ranks_share_device(MPI_Comm world, int devices) {
+  MPI_Comm local;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int local_size = 1;
+  MPI_Comm_size(local, &local_size);
+  MPI_Comm_free(&local);
+  int mine = local_size > devices, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, world);  // every rank takes the same backend
+  return any != 0;
+}
+
+const char* comm_backend_name(CommBackend b) {
+  return b == CommBackend::Nccl ? "nccl" : b == CommBackend::MpiStaged ? "mpi-staged" : "mpi";
 }
 
 bool mpi_reports_cuda_support() {
@@ -73,7 +89,7 @@ bool mpi_reports_cuda_support() {
 }
 
 AllreduceAlgo device_allreduce_algo(AllreduceAlgo requested, CommBackend backend, bool device_is_cuda) {
-  if (!device_is_cuda || backend != CommBackend::Mpi) return requested;
+  if (!device_is_cuda || backend != CommBackend::Mpi) return requested;  // host memory or host copies: any
   if (requested == AllreduceAlgo::Ring || requested == AllreduceAlgo::Shm)
     throw Error("parallel.allreduce=" + std::string(requested == AllreduceAlgo::Ring ? "ring" : "shm") +
                 " adds on the host; with GPU memory over MPI use parallel.allreduce=mpi or auto");

@@ -177,6 +177,23 @@ class NcclComm : public Comm {
     nccl_check(ncclGroupEnd(), "ncclGroupEnd");
     return std::make_unique<NcclRequest>(stream_, stats_);
   }
+  std::vector<RequestPtr> exchange(const std::vector<P2POp>& msgs) override {
+    count(0);
+    stats_.calls -= 1;  // counted per message below
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    for (const P2POp& m : msgs) {
+      stats_.bytes += double(m.count * dtype_size(m.type));
+      stats_.calls += 1;
+      if (m.send)
+        nccl_check(ncclSend(m.buf, m.count, nccl_type(m.type), m.peer, comm_, stream_), "ncclSend");
+      else
+        nccl_check(ncclRecv(m.buf, m.count, nccl_type(m.type), m.peer, comm_, stream_), "ncclRecv");
+    }
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+    std::vector<RequestPtr> reqs;
+    for (size_t k = 0; k < msgs.size(); ++k) reqs.push_back(std::make_unique<NcclRequest>(stream_, stats_));
+    return reqs;
+  }
   void barrier() override {
     count(0);
     float* dummy = nullptr;

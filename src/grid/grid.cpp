@@ -2,14 +2,17 @@
 
 #include <string>
 
-#include "src/core/error.hpp"
-#if defined(GRIDTRAIN_HAVE_NCCL)
 #include "kernels/device_stream.hpp"
-#endif
+#include "src/comm/comm_staged.hpp"
+#include "src/core/error.hpp"
 
 namespace gt {
 
 Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo, CommBackend backend) : backend_(backend) {
+  // Plain MPI cannot carry device buffers unless the library reads GPU memory: stage them through the host (the
+  // in-process tests build their grids with the default backend on GPU builds too).
+  if (backend_ == CommBackend::Mpi && kernels_on_device() && !mpi_reports_cuda_support())
+    backend_ = CommBackend::MpiStaged;
   int world_size = 0;
   MPI_Comm_size(world, &world_size);
   MPI_Comm_rank(world, &world_rank_);
@@ -45,11 +48,19 @@ Grid::Grid(MPI_Comm world, int tp, int pp, int dp, AllreduceAlgo algo, CommBacke
 
   // Device-buffer groups on the chosen backend; every rank creates them in the same order (NCCL's
   // initialisation is collective over each group).
+  std::shared_ptr<HostStaging> staging;
+  if (backend_ == CommBackend::MpiStaged) {  // host copies (memcpy) where the tensors live on the host (a test)
+#if defined(GRIDTRAIN_HAVE_CUDA_STAGING)
+    if (kernels_on_device()) staging = make_cuda_staging(device_stream());
+#endif
+    if (!staging) staging = make_host_staging();
+  }
   auto device_group = [&](MPI_Comm c) -> std::unique_ptr<Comm> {
 #if defined(GRIDTRAIN_HAVE_NCCL)
     if (backend_ == CommBackend::Nccl) return make_nccl_comm(c, device_stream());
 #endif
     if (backend_ == CommBackend::Nccl) throw Error("grid: NCCL requested but this build has no NCCL backend");
+    if (backend_ == CommBackend::MpiStaged) return make_staged_comm(make_mpi_comm(c, algo), staging);
     return make_mpi_comm(c, algo);
   };
   world_ = make_mpi_comm(world_comm_, algo);

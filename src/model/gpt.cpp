@@ -105,6 +105,8 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
       }
     }
     if (stage.first()) a.inputs = Kokkos::View<int32_t*, mem_space>("inputs", BT);
+    if (stage.first() && !kHostBlocking)  // the tokens grouped by id for wte's gradient (set_tokens)
+      a.token_groups = Kokkos::View<int32_t*, mem_space>("token_groups", token_groups_elems(BT));
     if (stage.last()) {
       a.targets = Kokkos::View<int32_t*, mem_space>("targets", BT);
       a.lnf_mean = DeviceView<A>("lnf_mean", BT);
@@ -206,11 +208,24 @@ void GPT<T>::set_tokens(int slot, const int32_t* inputs, const int32_t* targets)
   if (stage_.first()) {
     Kokkos::View<const int32_t*, host_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(inputs, BT);
     Kokkos::deep_copy(a.inputs, h);
+    if constexpr (!kHostBlocking) {  // grouped here, where the tokens are, once per micro-batch (token_groups.hpp)
+      a.token_group_count = group_tokens(inputs, long(BT), token_groups_host_);
+      Kokkos::View<const int32_t*, host_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> g(token_groups_host_.data(),
+                                                                                          token_groups_host_.size());
+      Kokkos::deep_copy(Kokkos::subview(a.token_groups, std::make_pair(size_t(0), g.size())), g);
+    }
   }
   if (stage_.last()) {
     Kokkos::View<const int32_t*, host_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(targets, BT);
     Kokkos::deep_copy(a.targets, h);
   }
+}
+
+// The grouped tokens of the micro-batch in `a` on the device split (set_tokens); none on the host split.
+template <class T>
+TokenGroups GPT<T>::token_groups(const Acts& a) const {
+  if (a.token_group_count < 0) return TokenGroups{};
+  return token_groups_at(a.token_groups.data(), long(B_) * d_.T, a.token_group_count);
 }
 
 template <class T>
@@ -233,8 +248,7 @@ void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
   residual_bias_forward(a.res2.data(), x, tmp_.data(), p.projb, BT, C);
   // MLP half: column-parallel fc, GELU, row-parallel proj + one all-reduce
   layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, BT, C);
-  linear_forward(a.fch.data(), a.ln2.data(), p.fcw, p.fcb, BT, C, Fl);
-  gelu_forward(a.fchg.data(), a.fch.data(), long(BT) * Fl);
+  linear_gelu_forward(a.fch.data(), a.fchg.data(), a.ln2.data(), p.fcw, p.fcb, BT, C, Fl);  // fch: for the backward
   linear_forward(tmp_.data(), a.fchg.data(), p.fcprojw, static_cast<const T*>(nullptr), BT, Fl, C);
   tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
   residual_bias_forward(a.res3.data(), a.res2.data(), tmp_.data(), p.fcprojb, BT, C);
@@ -280,7 +294,7 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   // MLP half (the residual path carries dres through unchanged; layernorm_backward adds the branch)
   bias_backward(g.fcprojb, part, dres, BT, C);
   linear_backward(dfchg_.data(), g.fcprojw, static_cast<A*>(nullptr), part, dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
-  gelu_backward(dfch_.data(), a.fch.data(), dfchg_.data(), long(BT) * Fl);
+  gelu_bias_backward(dfch_.data(), a.fch.data(), p.fcb, dfchg_.data(), BT, Fl);
   linear_backward(dln_.data(), g.fcw, g.fcb, part, dfch_.data(), a.ln2.data(), p.fcw, BT, C, Fl);
   tp_allreduce_sum(dln_.data(), size_t(BT) * C);
   layernorm_backward(dres, g.ln2w, g.ln2b, part, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(),
@@ -396,7 +410,8 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     embedding_backward_chunked(a, on_unit);
   } else if (stage_.first()) {
     time_unit(0, true);
-    embedding_backward(store_.grad("wte"), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl);
+    embedding_backward(store_.grad("wte"), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl,
+                       token_groups(a));
     time_unit(0, false);
     if (on_unit) on_unit(0);
   }
@@ -470,14 +485,15 @@ void GPT<T>::embedding_backward_chunked(Acts& a, const std::function<void(int)>&
     const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
     time_unit(0, true);
     embedding_backward(static_cast<A*>(nullptr), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C,
-                       d_.v0, d_.Vl);
+                       d_.v0, d_.Vl, token_groups(a));
     time_unit(0, false);
     if (on_unit) on_unit(0);
     for (int c = 0; c < vocab_chunks(); ++c) {
       const auto [r0, n] = chunk_span(c);
       A* g = chunk_grad_(c);
       gemm(Op::T, Op::N, n, C, BT, A(1), logits_.data() + r0, Vl, lnf_.data(), C, A(1), g, C);
-      embedding_backward(g, static_cast<A*>(nullptr), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n);
+      embedding_backward(g, static_cast<A*>(nullptr), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n,
+                         token_groups(a));
       if (on_unit) on_unit(wte_chunk_unit(c));
     }
   }

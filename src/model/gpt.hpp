@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels/kokkos_compat.hpp"
+#include "kernels/token_groups.hpp"
 #include "src/comm/comm.hpp"
 #include "src/core/config.hpp"
 #include "src/model/param_store.hpp"
@@ -128,6 +129,9 @@ class GPT final : public StageModel {
     DeviceView<A> lnf_mean, lnf_rstd;        // last stage
     DeviceView<T> dlnf;
     Kokkos::View<int32_t*, mem_space> inputs, targets;
+    // device split, first stage: the inputs grouped by token id (token_groups.hpp), token_group_count groups
+    Kokkos::View<int32_t*, mem_space> token_groups;
+    int token_group_count = -1;
   };
   template <class P>
   struct BlockTensors {
@@ -146,6 +150,7 @@ class GPT final : public StageModel {
   BlockActs make_block_acts(bool with_res3) const;
   size_t block_acts_bytes(const BlockActs& b) const;
   void head_forward(Acts& a, bool with_grad, A loss_scale);
+  TokenGroups token_groups(const Acts& a) const;
   void time_unit(int u, bool start) const {
     if (unit_timer_) unit_timer_(u, start);
   }
@@ -188,6 +193,7 @@ class GPT final : public StageModel {
   std::function<const void*(int)> chunk_param_;
   std::function<float*(int)> chunk_grad_;
   DeviceView<A> dlnf_acc_;  // chunked wte with 16-bit T: dlnf summed over the chunks in fp32, rounded once
+  std::vector<int32_t> token_groups_host_;  // set_tokens' host staging of the grouped tokens (device split)
 };
 
 }  // namespace gt

@@ -1,11 +1,13 @@
 #include "src/plan/cluster.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <set>
+#include <sys/stat.h>
 #include <sstream>
 
 #include "src/core/error.hpp"
@@ -36,6 +38,12 @@ std::vector<double> to_list(const std::string& v, const std::string& where) {
   return out;
 }
 
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 // The keys of a description and where each goes; one table so that reading and writing cannot drift apart.
 struct Key {
   const char* name;
@@ -48,7 +56,9 @@ std::vector<Key> numeric_keys() {
       {"device.peak_tflops_fp32", [](Cluster& c) { return &c.peak_tflops_fp32; }},
       {"device.peak_tflops_bf16", [](Cluster& c) { return &c.peak_tflops_bf16; }},
       {"device.peak_tflops_fp16", [](Cluster& c) { return &c.peak_tflops_fp16; }},
+      {"device.peak_tflops_fp8", [](Cluster& c) { return &c.peak_tflops_fp8; }},
       {"device.attention_efficiency", [](Cluster& c) { return &c.attention_efficiency; }},
+      {"device.fused_attention_efficiency", [](Cluster& c) { return &c.fused_attention_efficiency; }},
       {"device.memory_gbs", [](Cluster& c) { return &c.memory_gbs; }},
       {"device.memory_efficiency", [](Cluster& c) { return &c.memory_efficiency; }},
       {"node.devices", nullptr},
@@ -70,6 +80,7 @@ double Cluster::peak_flops(Precision p) const {
     case Precision::FP32: return peak_tflops_fp32 * 1e12;
     case Precision::BF16: return peak_tflops_bf16 * 1e12;
     case Precision::FP16: return peak_tflops_fp16 * 1e12;
+    case Precision::FP8: return peak_tflops_fp8 * 1e12;
   }
   return 0;
 }
@@ -86,8 +97,15 @@ double Cluster::gemm_eff(double flops) const {
 }
 
 Cluster load_cluster(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) throw Error("cannot open cluster description '" + path + "'");
+  if (S_ISDIR(st.st_mode)) throw Error("cluster description '" + path + "' is a directory, not a .toml file");
   std::ifstream in(path);
   if (!in) throw Error("cannot open cluster description '" + path + "'");
+  return parse_cluster(in, path);
+}
+
+Cluster parse_cluster(std::istream& in, const std::string& path) {
   Cluster c;
   std::set<std::string> seen;
   const auto keys = numeric_keys();
@@ -116,7 +134,7 @@ Cluster load_cluster(const std::string& path) {
       c.name = val.substr(1, val.size() - 2);
     } else if (key == "node.devices") {
       const double d = to_number(val, at);
-      if (d < 1 || d != std::floor(d)) throw Error(at + ": must be a positive integer");
+      if (d < 1 || d > 1e6 || d != std::floor(d)) throw Error(at + ": must be an integer from 1 to 1000000");
       c.devices_per_node = int(d);
     } else if (key == "device.kind") {
       if (val != "\"gpu\"" && val != "\"cpu\"") throw Error(at + ": expected \"gpu\" or \"cpu\", got " + val);
@@ -135,6 +153,8 @@ Cluster load_cluster(const std::string& path) {
       if (!found) throw Error(at + ": unknown key in a cluster description (docs/planner.md lists them)");
     }
   }
+  if (in.bad()) throw Error("cannot read cluster description '" + path + "'");
+  if (seen.empty()) throw Error(path + ": no keys: not a cluster description (docs/planner.md lists the keys)");
   const std::vector<std::string> required = {"name", "node.devices", "device.memory_gb", "device.peak_tflops_fp32",
                                              "device.memory_gbs", "node.link_gbs", "network.gbs_per_device"};
   for (const auto& k : required)
@@ -150,8 +170,16 @@ Cluster load_cluster(const std::string& path) {
   // Precisions the device has no faster path for run at the fp32 rate.
   if (c.peak_tflops_bf16 <= 0) c.peak_tflops_bf16 = c.peak_tflops_fp32;
   if (c.peak_tflops_fp16 <= 0) c.peak_tflops_fp16 = c.peak_tflops_bf16;
+  // Every figure in [0, 1e9]: far above any device or link (a 1e300 peak made every time zero and the
+  // ranking a comparison of NaNs).
   for (const Key& k : keys)
-    if (k.num && *k.num(c) < 0) throw Error(path + ": '" + k.name + "' must be >= 0");
+    if (k.num && !(*k.num(c) >= 0 && *k.num(c) <= 1e9))
+      throw Error(path + ": '" + k.name + "' = " + shortest(*k.num(c)) + " is out of range (0 to 1e9)");
+  if (c.fused_attention_efficiency > 1) throw Error(path + ": 'device.fused_attention_efficiency' must lie in (0, 1]");
+  for (const char* k : {"device.attention_efficiency", "device.memory_efficiency"})
+    for (const Key& kk : keys)
+      if (std::string(kk.name) == k && !(*kk.num(c) > 0 && *kk.num(c) <= 1))
+        throw Error(path + ": '" + k + "' must lie in (0, 1]");
   for (const char* k : {"device.memory_gb", "device.peak_tflops_fp32", "device.memory_gbs", "node.link_gbs",
                         "network.gbs_per_device"})
     for (const Key& kk : keys)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/work_sizes.hpp"
+#include "src/plan/framework.hpp"
 #include "src/plan/rebalance.hpp"
 
 namespace gt::plan {
@@ -14,6 +15,7 @@ StateBytes state_bytes(Precision p) {
     case Precision::FP32: return {4, 4, 8};
     case Precision::BF16: return {2, 4, 12};
     case Precision::FP16: return {2, 2, 12};
+    case Precision::FP8: return {2, 4, 12};  // Transformer Engine: bf16 weights, fp32 gradients and master
   }
   return {4, 4, 8};
 }
@@ -28,8 +30,11 @@ MemoryBreakdown zero_states(double psi, StateBytes sb, int zero, int dp) {
 }
 
 namespace {
+// gridtrain's attention kernel for this shape: model.attention, or the trainer's default (fused) when not given.
+bool fused(const ModelShape& m) { return attention_of(m, Framework::Gridtrain) == Attention::Fused; }
+
 long padded_vocab(const ModelShape& m, int tp, Framework f) {
-  if (f != Framework::Megatron) return m.V;
+  if (!traits(f).pad_vocab) return m.V;
   const long q = 128L * tp;  // Megatron's --make-vocab-size-divisible-by 128, times tp
   return (m.V + q - 1) / q * q;
 }
@@ -37,20 +42,30 @@ long padded_vocab(const ModelShape& m, int tp, Framework f) {
 
 std::vector<int> stage_blocks(const ModelShape& m, int pp, Framework f) {
   std::vector<int> begin(pp + 1);
-  if (f == Framework::Megatron) {
+  if (f == Framework::Gridtrain) return modelled_partition(m, pp);  // the trainer's default (src/train/trainer.cpp)
+  if (traits(f).even_layers || m.L % pp == 0) {
     for (int s = 0; s <= pp; ++s) begin[s] = int(long(s) * m.L / pp);
     return begin;
   }
-  return modelled_partition(m, pp);  // the trainer's default (src/train/trainer.cpp)
+  // Uneven: the split that balances forward + backward FLOPs, the head's GEMM counted on the last stage (the first
+  // and last stages get fewer layers, as Llama 3's 126 layers on 16 stages and Megatron-Core's
+  // --decoder-first/last-pipeline-num-layers do).
+  const double block = 2.0 * m.block_matmul_params() + 4.0 * double(m.s) * double(m.h);
+  const double head = 2.0 * double(m.V) * double(m.h);
+  return partition_by_cost(std::vector<double>(size_t(m.L), 1.0), pp, 0.0, head / block);
 }
 
 double stage_params(const ModelShape& m, int tp, int blocks, bool first, bool last, Framework f) {
-  const double h = m.h, t = tp;
-  double n = blocks * (12.0 * h * h / t + 7.0 * h / t + 6.0 * h);
+  const double h = double(m.h), t = tp;
+  // per block: the GEMM weights and the column-parallel biases (Q, K, V and the MLP's up) split over tp; the norms
+  // and the row-parallel biases (projection, MLP down) replicated, as model_tensor_specs places them
+  const double split_bias = m.llama() ? 0.0 : (h + 2.0 * m.kv_dim()) + double(m.ffn_width());
+  const double replicated = m.llama() ? 2.0 * h : 6.0 * h;
+  double n = blocks * ((m.block_matmul_params() + split_bias) / t + replicated);
   const double emb = double(padded_vocab(m, tp, f)) * h / t;
-  if (first) n += emb + double(m.s) * h;
-  if (last && !first) n += emb;  // the tied head's copy on the last stage
-  if (last) n += 2.0 * h;        // ln_f
+  if (first) n += emb + (m.llama() ? 0.0 : double(m.s) * h);
+  if (last && (!first || !m.tied())) n += emb;  // the head: the tied copy off the first stage, or its own matrix
+  if (last) n += m.llama() ? h : 2.0 * h;       // the final norm
   return n;
 }
 
@@ -62,14 +77,14 @@ int in_flight(const Layout& l, int stage) {
 double gridtrain_activation_bytes_per_slot(const ModelShape& m, const Layout& l, int blocks, bool last) {
   const double e = elem_bytes(l.precision), B = l.micro_batch, T = m.s, C = m.h, t = l.tp;
   const double BT = B * T, Cl = C / t, Fl = 4 * C / t, NHl = m.a / t;
-  const double probs = m.fused_attention ? 0.0 : B * NHl * T * T;  // fused: none kept
+  const double probs = fused(m) ? 0.0 : B * NHl * T * T;  // fused: none kept
   double per_block = BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + probs;
   if (l.recompute == Recompute::Selective) per_block -= probs;     // scores recomputed in backward
   if (l.recompute == Recompute::Full) per_block = BT * C;          // only the block input is kept
   double n = BT * C + per_block * blocks;
   if (last) n += BT * (C + 2);
   // fused: each block keeps the fp32 log-sum-exp of its queries (B, NHl, T), in the shared set under full recompute
-  const double lse = m.fused_attention && l.recompute != Recompute::Full ? blocks * B * NHl * T * 4.0 : 0.0;
+  const double lse = fused(m) && l.recompute != Recompute::Full ? blocks * B * NHl * T * 4.0 : 0.0;
   return n * e + BT * 2 * 4.0 + lse;  // + int32 inputs and targets
 }
 
@@ -80,10 +95,10 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   // attention's backward scratch: one head's T x T on the host split, all NHl heads' on the device split; fused,
   // fp32 elements linear in T (kernels/work_sizes.hpp)
   const double fused_scratch =
-      m.fused_attention && blocks > 0
+      fused(m) && blocks > 0
           ? 4.0 * attention_fused_scratch_elems(int(B), int(NHl), int(T), int(m.h / m.a), l.device_split) : 0.0;
   if (blocks > 0) n += 3 * BT * Cl + BT * Cl + 2 * BT * Fl;
-  if (blocks > 0 && !m.fused_attention) n += attention_scratch_elems(int(NHl), int(T), l.device_split);
+  if (blocks > 0 && !fused(m)) n += attention_scratch_elems(int(NHl), int(T), l.device_split);
   if (last) n += BT * C + BT * (m.V / t) + 3 * BT;  // lnf, logits, ce
   // The device split's column-sum partials, fp32 in every precision (the gradient type), for the widest column sum
   // over the B*T rows: LayerNorm's two C-wide gradients, the qkv (3Cl) and fc (Fl) biases; ln_f's on a head-only
@@ -92,25 +107,50 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   const double partials = double(colsum_partials_elems(long(BT), long(cols), l.device_split));
   // Full recompute rebuilds one block's activations at a time during backward (one shared set, its output
   // into dln); selective refills one shared probability buffer.
-  const double probs = m.fused_attention ? 0.0 : B * NHl * T * T;
-  const double shared_lse = m.fused_attention && l.recompute == Recompute::Full && blocks > 0 ? B * NHl * T * 4.0 : 0.0;
+  const double probs = fused(m) ? 0.0 : B * NHl * T * T;
+  const double shared_lse = fused(m) && l.recompute == Recompute::Full && blocks > 0 ? B * NHl * T * 4.0 : 0.0;
   if (l.recompute == Recompute::Full && blocks > 0) n += BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + probs - BT * C;
   if (l.recompute == Recompute::Selective && blocks > 0) n += probs;
   // + the loss accumulator, one double
   return n * e + partials * 4.0 + fused_scratch + shared_lse + (last ? 8.0 : 0.0);
 }
 
-double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l) {
-  // Korthikanti's 34 = 16 two-byte tensors of size sbh + 2 one-byte dropout masks, 5 = 2 two-byte + 1 mask
-  // of size as^2b; written for any element size e: sbh(16e + 2) and as^2b(2e + 1).
-  const double e = elem_bytes(l.precision), s = m.s, b = l.micro_batch, h = m.h, a = m.a, t = l.tp;
+double in_flight_stages(const Layout& l, int stage) {
+  if (l.gpipe) return l.micro_batches;
+  if (l.vp <= 1) return std::min(l.micro_batches, l.pp - stage);
+  // Interleaved 1F1B (Megatron's schedule): 2 (p - s - 1) + (v - 1) p warm-up chunk-micro-batches, plus the one
+  // computing, each 1/v of the stage's layers; stage 0: p (1 + (p - 1)/(p v)) (Megatron's theoretical memory).
+  const double chunks = 2.0 * (l.pp - stage - 1) + double(l.vp - 1) * l.pp + 1.0;
+  return std::min(double(l.micro_batches), chunks / l.vp);
+}
+
+double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l, Attention att, bool op_selective) {
+  // Korthikanti et al. 2022 (section 4) per layer: 34 sbh + 5 as^2b bytes in 16 bits, 34 = 16 two-byte tensors of
+  // size sbh and two one-byte dropout masks, 5 = 2 two-byte tensors and one mask of size as^2b; written for any
+  // element size e and for the general block: norm inputs (2), the QKV and MLP inputs (2) and the masks replicated
+  // (split by tp with SP); Q, K and V (h + 2 kv_dim), the projection's input (h) and the MLP's (2 ffn: its GeLU's
+  // input and output, or 3 ffn for SwiGLU: gate, up and their product) split by tp. Llama blocks have no dropout.
+  // Fused attention keeps no s x s tensor (its log-sum-exp, 4 bytes per row and head, instead). cp splits s.
+  const double e = elem_bytes(l.precision), s = double(m.s) / l.cp, b = l.micro_batch, h = m.h, a = m.a, t = l.tp;
   const double sbh = s * b * h;
   const bool sp = l.sequence_parallel && l.tp > 1;
+  const double masks = m.llama() ? 0.0 : 2.0;
   if (l.recompute == Recompute::Full) return sbh * e / (sp ? t : 1.0);
-  const double replicated = sbh * (4 * e + 2);  // LN inputs, QKV and MLP inputs, two dropout masks
-  const double split = sbh * 12 * e;            // Q, K, V, projection input, fc output, GeLU output
+  if (l.recompute == Recompute::Selective && op_selective) {
+    // torchtitan's op policy keeps the block's input and the outputs of its GEMMs except every second one, and the
+    // attention's output: x, Q, V, attention out, the MLP's first and last GEMM outputs (Llama: wq, wv, w1, w2);
+    // norms, RoPE, SiLU and the products are recomputed
+    return sbh * e / (sp ? t : 1.0) + s * b * e * (3.0 * h + m.kv_dim() + double(m.ffn_width())) / t +
+           (att == Attention::Fused ? 4.0 * a * s * b / t : 0.0);
+  }
+  const double replicated = sbh * (4 * e + masks);
+  const double mlp = (m.gated() ? 3.0 : 2.0) * double(m.ffn_width());
+  const double split = s * b * e * (h + 2.0 * m.kv_dim() + h + mlp);
   double bytes = replicated / (sp ? t : 1.0) + split / t;
-  if (l.recompute == Recompute::None) bytes += a * s * s * b * (2 * e + 1) / t;
+  if (att == Attention::Fused)
+    bytes += 4.0 * a * s * b / t;
+  else if (l.recompute == Recompute::None)
+    bytes += a * s * double(m.s) * b * (2 * e + (m.llama() ? 0.0 : 1.0)) / t;
   return bytes;
 }
 
@@ -122,7 +162,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   const int blocks = begin[stage + 1] - begin[stage];
   const bool first = stage == 0, last = stage == l.pp - 1;
   const double psi = stage_params(m, l.tp, blocks, first, last, f);
-  MemoryBreakdown r = zero_states(psi, state_bytes(l.precision), l.zero, l.dp);
+  MemoryBreakdown r = zero_states(psi, state_bytes(l.precision), l.zero, l.shard_group());
   r.stage = stage;
   // gridtrain's units (src/train/zero.hpp, ZeroUnit): the blocks, the embedding (wte + wpe) on the first stage,
   // the head on the last (ln_f, and the tied wte's copy off the first stage).
@@ -151,17 +191,18 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
     else
       r.grads = psi * g * (1.0 + 1.0 / l.dp);
   }
-  const double e = elem_bytes(l.precision), sbh = double(m.s) * l.micro_batch * m.h;
-  const int slots = in_flight(l, stage);
+  const double e = elem_bytes(l.precision), sbh = double(m.s) / l.cp * l.micro_batch * m.h;
   if (f == Framework::Gridtrain) {
+    const int slots = in_flight(l, stage);
     r.activations = slots * gridtrain_activation_bytes_per_slot(m, l, blocks, last);
     r.workspace = gridtrain_work_bytes(m, l, blocks, last);
   } else {
-    r.activations = slots * blocks * megatron_layer_activation_bytes(m, l);
+    const double slots = in_flight_stages(l, stage);
+    r.activations = slots * blocks * megatron_layer_activation_bytes(m, l, attention_of(m, f), traits(f).selective_half_gemms);
     // Korthikanti section 4.3: the embedding's dropout mask (one byte, per micro-batch in flight).
-    if (first) r.activations += slots * sbh / (l.sequence_parallel ? l.tp : 1);
+    if (first && !m.llama()) r.activations += slots * sbh / (l.sequence_parallel ? l.tp : 1);
     // fp32 logits of the last stage's micro-batch for the cross-entropy.
-    if (last) r.workspace = 4.0 * m.s * l.micro_batch * double(padded_vocab(m, l.tp, f)) / l.tp;
+    if (last) r.workspace = 4.0 * m.s / l.cp * l.micro_batch * double(padded_vocab(m, l.tp, f)) / l.tp;
   }
   // Communication buffers: pipeline send and receive of one micro-batch's (b, s, h) activations, and ZeRO-3's
   // two gather buffers, as large as the stage's largest unit and its second largest (src/train/zero_gather.hpp:
@@ -170,15 +211,26 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   if (f == Framework::Gridtrain && l.zero >= 3 && l.dp > 1) {
     for (size_t i = 0; i < std::min<size_t>(2, units.size()); ++i) r.comm_buffers += units[i] * e;
   } else if (l.zero >= 3 && blocks > 0) {
-    r.comm_buffers += 2 * (12.0 * m.h * m.h / l.tp + 13.0 * m.h) * e;
+    // the block computing and the one prefetched, gathered in the compute dtype, and (FSDP2, DeepSpeed) one block's
+    // unsharded gradients before their reduce-scatter
+    const double blk = m.block_params() / l.tp;
+    r.comm_buffers += 2 * blk * e + (f == Framework::Megatron ? 0.0 : blk * grad_wire_bytes(l, f));
   }
   return r;
 }
 
+double grad_wire_bytes(const Layout& l, Framework f) {
+  const double w = traits(f).grad_wire_bytes;
+  return w > 0 ? w : state_bytes(l.precision).g;
+}
+
 MemoryBreakdown peak_memory(const ModelShape& m, const Layout& l, Framework f) {
+  return peak_memory(m, l, f, stage_blocks(m, l.pp, f));
+}
+
+MemoryBreakdown peak_memory(const ModelShape& m, const Layout& l, Framework f, const std::vector<int>& begin) {
   MemoryBreakdown best;
   double most = -1;
-  const std::vector<int> begin = stage_blocks(m, l.pp, f);
   for (int s = 0; s < l.pp; ++s) {
     MemoryBreakdown b = stage_memory(m, l, f, s, begin);
     if (b.total() > most) {

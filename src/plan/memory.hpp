@@ -37,8 +37,11 @@ std::vector<int> stage_blocks(const ModelShape& m, int pp, Framework f);
 // the tied head's copy and the final layer norm). Megatron pads the vocabulary to a multiple of 128 tp.
 double stage_params(const ModelShape& m, int tp, int blocks, bool first, bool last, Framework f);
 
-// Micro-batches whose activations a stage holds at once: 1F1B min(m, pp - stage), GPipe m.
+// Micro-batches whose activations a stage holds at once: 1F1B min(m, pp - stage), GPipe m (gridtrain's schedules).
 int in_flight(const Layout& l, int stage);
+// The same in units of the stage's whole activations, interleaving included: a stage of v chunks holds
+// 2 (p - s - 1) + (v - 1) p + 1 chunk-micro-batches at once (Megatron's interleaved 1F1B), at most m.
+double in_flight_stages(const Layout& l, int stage);
 
 // gridtrain's ledger (GPT<T>::activation_bytes_per_slot and work_bytes), element size of the precision.
 double gridtrain_activation_bytes_per_slot(const ModelShape& m, const Layout& l, int blocks, bool last);
@@ -47,11 +50,18 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
 // Korthikanti et al. 2022 (section 4): bytes of activations one transformer layer keeps per micro-batch,
 // 16-bit: sbh(34 + 5as/h) without TP, sbh(10 + 24/t + 5as/(ht)) with TP, sbh/t(34 + 5as/h) with TP and SP;
 // selective recompute drops the 5as/h term, full recompute keeps the layer input only (2sbh, /t with SP).
-double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l);
+// Generalised to GQA, SwiGLU widths, Llama's lack of dropout, fused attention (no s x s) and context parallelism.
+// op_selective: selective recompute as torchtitan's op policy (every second GEMM and the element-wise ops again).
+double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l, Attention att = Attention::Materialized,
+                                       bool op_selective = false);
+
+// Bytes per gradient element a framework reduces over DP (fp32 in Megatron-Core and FSDP2, else the precision's).
+double grad_wire_bytes(const Layout& l, Framework f);
 
 // The breakdown of one stage and of the stage that needs the most (the device that decides whether it fits).
 MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, int stage);
 MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, int stage, const std::vector<int>& begin);
 MemoryBreakdown peak_memory(const ModelShape& m, const Layout& l, Framework f);
+MemoryBreakdown peak_memory(const ModelShape& m, const Layout& l, Framework f, const std::vector<int>& begin);
 
 }  // namespace gt::plan

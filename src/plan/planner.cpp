@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "src/core/error.hpp"
+#include "src/plan/framework.hpp"
 
 namespace gt::plan {
 
@@ -17,22 +18,71 @@ std::string num(long v) { return std::to_string(v); }
 }  // namespace
 
 std::string structural_problem(const ModelShape& m, const Cluster& c, const Layout& l, const PlanOptions& o) {
+  const FrameworkTraits& tr = traits(o.framework);
+  const std::string fw = name(o.framework);
   if (m.a % l.tp != 0) return "tp " + num(l.tp) + " does not divide the " + num(m.a) + " heads";
+  if (m.kv_heads() % l.tp != 0 && m.kv_heads() < m.a)
+    return "tp " + num(l.tp) + " does not divide the " + num(m.kv_heads()) + " key/value heads";
   if (o.framework == Framework::Gridtrain && m.V % l.tp != 0)
     return "tp " + num(l.tp) + " does not divide the vocabulary " + num(m.V) + " (gridtrain does not pad it)";
+  if (o.framework == Framework::Gridtrain && m.llama())
+    return "gridtrain's engine has no Llama blocks yet (issue 23); plan them with another --framework";
+  if (!tr.tensor_pipeline && (l.tp > 1 || l.pp > 1)) return fw + " has no tensor or pipeline parallelism";
   if (m.L < l.pp) return "pp " + num(l.pp) + " is more than the " + num(m.L) + " blocks";
-  if (o.framework == Framework::Megatron && m.L % l.pp != 0)
+  if (tr.even_layers && m.L % l.pp != 0)
     return "pp " + num(l.pp) + " does not divide the " + num(m.L) + " layers (Megatron)";
+  if (l.cp > 1 && !tr.context_parallel) return fw + " has no context parallelism";
+  if (l.cp > 1 && m.s % (2 * l.cp) != 0)
+    return "cp " + num(l.cp) + ": the sequence " + num(m.s) + " does not split into 2 cp chunks (causal balance)";
+  if (l.vp > 1) {
+    if (!tr.interleaving) return fw + " has no interleaved schedule";
+    if (l.pp < 2) return "virtual stages need pp > 1";
+    if (l.gpipe) return "interleaving is a 1F1B schedule (not with --gpipe)";
+    if (m.L % (long(l.pp) * l.vp) != 0)
+      return "pp " + num(l.pp) + " x v " + num(l.vp) + " does not divide the " + num(m.L) + " layers";
+    if (l.micro_batches % l.pp != 0)
+      return "interleaving needs the micro-batches (" + num(l.micro_batches) + ") a multiple of pp " + num(l.pp);
+  }
+  if (l.precision == Precision::FP8 && !(c.peak_tflops_fp8 > 0))
+    return "fp8: the cluster description has no device.peak_tflops_fp8";
+  if (l.precision == Precision::FP8 && !tr.fp8) return fw + " has no fp8 GEMMs";
+  if (l.zero < tr.zero_min || l.zero > tr.zero_max)
+    return fw + " has no ZeRO stage " + num(l.zero) + " (stages " + num(tr.zero_min) + "-" + num(tr.zero_max) + ")";
   if (!o.tp_across_nodes && l.tp > c.devices_per_node)
     return "tp " + num(l.tp) + " spans nodes (" + num(c.devices_per_node) + " devices per node)";
-  if (l.zero > 0 && l.dp == 1) return "ZeRO stage " + num(l.zero) + " with dp 1 shards nothing (same as zero 0)";
+  if (l.zero > 0 && l.shard_group() == 1 && tr.zero_min == 0)
+    return "ZeRO stage " + num(l.zero) + " with dp 1 shards nothing (same as zero 0)";
   return "";
 }
 
+namespace {
+
+// The virtual-stage counts to try for pp stages: the asked ones, or 1 and (a framework that interleaves, from
+// Megatron-Core on) every v > 1 that divides the layers per stage.
+std::vector<int> virtual_stage_choices(const ModelShape& m, int pp, const PlanOptions& o) {
+  if (!o.virtual_stages.empty()) return o.virtual_stages;
+  std::vector<int> v{1};
+  const Framework f = o.framework;
+  if (pp < 2 || !traits(f).interleaving || f == Framework::Megatron || m.L % pp != 0) return v;
+  for (long k = 2; k <= m.L / pp && k <= 64; ++k)
+    if ((m.L / pp) % k == 0) v.push_back(int(k));
+  return v;
+}
+
+std::vector<int> zero_choices(const PlanOptions& o) {
+  if (!o.zero_stages.empty()) return o.zero_stages;
+  std::vector<int> z;
+  for (int k = traits(o.framework).zero_min; k <= traits(o.framework).zero_max; ++k) z.push_back(k);
+  return z;
+}
+
+}  // namespace
+
 Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
-  if (o.devices < 1) throw Error("plan: --devices must be at least 1");
+  if (o.devices < 1 || o.devices > (1 << 20)) throw Error("plan: --devices must be 1 to 1048576");
   if (o.global_batch < 1 && o.fixed_micro_batches < 1) throw Error("plan: --global-batch must be at least 1");
   if (m.L < 1 || m.h < 1 || m.a < 1 || m.s < 1 || m.V < 1) throw Error("plan: the model has a zero dimension");
+  check_model_shape(m);
   Plan plan;
   auto reject = [&](const Layout& l, std::string why) {
     Candidate r;
@@ -40,17 +90,23 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
     r.reason = std::move(why);
     plan.rejected.push_back(std::move(r));
   };
-  for (int tp = 1; tp <= o.devices; ++tp) {
-    if (o.devices % tp || (o.tp > 0 && tp != o.tp)) continue;
-    for (int pp = 1; pp <= o.devices / tp; ++pp) {
-      if ((o.devices / tp) % pp || (o.pp > 0 && pp != o.pp)) continue;
+  if (o.cp < 1 || o.devices % o.cp != 0) throw Error("plan: --cp must divide the devices");
+  const int rest = o.devices / o.cp;  // tp x pp x dp
+  TimeOptions topt;
+  topt.tp_overlap = o.tp_overlap;
+  const std::vector<int> zeros = zero_choices(o);
+  for (int tp = 1; tp <= rest; ++tp) {
+    if (rest % tp || (o.tp > 0 && tp != o.tp)) continue;
+    for (int pp = 1; pp <= rest / tp; ++pp) {
+      if ((rest / tp) % pp || (o.pp > 0 && pp != o.pp)) continue;
       Layout base;
       base.tp = tp;
       base.pp = pp;
-      base.dp = o.devices / (tp * pp);
+      base.cp = o.cp;
+      base.dp = rest / (tp * pp);
       base.gpipe = o.gpipe;
       base.device_split = c.gpu;
-      base.sequence_parallel = o.framework == Framework::Megatron && tp > 1;
+      base.sequence_parallel = traits(o.framework).sequence_parallel && tp > 1;
       // Micro-batch sizes and counts: b x m x dp = global batch (or m fixed and the batch follows).
       std::vector<std::pair<int, int>> bm;
       if (o.fixed_micro_batches > 0) {
@@ -67,35 +123,45 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
             continue;
           bm.push_back({int(b), int(per_rank / b)});
         }
+        if (bm.empty()) {  // say so, rather than leave the layout out without a reason
+          reject(base, "no micro-batch size asked for divides the per-rank batch " + num(per_rank));
+          continue;
+        }
       }
-      for (auto [b, mb] : bm)
-        for (Precision p : o.precisions)
-          for (int z : o.zero_stages)
-            for (Recompute rc : o.recomputes) {
-              Layout l = base;
-              l.micro_batch = b;
-              l.micro_batches = mb;
-              l.precision = p;
-              l.zero = z;
-              l.recompute = rc;
-              if (std::string why = structural_problem(m, c, l, o); !why.empty()) {
-                reject(l, why);
-                continue;
+      // The stage split depends on pp alone: computed once here, not once per candidate (a cost-balanced split is
+      // O(pp L^2)).
+      std::vector<int> begin;
+      if (pp <= m.L) begin = stage_blocks(m, pp, o.framework);
+      for (int v : virtual_stage_choices(m, pp, o))
+        for (auto [b, mb] : bm)
+          for (Precision p : o.precisions)
+            for (int z : zeros)
+              for (Recompute rc : o.recomputes) {
+                Layout l = base;
+                l.vp = v;
+                l.micro_batch = b;
+                l.micro_batches = mb;
+                l.precision = p;
+                l.zero = z;
+                l.recompute = rc;
+                if (std::string why = structural_problem(m, c, l, o); !why.empty()) {
+                  reject(l, why);
+                  continue;
+                }
+                Candidate cand;
+                cand.layout = l;
+                cand.memory = peak_memory(m, l, o.framework, begin);
+                cand.time = step_time(m, l, c, o.framework, begin, topt);
+                if (cand.memory.total() > c.usable_memory_bytes()) {
+                  cand.reason = "needs " + gb(cand.memory.total()) + " on stage " + num(cand.memory.stage) + " > " +
+                                gb(c.usable_memory_bytes()) + " usable (states " + gb(cand.memory.states()) +
+                                ", activations " + gb(cand.memory.activations) + ")";
+                  plan.rejected.push_back(cand);
+                  continue;
+                }
+                cand.fits = true;
+                plan.fits.push_back(cand);
               }
-              Candidate cand;
-              cand.layout = l;
-              cand.memory = peak_memory(m, l, o.framework);
-              cand.time = step_time(m, l, c, o.framework);
-              if (cand.memory.total() > c.usable_memory_bytes()) {
-                cand.reason = "needs " + gb(cand.memory.total()) + " on stage " + num(cand.memory.stage) + " > " +
-                              gb(c.usable_memory_bytes()) + " usable (states " + gb(cand.memory.states()) +
-                              ", activations " + gb(cand.memory.activations) + ")";
-                plan.rejected.push_back(cand);
-                continue;
-              }
-              cand.fits = true;
-              plan.fits.push_back(cand);
-            }
     }
   }
   std::stable_sort(plan.fits.begin(), plan.fits.end(), [](const Candidate& x, const Candidate& y) {

@@ -15,12 +15,16 @@ struct PlanOptions {
   long global_batch = 0;       // sequences per step; 0 with fixed_micro_batches: b x m x dp follows dp
   Framework framework = Framework::Gridtrain;
   std::vector<Precision> precisions{Precision::FP32, Precision::BF16, Precision::FP16};
-  std::vector<int> zero_stages{0, 1, 2, 3};
+  std::vector<int> zero_stages;        // empty: every stage the framework has (framework.hpp)
   std::vector<Recompute> recomputes{Recompute::None, Recompute::Selective, Recompute::Full};
   std::vector<int> micro_batch_sizes;  // empty: every divisor of the per-rank batch up to max_micro_batch
   int max_micro_batch = 16;
   int fixed_micro_batches = 0;         // > 0: m is fixed (then global_batch = b m dp for each dp)
   int tp = 0, pp = 0;                  // > 0: only this degree
+  int cp = 1;                          // context-parallel degree (fixed; 1: none)
+  std::vector<int> virtual_stages;     // interleaving; empty: 1, and with a framework that interleaves every v
+                                       // that divides the layers per stage
+  int tp_overlap = -1;                 // TP communication overlapped with the GEMMs: -1 the framework's default
   bool tp_across_nodes = false;        // TP groups larger than a node are rejected unless allowed
   bool gpipe = false;
 };

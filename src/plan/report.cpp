@@ -4,6 +4,8 @@
 #include <map>
 #include <sstream>
 
+#include "src/plan/framework.hpp"
+
 namespace gt::plan {
 
 namespace {
@@ -26,11 +28,12 @@ std::string jstr(const std::string& s) {
 
 std::string layout_json(const Layout& l) {
   std::ostringstream o;
-  o << "{\"tp\": " << l.tp << ", \"pp\": " << l.pp << ", \"dp\": " << l.dp << ", \"micro_batch\": " << l.micro_batch
+  o << "{\"tp\": " << l.tp << ", \"cp\": " << l.cp << ", \"pp\": " << l.pp << ", \"virtual_stages\": " << l.vp
+    << ", \"dp\": " << l.dp << ", \"micro_batch\": " << l.micro_batch
     << ", \"micro_batches\": " << l.micro_batches << ", \"zero\": " << l.zero << ", \"precision\": "
     << jstr(name(l.precision)) << ", \"recompute\": " << jstr(name(l.recompute))
     << ", \"sequence_parallel\": " << (l.sequence_parallel ? "true" : "false")
-    << ", \"schedule\": " << jstr(l.gpipe ? "gpipe" : "1f1b") << "}";
+    << ", \"schedule\": " << jstr(l.gpipe ? "gpipe" : l.vp > 1 ? "interleaved" : "1f1b") << "}";
   return o.str();
 }
 
@@ -48,7 +51,7 @@ std::string candidate_json(const Candidate& c) {
       << ", \"total\": " << m.total() / 1e9 << "}";
   if (t.step > 0)
     o << ", \"time_ms\": {\"step\": " << t.step * 1e3 << ", \"compute\": " << t.compute * 1e3 << ", \"tp\": "
-      << t.tp * 1e3 << ", \"pp\": " << t.pp * 1e3 << ", \"dp\": " << t.dp * 1e3 << ", \"dp_total\": "
+      << t.tp * 1e3 << ", \"cp\": " << t.cp * 1e3 << ", \"pp\": " << t.pp * 1e3 << ", \"dp\": " << t.dp * 1e3 << ", \"dp_total\": "
       << t.dp_total * 1e3 << ", \"bubble\": " << t.bubble * 1e3 << ", \"optimizer\": " << t.optimizer * 1e3
       << ", \"overhead\": " << t.overhead * 1e3 << "}, \"tokens_per_s\": " << t.tokens_per_s << ", \"mfu\": " << t.mfu
       << ", \"exposed_comm_share\": " << t.comm_share();
@@ -65,7 +68,7 @@ std::string plan_table(const Plan& p, const ModelShape& m, const Cluster& c, con
   out << p.fits.size() << " layouts fit, " << p.rejected.size() << " rejected; usable memory per device "
       << fmt("%.1f", c.usable_memory_bytes() / 1e9) << " GB\n\n";
   out << "rank  layout                                        | memory GB: params grads optim  activ  work+buf  total"
-         " | step ms: compute   tp     pp     dp   bubble  optim  other    total | tokens/s   MFU  comm\n";
+         " | step ms: compute  tp+cp   pp     dp   bubble  optim  other    total | tokens/s   MFU  comm\n";
   int k = 0;
   for (const Candidate& cand : p.fits) {
     if (k >= top) break;
@@ -77,7 +80,7 @@ std::string plan_table(const Plan& p, const ModelShape& m, const Cluster& c, con
                   "%8.1f | %9.0f %4.1f%% %4.1f%%\n",
                   ++k, cand.layout.str().c_str(), mm.params / 1e9, mm.grads / 1e9, mm.optimizer / 1e9,
                   mm.activations / 1e9, (mm.workspace + mm.comm_buffers) / 1e9, mm.total() / 1e9, t.compute * 1e3,
-                  t.tp * 1e3, t.pp * 1e3, t.dp * 1e3, t.bubble * 1e3, t.optimizer * 1e3, t.overhead * 1e3,
+                  (t.tp + t.cp) * 1e3, t.pp * 1e3, t.dp * 1e3, t.bubble * 1e3, t.optimizer * 1e3, t.overhead * 1e3,
                   t.step * 1e3, t.tokens_per_s, 100 * t.mfu, 100 * t.comm_share());
     out << line;
   }
@@ -101,7 +104,10 @@ std::string plan_json(const Plan& p, const ModelShape& m, const Cluster& c, cons
   std::ostringstream out;
   out.precision(6);
   out << "{\"model\": {\"n_layer\": " << m.L << ", \"d_model\": " << m.h << ", \"n_head\": " << m.a
-      << ", \"seq_len\": " << m.s << ", \"vocab_size\": " << m.V << ", \"params\": " << m.total_params() << "},\n"
+      << ", \"seq_len\": " << m.s << ", \"vocab_size\": " << m.V << ", \"arch\": " << jstr(m.llama() ? "llama" : "gpt2")
+      << ", \"n_kv_head\": " << m.kv_heads() << ", \"ffn_hidden\": " << m.ffn_width() << ", \"tied\": "
+      << (m.tied() ? "true" : "false") << ", \"attention\": " << jstr(name(attention_of(m, o.framework)))
+      << ", \"params\": " << m.total_params() << "},\n"
       << " \"cluster\": " << jstr(c.name) << ", \"devices\": " << o.devices << ", \"global_batch\": " << o.global_batch
       << ", \"framework\": " << jstr(name(o.framework)) << ", \"usable_memory_gb\": " << c.usable_memory_bytes() / 1e9
       << ",\n \"fits\": [";

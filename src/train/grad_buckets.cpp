@@ -1,5 +1,6 @@
 #include "src/train/grad_buckets.hpp"
 
+#include "kernels/elementwise.hpp"
 #include "src/train/half_wire.hpp"
 #include "src/train/zero.hpp"
 
@@ -26,6 +27,13 @@ GradBuckets::GradBuckets(const std::vector<TensorSpec>& tensors, size_t bucket_b
     }
   }
   if (open) buckets_.push_back(cur);
+}
+
+void GradBuckets::set_compression(const Compression& c) {
+  compression_ = c;
+  compress_ = true;
+  workspaces_.clear();  // no device memory until a bucket is compressed on a GPU build
+  for (size_t b = 0; b < buckets_.size(); ++b) workspaces_.push_back(std::make_unique<compress::TopkWorkspace>());
 }
 
 void GradBuckets::reduce_scatter_into(const TensorLayout& layout, Range shard, float* shard_grads) {
@@ -57,12 +65,15 @@ RequestPtr GradBuckets::launch_compressed(size_t bucket, Comm& dp, float* grads)
   o.density = compress::warmup_density(step_, compression_.warmup_steps, compression_.density);
   o.leader = int(step_ % dp.size());  // the shared-index transport's leader rotates, as in ScaleCom
   o.seed = uint64_t(step_) * 1000003u + bucket;  // the sampled selection's draw: per step and bucket
+  o.workspace = workspaces_[bucket].get();
   compress::ErrorFeedback ef(compression_.residual + k.begin, n);
-  auto r = compress::topk_start(dp, ef, grads + k.begin, n, o);
+  // gradients and residual in device memory on GPU builds: the device kernels (the same results)
+  auto r = exec_on_host ? compress::topk_start(dp, ef, grads + k.begin, n, o)
+                        : compress::topk_start_device(dp, ef, grads + k.begin, n, o);
   stats_.wire_bytes += r->result().wire_bytes;
   stats_.sent += r->result().k;
   stats_.total += n;
-  stats_.residual_norm2 += ef.norm2();
+  stats_.residual_norm2 += exec_on_host ? ef.norm2() : compress::norm2_device(ef);
   return r;
 }
 
@@ -111,16 +122,28 @@ GradBuckets::WireStats GradBuckets::wire_stats(int ranks) const {
   return w;
 }
 
-// DGC's local clipping, before accumulation: a spike is clipped, not stored in the residual.
+// DGC's local clipping, before accumulation: a spike is clipped, not stored in the residual. On GPU builds the
+// gradients are device memory: the norm by sum_squares per bucket (fixed blocks, kernels/elementwise.hpp), the
+// scaling by scale_inplace (the same product).
 void GradBuckets::clip_local(float* grads) const {
   double sumsq = 0;
-  for (const Bucket& k : buckets_)
-    for (size_t i = k.begin; i < k.end; ++i) sumsq += double(grads[i]) * grads[i];
+  for (const Bucket& k : buckets_) {
+    if constexpr (exec_on_host) {
+      for (size_t i = k.begin; i < k.end; ++i) sumsq += double(grads[i]) * grads[i];
+    } else {
+      sumsq += sum_squares(grads + k.begin, long(k.end - k.begin));
+    }
+  }
   const double limit = compression_.local_clip * loss_scale_, norm = std::sqrt(sumsq);
   if (norm > limit) {  // a non-finite norm is left alone: the step is skipped on every rank anyway
     const float s = float(limit / norm);
-    for (const Bucket& k : buckets_)
-      for (size_t i = k.begin; i < k.end; ++i) grads[i] *= s;
+    for (const Bucket& k : buckets_) {
+      if constexpr (exec_on_host) {
+        for (size_t i = k.begin; i < k.end; ++i) grads[i] *= s;
+      } else {
+        scale_inplace(grads + k.begin, long(k.end - k.begin), s);
+      }
+    }
   }
 }
 

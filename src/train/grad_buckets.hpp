@@ -8,11 +8,13 @@
 // Under ZeRO-2 each bucket is reduce-scattered: every DP rank receives the sum of the bucket's piece that lies
 // in its shard, into its shard-sized buffer. With a 16-bit wire type each bucket travels as bf16/fp16.
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "src/comm/comm.hpp"
 #include "src/model/tensor_layout.hpp"
 #include "src/train/compress/topk_allreduce.hpp"
+#include "src/train/compress/topk_device.hpp"
 
 namespace gt {
 
@@ -36,7 +38,7 @@ class GradBuckets {
     // Launch buckets during backward (unit_done); false: all in finish(), as before the overlap (tests).
     bool overlap = true;
   };
-  void set_compression(const Compression& c) { compression_ = c; compress_ = true; }
+  void set_compression(const Compression& c);
   // compress.method = bf16 | fp16 (or parallel.grad_reduce_dtype = bf16): each bucket rounded to `t` into
   // `staging` (a TrainState buffer of the gradient's size in `t`, same offsets), all-reduced in `t`, widened
   // back in finish() (src/train/half_wire.hpp). Not with ZeRO-2 or top-k.
@@ -82,6 +84,7 @@ class GradBuckets {
   DType wire_ = DType::F32;
   uint16_t* staging_ = nullptr;
   Compression compression_;
+  std::vector<std::unique_ptr<compress::TopkWorkspace>> workspaces_;  // per bucket: top-k's device buffers
   CompressStats stats_;
   long step_ = 0;
   double loss_scale_ = 1;

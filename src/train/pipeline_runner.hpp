@@ -1,8 +1,9 @@
 #pragma once
 // Runs one stage's part of the pipeline schedule: the forward and backward ops of each micro-batch, the
-// activations and their gradients between stages (tags 2m forward, 2m+1 backward, sends from a pool of
-// buffers that stay alive until the step's sends complete), and the per-step compute and communication
-// timers. The DP gradient buckets are launched from the last backward op.
+// activations and their gradients between stages (tags 2m forward, 2m+1 backward; each send deferred into one
+// group with the stage's next receive, as pipeline_p2p in schedule.hpp lays out, so that NCCL's blocking sends
+// cannot wait on each other; sends from a pool of buffers that stay alive until the step's sends complete), and
+// the per-step compute and communication timers. The DP gradient buckets are launched from the last backward op.
 #include <functional>
 #include <vector>
 
@@ -33,12 +34,14 @@ class PipelineRunner {
   double comm_bwd_s() const { return comm_bwd_; }
 
  private:
-  void forward_op(int m, int64_t first_sample, Split split, bool with_grad);
+  void forward_op(int m, int64_t first_sample, Split split, bool with_grad, const P2PGroup& before);
   double loss_scale_ = 1;
-  void backward_op(int m, const std::function<void(int)>& on_unit);
-  // Activations and their gradients travel in the model's storage type.
-  void send(const void* data, int peer, int tag);
-  void recv(void* data, int peer, int tag);
+  void backward_op(int m, const std::function<void(int)>& on_unit, const P2PGroup& before);
+  // Activations and their gradients travel in the model's storage type. defer_send copies `data` into a send
+  // buffer; exchange issues group g: the deferred sends in order and the receive into recv_into, which is complete
+  // on return.
+  void defer_send(const void* data);
+  void exchange(const P2PGroup& g, void* recv_into);
   void wait_sends();
 
   const Config& cfg_;
@@ -46,7 +49,9 @@ class PipelineRunner {
   StageModel& model_;
   BatchLoader& loader_;
   std::vector<PipeOp> ops_;
+  std::vector<P2PGroup> p2p_;  // pipeline_p2p(ops_): the group issued before each op, and the last one after
   std::vector<DeviceView<unsigned char>> send_bufs_;
+  std::vector<size_t> deferred_;  // send buffers written but not yet issued, in send order
   std::vector<RequestPtr> sends_;
   size_t sends_used_ = 0;
   double t_fwd_ = 0, t_bwd_ = 0, comm_fwd_ = 0, comm_bwd_ = 0;

@@ -5,6 +5,8 @@
 #include "kernels/peak_flops.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "src/model/gpt.hpp"
@@ -64,6 +66,21 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     std::printf("gridtrain: MFU against the %s: %.1f GFLOP/s per rank; mfu_sgemm against the GEMM backend's "
                 "sgemm: %.1f GFLOP/s per rank\n",
                 peak_kind_.c_str(), peak_gflops_, sgemm_gflops_);
+  // Energy: the GPU's NVML counter on GPU builds, the CPU package's RAPL counter otherwise (collective).
+  // GRIDTRAIN_TEST_POWERCAP_ROOT / _CPU_ROOT point the RAPL reader at a fake tree (tests/energy).
+  const char* pc = std::getenv("GRIDTRAIN_TEST_POWERCAP_ROOT");
+  const char* cpu = std::getenv("GRIDTRAIN_TEST_CPU_ROOT");
+  energy_ = make_run_meter(grid_.world_mpi(), exec_on_host ? "" : device_pci_bus_id(),
+                           pc ? pc : "/sys/class/powercap", cpu ? cpu : "/sys/devices/system/cpu");
+  if (grid_.world_rank() == 0) std::printf("gridtrain: energy: %s\n", energy_->source().c_str());
+}
+
+double RunReport::step_energy_j() {
+  const std::optional<double> j = energy_->joules();
+  if (!j) return NAN;
+  const double d = *j - energy_seen_j_;
+  energy_seen_j_ = *j;
+  return d;
 }
 
 void RunReport::log_step(int step, const StepStats& s) const {
@@ -102,6 +119,7 @@ void RunReport::log_step(int step, const StepStats& s) const {
   if (s.skipped) j.str("skip_reason", s.bad.empty() ? "overflow: inf/NaN gradients" : s.bad);
   if (!s.bad.empty()) j.str("bad_step", s.bad);
   if (s.rolled_back_to >= 0) j.integer("rolled_back_to", s.rolled_back_to);
+  if (s.energy_j >= 0) j.num("energy_j", s.energy_j).num("joules_per_token", s.energy_j / tokens_per_step_);
   std::ofstream out(cfg_.output.dir + "/metrics.jsonl", std::ios::app);
   out << j.dump() << "\n";
 }
@@ -161,6 +179,14 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .raw("bad_steps", JsonObject().str("policy", in.nonfinite_policy).integer("bad", in.bad_steps.bad)
                             .integer("skipped", in.bad_steps.skipped).integer("rollbacks", in.bad_steps.rollbacks)
                             .integer("spikes", in.bad_steps.spikes).dump());
+  // Energy over this invocation's steps, warm-up included (every joule was spent); "n/a (no counter: ...)" where
+  // some rank had none: never an estimate.
+  double joules = 0;
+  for (const StepStats& s : h) joules = (joules < 0 || s.energy_j < 0) ? -1.0 : joules + s.energy_j;
+  j.str("energy_source", energy_->source());
+  if (!h.empty() && joules >= 0)
+    j.num("energy_j", joules).num("joules_per_step", joules / double(h.size()))
+        .num("joules_per_token", joules / (tokens_per_step_ * double(h.size())));
   if (cfg_.parallel.layout == "auto")
     j.str("layout_choice", cfg_.parallel.auto_choice).str("layout_runner_up", cfg_.parallel.auto_runner_up)
         .str("layout_cluster", cfg_.parallel.auto_cluster);

@@ -1,10 +1,12 @@
 #pragma once
 // What a run reports: the human line per step, metrics.jsonl (one object per step) and summary.json (the
 // figures a sweep needs), with tokens/s and MFU against the per-rank peak. Only world rank 0 writes.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "src/core/config.hpp"
+#include "src/energy/energy_meter.hpp"
 #include "src/grid/grid.hpp"
 #include "src/train/step_guard.hpp"
 #include "src/train/step_stats.hpp"
@@ -37,6 +39,8 @@ class RunReport {
   void log_step(int step, const StepStats& s) const;
   // Collective (peak RSS over ranks).
   void write_summary(const RunSummaryInputs& in) const;
+  // This rank's joules since the previous call (the step's, called once per step); NaN without a counter.
+  double step_energy_j();
 
  private:
   const Config& cfg_;
@@ -48,6 +52,8 @@ class RunReport {
   double flops_per_token_ = 0;
   int64_t n_params_ = 0;
   int64_t sparse_params_ = 0;  // elements of the 2:4-masked weights (sparsity.hpp), global
+  std::unique_ptr<EnergyMeter> energy_;  // RAPL or NVML (src/energy), or none: said on the start line
+  double energy_seen_j_ = 0;
 };
 
 }  // namespace gt

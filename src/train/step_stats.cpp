@@ -1,18 +1,20 @@
 #include "src/train/step_stats.hpp"
 
 #include <array>
+#include <cmath>
 
 namespace gt {
 
 namespace {
 // The summed fields, in the one order both sides of the reduction agree on.
-constexpr int kSums = 12;
+constexpr int kSums = 13;
 }  // namespace
 
 StepStats reduce_step_stats(const StepTimes& t, Comm& world, double tokens_per_step) {
   double sum[kSums] = {t.loss_sum,   t.stop_requested ? 1.0 : 0.0, t.step_ms,       t.fwd_ms,
                        t.bwd_ms,     t.opt_ms,                     t.data_ms,       t.comm_tp_ms,
-                       t.comm_pp_ms, t.comm_dp_ms,                 t.comm_other_ms, t.compute_ms()};
+                       t.comm_pp_ms, t.comm_dp_ms,                 t.comm_other_ms, t.compute_ms(),
+                       t.energy_j};  // NaN on any rank makes the sum NaN: no partial total
   double mx[2] = {t.step_ms, t.compute_ms()};
   world.allreduce(sum, kSums, DType::F64, ReduceOp::Sum);
   world.allreduce(mx, 2, DType::F64, ReduceOp::Max);
@@ -30,6 +32,7 @@ StepStats reduce_step_stats(const StepTimes& t, Comm& world, double tokens_per_s
   s.comm_dp_ms = sum[9] / W;
   s.comm_other_ms = sum[10] / W;
   s.compute_ms = sum[11] / W;
+  s.energy_j = std::isfinite(sum[12]) ? sum[12] : -1.0;
   s.ms_max = mx[0];
   s.compute_ms_max = mx[1];
   return s;

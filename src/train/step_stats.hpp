@@ -14,6 +14,7 @@ struct StepTimes {
   bool stop_requested = false;
   double step_ms = 0, fwd_ms = 0, bwd_ms = 0, opt_ms = 0, data_ms = 0;
   double comm_tp_ms = 0, comm_pp_ms = 0, comm_dp_ms = 0, comm_other_ms = 0;  // exposed (blocked) time
+  double energy_j = NAN;  // this rank's share of the joules its device used in the step (NaN: no counter)
   // A rank's compute time is its step time less the time it was blocked in communication.
   double compute_ms() const { return step_ms - (comm_tp_ms + comm_pp_ms + comm_dp_ms + comm_other_ms); }
 };
@@ -28,6 +29,7 @@ struct StepStats {
   // stage).
   double compute_ms = 0, compute_ms_max = 0;  // mean over ranks and slowest rank
   double val_loss = -1;
+  double energy_j = -1;         // joules of the step over all ranks (src/energy; -1: some rank has no counter)
   double loss_scale = 1;        // the scale this step ran with
   bool skipped = false;         // overflow: no update on any rank
   std::string bad;              // why the step was bad (step_guard.hpp), "" when it was good

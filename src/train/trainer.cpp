@@ -147,9 +147,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                   "a 16-bit reduce-scatter is not implemented");
     buckets_->set_wire(wire, static_cast<uint16_t*>(state_->add_buffer("grad_wire", wire).data));
   }
-  if (buckets_ && cfg_.compress.method == "topk") {
-    // the compressor reads and writes gradients on the host
-    if (!exec_on_host) throw Error("compress.method = \"topk\" needs host memory: not available on GPU builds yet");
+  if (buckets_ && cfg_.compress.method == "topk") {  // on GPU builds by device kernels (compress/topk_device.hpp)
     if (zero_.stage >= 2)
       throw Error("compress.method = \"topk\" with parallel.zero >= 2: a compressed reduce-scatter is not implemented");
     GradBuckets::Compression c;
@@ -288,6 +286,7 @@ StepStats Trainer::train_step() {
   t.comm_pp_ms = (blocked(&grid_.pp()) - pp0) * 1e3;
   t.comm_dp_ms = (blocked(&grid_.dp()) - dp0) * 1e3;
   t.comm_other_ms = (blocked(&grid_.mp()) + blocked(embed) - other0) * 1e3;
+  t.energy_j = report_->step_energy_j();
   StepStats s = reduce_step_stats(t, grid_.world(), double(loader_->global_batch()) * cfg_.model.seq_len);
   s.lr = lr;
   s.grad_norm = norm / loss_scale;

@@ -86,11 +86,7 @@ expect precision_case 1 nonzero "config key 'train.precision' must be one of \"f
 expect nccl_on_cpu_build 1 nonzero "parallel.comm=nccl: this build" -- train --config tiny parallel.comm=nccl
 # MPI handed GPU memory is refused unless the library reports CUDA support (Debian's MPICH does not): the hook
 # makes this CPU build choose its communicators as a CUDA build would, on 2 ranks (the refusal on every rank)
-GRIDTRAIN_TEST_DEVICE_MEMORY=cuda expect mpi_on_gpu_memory 2 nonzero \
-  "parallel.comm=mpi: tensors live in GPU memory and this MPI library does not report CUDA support" \
-  -- train --config tiny parallel.comm=mpi
-GRIDTRAIN_TEST_DEVICE_MEMORY=cuda expect auto_on_gpu_memory_without_nccl 1 nonzero \
-  "parallel.comm=auto: tensors live in GPU memory" -- train --config tiny
+# (MPI on GPU memory is no longer refused: it is host-staged, tests/cli/test_staged_comm.sh)
 # an error on one rank only: it waits for the others (10 s), then prints and aborts the job; nobody hangs
 GRIDTRAIN_TEST_FAIL_RANK=1 expect lone_rank_error 2 nonzero "test hook: rank 1 failed alone" -- train --config tiny
 # the same inside a step, with shared-memory windows, in-flight gradient buckets and pipeline sends alive: the

@@ -20,13 +20,11 @@ std::string error_of(F&& f) {
   return "";
 }
 
-TEST(CommBackend, MpiOnDeviceMemoryNeedsCudaAwareMpi) {
-  // refused: device memory, MPI that reports no CUDA support; one line naming the key and the reason
-  const std::string e = error_of([] { gt::resolve_comm_backend("mpi", true, false); });
-  EXPECT_NE(e.find("parallel.comm=mpi"), std::string::npos) << e;
-  EXPECT_NE(e.find("does not report CUDA support"), std::string::npos) << e;
-  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
-  // accepted: a CUDA-aware MPI, or host memory
+TEST(CommBackend, MpiOnDeviceMemoryIsStagedUnlessCudaAware) {
+  // device memory, MPI that reports no CUDA support: through host copies
+  EXPECT_EQ(gt::resolve_comm_backend("mpi", true, false), gt::CommBackend::MpiStaged);
+  EXPECT_EQ(gt::resolve_comm_backend("mpi", true, false, true), gt::CommBackend::MpiStaged);
+  // a CUDA-aware MPI reads device memory itself; host memory needs nothing
   EXPECT_EQ(gt::resolve_comm_backend("mpi", true, true), gt::CommBackend::Mpi);
   EXPECT_EQ(gt::resolve_comm_backend("mpi", false, false), gt::CommBackend::Mpi);
 }
@@ -34,16 +32,46 @@ TEST(CommBackend, MpiOnDeviceMemoryNeedsCudaAwareMpi) {
 TEST(CommBackend, AutoOnDeviceMemory) {
   if (gt::nccl_compiled()) {
     EXPECT_EQ(gt::resolve_comm_backend("auto", true, false), gt::CommBackend::Nccl);
-  } else {  // no NCCL: auto falls back to MPI, which then needs CUDA support
-    EXPECT_NE(error_of([] { gt::resolve_comm_backend("auto", true, false); }).find("parallel.comm=auto"),
-              std::string::npos);
+    EXPECT_EQ(gt::resolve_comm_backend("auto", true, true), gt::CommBackend::Nccl);
+  } else {
     EXPECT_EQ(gt::resolve_comm_backend("auto", true, true), gt::CommBackend::Mpi);
   }
+  // ranks sharing a GPU (NCCL refuses a duplicate device), or no NCCL: MPI, staged unless CUDA-aware
+  EXPECT_EQ(gt::resolve_comm_backend("auto", true, false, true), gt::CommBackend::MpiStaged);
+  EXPECT_EQ(gt::resolve_comm_backend("auto", true, true, true), gt::CommBackend::Mpi);
   EXPECT_EQ(gt::resolve_comm_backend("auto", false, false), gt::CommBackend::Mpi);
+  EXPECT_EQ(gt::resolve_comm_backend("auto", false, false, true), gt::CommBackend::Mpi);
+}
+
+TEST(CommBackend, NcclRefusals) {
+  if (!gt::nccl_compiled()) {
+    EXPECT_NE(error_of([] { gt::resolve_comm_backend("nccl", true, false); }).find("no NCCL backend"), std::string::npos);
+    return;
+  }
+  EXPECT_NE(error_of([] { gt::resolve_comm_backend("nccl", false, false); }).find("host memory"), std::string::npos);
+  const std::string e = error_of([] { gt::resolve_comm_backend("nccl", true, false, true); });
+  EXPECT_NE(e.find("parallel.comm=nccl"), std::string::npos) << e;
+  EXPECT_NE(e.find("GPU per rank"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_EQ(gt::resolve_comm_backend("nccl", true, false), gt::CommBackend::Nccl);
+}
+
+// Collective and agreed: one rank per node here cannot exceed "devices" unless devices is 0.
+TEST(CommBackend, RanksShareDevice) {
+  int local = 0;
+  MPI_Comm c;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &c);
+  MPI_Comm_size(c, &local);
+  MPI_Comm_free(&c);
+  EXPECT_FALSE(gt::ranks_share_device(MPI_COMM_WORLD, local));
+  EXPECT_TRUE(gt::ranks_share_device(MPI_COMM_WORLD, local - 1));
 }
 
 TEST(CommBackend, HostAlgorithmsRefusedOnDeviceMemory) {
   using A = gt::AllreduceAlgo;
+  // host staging adds on the host: every algorithm
+  for (A a : {A::Auto, A::Library, A::Ring, A::Shm})
+    EXPECT_EQ(gt::device_allreduce_algo(a, gt::CommBackend::MpiStaged, true), a);
   EXPECT_EQ(gt::device_allreduce_algo(A::Auto, gt::CommBackend::Mpi, true), A::Library);
   EXPECT_NE(error_of([] { gt::device_allreduce_algo(A::Shm, gt::CommBackend::Mpi, true); }).find("parallel.allreduce=shm"),
             std::string::npos);

@@ -81,17 +81,20 @@ void check_case(Op ta, Op tb, Shape s, float alpha, float beta, std::mt19937_64&
   const int br = tb == Op::N ? K : N, bc = tb == Op::N ? N : K;
   const int lda = ac + 3, ldb = bc + 5, ldc = N + 2;
   std::vector<double> a, b, a0, b0, c_in, c_in0;
-  const std::vector<H> A = make_operand<H>(rng, ar, ac, lda, a, a0);
-  const std::vector<H> B = make_operand<H>(rng, br, bc, ldb, b, b0);
-  std::vector<CT> C;
+  // kt::DVec: device memory on a GPU build (cuBLAS reads only device pointers), the vector itself on a host build
+  const kt::DVec<H> A = make_operand<H>(rng, ar, ac, lda, a, a0);
+  const kt::DVec<H> B = make_operand<H>(rng, br, bc, ldb, b, b0);
+  std::vector<CT> C0;
   if (beta == 0.f) {
-    C.assign(static_cast<size_t>(M) * ldc, store<CT>(std::numeric_limits<double>::quiet_NaN()));
+    C0.assign(static_cast<size_t>(M) * ldc, store<CT>(std::numeric_limits<double>::quiet_NaN()));
     c_in.assign(static_cast<size_t>(M) * N, 0.0);
     c_in0 = c_in;
   } else {
-    C = make_operand<CT>(rng, M, N, ldc, c_in, c_in0);
+    C0 = make_operand<CT>(rng, M, N, ldc, c_in, c_in0);
   }
-  gt::gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+  kt::DVec<CT> dC(C0);
+  gt::gemm(ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, dC.data(), ldc);
+  const std::vector<CT>& C = dC.host();
 
   const double u = unit_roundoff<float>(), uc = std::is_same_v<CT, float> ? 0.0 : unit_roundoff<CT>();
   const double gamma = K * u / (1 - K * u);
@@ -185,11 +188,12 @@ TEST(GemmStridedBatched, HeadsInterleavedLikeAttention) {
       const int br = tb == Op::N ? K : N, bc = tb == Op::N ? N : K;
       const int lda = nb * ac + 1, ldb = nb * bc + 1, ldc = N + 2;
       std::vector<double> a, b, a0, b0;
-      const std::vector<float> A = make_operand<float>(rng, ar, nb * ac, lda, a, a0);
-      const std::vector<float> B = make_operand<float>(rng, br, nb * bc, ldb, b, b0);
-      std::vector<float> C(static_cast<size_t>(nb) * M * ldc, std::numeric_limits<float>::quiet_NaN());
-      gt::gemm_strided_batched(ta, tb, M, N, K, 0.5f, A.data(), lda, ac, B.data(), ldb, bc, 0.f, C.data(), ldc,
+      const kt::DVec<float> A = make_operand<float>(rng, ar, nb * ac, lda, a, a0);
+      const kt::DVec<float> B = make_operand<float>(rng, br, nb * bc, ldb, b, b0);
+      kt::DVec<float> dC(static_cast<size_t>(nb) * M * ldc, std::numeric_limits<float>::quiet_NaN());
+      gt::gemm_strided_batched(ta, tb, M, N, K, 0.5f, A.data(), lda, ac, B.data(), ldb, bc, 0.f, dC.data(), ldc,
                                long(M) * ldc, nb);
+      const std::vector<float>& C = dC.host();
       for (int i = 0; i < nb; ++i)
         for (int r = 0; r < M; ++r)
           for (int c = 0; c < N; ++c) {

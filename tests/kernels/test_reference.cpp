@@ -67,6 +67,72 @@ TYPED_TEST(KernelRef, EmbeddingBackwardAccumulatesRepeatedTokens) {
   }
 }
 
+// wte's gradient as the device split computes it (one team per distinct token over the grouped tokens,
+// token_groups.hpp), and the host split's column blocks: repeated tokens, every token the same, and a vocabulary
+// shard of prime size at a prime offset (37 rows from 29, V = 97), with tokens outside the shard on both sides.
+// Against the double reference within kt::tol<T>() (each element a sum of at most BT = 130 terms), and bit for bit
+// against the order both splits promise, replayed here in T: each element's initial value, then its token's rows
+// in position order (additions only, so no FMA contraction can differ). Both entry points: with the groups
+// prepared (the model's) and without (grouped through the host).
+TYPED_TEST(KernelRef, EmbeddingBackwardTokenGroups) {
+  using T = TypeParam;
+  const int T_ = 65, B = 2, BT = B * T_, C = 67, v0 = 29, Vl = 37, V = 97;
+  std::vector<std::vector<int32_t>> cases;
+  cases.push_back(kt::random_tokens(this->rng, BT, 0, V).host());  // ~1.3 per id, some ids many times
+  cases.push_back(std::vector<int32_t>(BT, v0 + 11));                 // one token everywhere: one group of 130
+  cases.push_back(kt::random_tokens(this->rng, BT, v0 + 3, v0 + 7).host());  // four ids, ~33 rows each
+  cases[2][0] = v0;
+  cases[2][1] = v0 + Vl - 1;
+  cases[2][2] = v0 + Vl;
+  cases[2][3] = v0 - 1;
+  cases[2][4] = V - 1;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const std::vector<int32_t>& tokens = cases[ci];
+    // the grouping itself: a permutation of the positions, equal tokens adjacent and ascending in position
+    std::vector<int32_t> packed;
+    const int n = gt::group_tokens(tokens.data(), BT, packed);
+    const gt::TokenGroups hg = gt::token_groups_at(packed.data(), BT, n);
+    std::vector<int> seen(BT, 0);
+    for (int g = 0; g < n; ++g) {
+      ASSERT_LT(hg.start[g], hg.start[g + 1]);
+      if (g > 0) {
+        ASSERT_LT(uint32_t(hg.token[g - 1]), uint32_t(hg.token[g]));
+      }
+      for (int j = hg.start[g]; j < hg.start[g + 1]; ++j) {
+        ASSERT_EQ(tokens[hg.pos[j]], hg.token[g]);
+        if (j > hg.start[g]) {
+          ASSERT_LT(hg.pos[j - 1], hg.pos[j]);
+        }
+        ++seen[hg.pos[j]];
+      }
+    }
+    ASSERT_EQ(hg.start[0], 0);
+    ASSERT_EQ(hg.start[n], BT);
+    ASSERT_EQ(std::count(seen.begin(), seen.end(), 1), BT);
+
+    const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(BT) * C);
+    const Vec dwte0 = kt::random_vec(this->rng, static_cast<size_t>(Vl) * C);
+    Vec dwte = dwte0;
+    ref::embedding_backward(dwte, nullptr, dout, tokens, BT, T_, C, v0, Vl);
+    std::vector<T> order = cast<T>(dwte0).host();  // the promised order, in T
+    for (int i = 0; i < BT; ++i)
+      if (tokens[i] >= v0 && tokens[i] < v0 + Vl)
+        for (int c = 0; c < C; ++c) order[size_t(tokens[i] - v0) * C + c] += T(dout[size_t(i) * C + c]);
+    kt::DVec<int32_t> tok_d(tokens), packed_d(packed);
+    auto dout_t = cast<T>(dout);
+    for (bool prepared : {true, false}) {
+      auto dwte_t = cast<T>(dwte0);
+      if (prepared)
+        gt::embedding_backward(dwte_t.data(), nullptr, dout_t.data(), tok_d.data(), BT, T_, C, v0, Vl,
+                               gt::token_groups_at(packed_d.data(), BT, n));
+      else
+        gt::embedding_backward(dwte_t.data(), nullptr, dout_t.data(), tok_d.data(), BT, T_, C, v0, Vl);
+      EXPECT_LT(rel_err(dwte_t, dwte), kt::tol<T>()) << "case " << ci << " prepared=" << prepared;
+      EXPECT_EQ(dwte_t.host(), order) << "case " << ci << " prepared=" << prepared;
+    }
+  }
+}
+
 TYPED_TEST(KernelRef, LayerNormForward) {
   using T = TypeParam;
   const int N = 9, C = 37;
@@ -120,6 +186,61 @@ TYPED_TEST(KernelRef, LinearForwardWithAndWithoutBias) {
     gt::linear_forward(out_t.data(), x_t.data(), w_t.data(), with_bias ? b_t.data() : nullptr, N, IN, OUT);
     EXPECT_LT(rel_err(out_t, out), kt::tol<T>()) << "with_bias=" << with_bias;
   }
+}
+
+// The MLP's fc layer with its GELU (linear_gelu.hpp): out = gelu(x W^T + b) against the double reference, and
+// the backward dL/d(pre-activation) = gelu'(x W^T + b) * dout from what the forward kept in pre. The host split
+// is linear_forward + gelu_forward/gelu_backward (pre: the biased pre-activation, compared here too); the device
+// split keeps x W^T in pre and adds the bias in its fused kernels. Tolerance: kt::tol<T>() on the products, as in
+// LinearForward, times 4 for gelu's conditioning (|x gelu''/gelu'| <= ~2 over [-4, 4], where these inputs lie).
+TYPED_TEST(KernelRef, LinearGeluForwardBackward) {
+  using T = TypeParam;
+  const int N = 7, IN = 19, OUT = 70;
+  const Vec x = kt::random_vec(this->rng, static_cast<size_t>(N) * IN);
+  const Vec w = kt::random_vec(this->rng, static_cast<size_t>(OUT) * IN);
+  const Vec b = kt::random_vec(this->rng, OUT);
+  const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(N) * OUT);
+  auto x_t = cast<T>(x), w_t = cast<T>(w), b_t = cast<T>(b), dout_t = cast<T>(dout);
+  for (bool with_bias : {true, false}) {
+    Vec pre;
+    ref::linear_forward(pre, x, w, with_bias ? &b : nullptr, N, IN, OUT);
+    Vec out(pre.size()), dpre(pre.size());
+    for (size_t e = 0; e < pre.size(); ++e) {
+      out[e] = ref::gelu(pre[e]);
+      dpre[e] = ref::gelu_grad(pre[e]) * dout[e];
+    }
+    auto pre_t = kt::poisoned<T>(pre.size()), out_t = kt::poisoned<T>(pre.size()), dpre_t = kt::poisoned<T>(pre.size());
+    gt::linear_gelu_forward(pre_t.data(), out_t.data(), x_t.data(), w_t.data(), with_bias ? b_t.data() : nullptr, N,
+                            IN, OUT);
+    gt::gelu_bias_backward(dpre_t.data(), pre_t.data(), with_bias ? b_t.data() : nullptr, dout_t.data(), N, OUT);
+    EXPECT_LT(rel_err(out_t, out), 4 * kt::tol<T>()) << "with_bias=" << with_bias;
+    EXPECT_LT(rel_err(dpre_t, dpre), 4 * kt::tol<T>()) << "with_bias=" << with_bias;
+    if (gt::kHostBlocking) {
+      EXPECT_LT(rel_err(pre_t, pre), kt::tol<T>()) << "with_bias=" << with_bias;
+    }
+  }
+}
+
+// The tensor-parallel epilogues (tp_epilogue.hpp): one row per work item on the host split, one element on the
+// device split, the same arithmetic: exactly T(res + y + bias) and T(x + wpe[i % T]) computed in T here.
+TYPED_TEST(KernelRef, TpEpiloguesExact) {
+  using T = TypeParam;
+  const int N = 67, C = 70, T_ = 5;  // N rows = N tokens of T_ positions
+  const long n = long(N) * C;
+  const Vec a = kt::random_vec(this->rng, n), y = kt::random_vec(this->rng, n), bias = kt::random_vec(this->rng, C);
+  const Vec wpe = kt::random_vec(this->rng, size_t(T_) * C);
+  auto a_t = cast<T>(a), y_t = cast<T>(y), bias_t = cast<T>(bias), wpe_t = cast<T>(wpe);
+  Vec sum3(n), pos(n);
+  for (long e = 0; e < n; ++e) {
+    sum3[e] = double(T(T(a[e]) + T(y[e]) + T(bias[e % C])));
+    pos[e] = double(T(T(a[e]) + T(wpe[((e / C) % T_) * C + e % C])));
+  }
+  auto rb = kt::poisoned<T>(n);
+  gt::residual_bias_forward(rb.data(), a_t.data(), y_t.data(), bias_t.data(), N, C);
+  EXPECT_EQ(kt::to_double(rb), sum3);
+  auto xp = a_t;
+  gt::add_positions(xp.data(), wpe_t.data(), N, T_, C);
+  EXPECT_EQ(kt::to_double(xp), pos);
 }
 
 TYPED_TEST(KernelRef, LinearBackwardSetAndAccumulate) {

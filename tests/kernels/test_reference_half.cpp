@@ -147,6 +147,33 @@ TYPED_TEST(KernelRefHalf, Linear) {
   EXPECT_LT(rel_err(db_t, db), kF32);
 }
 
+// The fc layer with its GELU (linear_gelu.hpp), as the model calls it. The GELU input carries one rounding to T
+// (of product + bias in the host split's GEMM, of the product alone on the device split, whose bias joins in
+// fp32), which GELU and its derivative amplify by at most ~2 norm-wise here; then the output's own rounding:
+// 3 u at most, 4 u allowed.
+TYPED_TEST(KernelRefHalf, LinearGelu) {
+  using T = typename TypeParam::value_type;
+  const int N = 2 * 64 + 13, IN = 67, OUT = 70;
+  const Vec x = rnd<T>(this->rng, size_t(N) * IN), w = rnd<T>(this->rng, size_t(OUT) * IN),
+            b = rnd<T>(this->rng, OUT), dout = rnd<T>(this->rng, size_t(N) * OUT);
+  auto x_t = to<T>(x), w_t = to<T>(w), b_t = to<T>(b), dout_t = to<T>(dout);
+  for (bool with_bias : {true, false}) {
+    Vec pre;
+    ref::linear_forward(pre, x, w, with_bias ? &b : nullptr, N, IN, OUT);
+    Vec out(pre.size()), dpre(pre.size());
+    for (size_t e = 0; e < pre.size(); ++e) {
+      out[e] = ref::gelu(pre[e]);
+      dpre[e] = ref::gelu_grad(pre[e]) * dout[e];
+    }
+    auto pre_t = nan_filled<T>(pre.size()), out_t = nan_filled<T>(pre.size()), dpre_t = nan_filled<T>(pre.size());
+    gt::linear_gelu_forward(pre_t.data(), out_t.data(), x_t.data(), w_t.data(), with_bias ? b_t.data() : nullptr, N,
+                            IN, OUT);
+    gt::gelu_bias_backward(dpre_t.data(), pre_t.data(), with_bias ? b_t.data() : nullptr, dout_t.data(), N, OUT);
+    EXPECT_LT(rel_err(out_t, out), 4 * u<T>()) << "with_bias=" << with_bias;
+    EXPECT_LT(rel_err(dpre_t, dpre), 4 * u<T>()) << "with_bias=" << with_bias;
+  }
+}
+
 // T_ = 70 crosses the 64-row query block; T_ = 5 is a single partial block.
 TYPED_TEST(KernelRefHalf, Attention) {
   using T = typename TypeParam::value_type;

@@ -19,6 +19,7 @@
 #include <map>
 #include <random>
 
+#include "src/train/host_mirror.hpp"
 #include "src/train/trainer.hpp"
 #include "tests/common/run_helpers.hpp"
 
@@ -192,14 +193,19 @@ TEST(Sparsity, MaskedForwardEqualsDenseProductOfMaskedWeights) {
   gt::TrainState& from = sparse.state();
   gt::TrainState& to = dense.state();
   ASSERT_EQ(from.layout().size(), to.layout().size());
+  // through host mirrors: the state lives in device memory on a GPU build
+  gt::HostMirror<float> src(from.master(), from.layout().size()), dst(to.data<float>("params"), to.layout().size());
+  src.pull();
+  dst.pull();
   for (const gt::TensorSpec& s : from.layout().tensors()) {
-    std::vector<float> w(from.master() + s.offset, from.master() + s.offset + s.size);
+    std::vector<float> w(src.data() + s.offset, src.data() + s.offset + s.size);
     if (gt::sparse_tensor(s)) {
       const std::vector<float> m = naive_mask(w);
       for (size_t i = 0; i < w.size(); ++i) w[i] = m[i] != 0.0f ? w[i] : 0.0f;
     }
-    std::copy(w.begin(), w.end(), to.data<float>("params") + s.offset);
+    std::copy(w.begin(), w.end(), dst.data() + s.offset);
   }
+  dst.push();
   EXPECT_EQ(sparse.run(), 0);
   EXPECT_EQ(dense.run(), 0);
   ASSERT_EQ(sparse.history().size(), 1u);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/model/gpt.hpp"
+#include "src/train/host_mirror.hpp"
 #include "src/train/zero.hpp"
 #include "src/train/zero_gather.hpp"
 #include "src/train/zero_grads.hpp"
@@ -115,7 +116,10 @@ void check_stage_three(gt::Precision prec) {
     const std::vector<gt::TensorSpec> specs = gt::model_tensor_specs(m, whole, 0, 1);
     gt::TrainState st(gt::TensorLayout(specs, dp), prec, 7);
     const size_t psi = st.layout().size();
-    std::vector<T> before(static_cast<T*>(st.params()), static_cast<T*>(st.params()) + psi);
+    // host copies through mirrors: the state lives in device memory on a GPU build
+    gt::HostMirror<T> all(static_cast<T*>(st.params()), psi);
+    all.pull();
+    std::vector<T> before(all.data(), all.data() + psi);
     const gt::ZeroPlan plan(3, st.layout(), 1, dp);
     gt::apply_zero_plan(st, plan);
     gt::GPT<T> model(m, 7, 1, whole, gt::TensorParallel{}, 1, &st.layout());
@@ -151,11 +155,15 @@ void check_stage_three(gt::Precision prec) {
     EXPECT_EQ(pred.optimizer, have.optimizer);
     EXPECT_EQ(have.total(), st.bytes());
     // The shard kept its values: rank 1's elements of the initial working copy.
-    const T* shard = static_cast<const T*>(st.params());
-    EXPECT_EQ(std::memcmp(shard, before.data() + plan.shard.begin, plan.shard.size() * wb), 0);
+    auto shard_now = [&] {
+      gt::HostMirror<T> m(static_cast<T*>(st.params()), plan.shard.size());
+      m.pull();
+      return std::vector<T>(m.data(), m.data() + plan.shard.size());
+    };
+    EXPECT_EQ(std::memcmp(shard_now().data(), before.data() + plan.shard.begin, plan.shard.size() * wb), 0);
     // refresh_params writes the working shard at its own offsets (the extent starts at the shard).
     st.refresh_params(plan.shard);
-    EXPECT_EQ(std::memcmp(shard, before.data() + plan.shard.begin, plan.shard.size() * wb), 0);
+    EXPECT_EQ(std::memcmp(shard_now().data(), before.data() + plan.shard.begin, plan.shard.size() * wb), 0);
     // Nothing gathered yet: a read throws instead of reading a shard as if it were the tensor.
     EXPECT_THROW(model.store().param("h.0.ln_1.w"), std::exception);
   }

@@ -111,15 +111,20 @@ class InFlight final : public TopkRequest {
 
 }  // namespace
 
-std::unique_ptr<TopkRequest> topk_start(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o) {
+void check_topk_options(const Comm& c, const TopkOptions& o) {
   if (!(o.density > 0 && o.density <= 1))
     throw Error("compress.density must be in (0, 1], got " + std::to_string(o.density));
   if (o.leader < 0 || o.leader >= c.size()) throw Error("top-k leader rank " + std::to_string(o.leader) + " is not in the group");
+  if (o.values != DType::F32 && o.values != DType::BF16 && o.values != DType::F16)
+    throw Error("compress.values: top-k values travel as fp32, bf16 or fp16");
+}
+
+std::unique_ptr<TopkRequest> topk_start(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o) {
+  check_topk_options(c, o);
   switch (o.values) {
-    case DType::F32: return std::make_unique<InFlight<float>>(c, ef, grad, n, o);
     case DType::BF16: return std::make_unique<InFlight<bf16_t>>(c, ef, grad, n, o);
     case DType::F16: return std::make_unique<InFlight<fp16_t>>(c, ef, grad, n, o);
-    default: throw Error("compress.values: top-k values travel as fp32, bf16 or fp16");
+    default: return std::make_unique<InFlight<float>>(c, ef, grad, n, o);
   }
 }
 

@@ -14,6 +14,8 @@
 
 namespace gt::compress {
 
+class TopkWorkspace;  // topk_device.hpp
+
 struct TopkOptions {
   double density = 0.04;
   Select select = Select::Exact;
@@ -27,6 +29,9 @@ struct TopkOptions {
   // A 16-bit value's rounding error stays in the residual (ErrorFeedback::take); the dense and shared
   // transports also add in that type (each addition in float, rounded once, as the bf16 all-reduce does).
   DType values = DType::F32;
+  // topk_start_device: the device buffers of this bucket, kept from step to step (nullptr: the request allocates
+  // its own). The host path ignores it.
+  TopkWorkspace* workspace = nullptr;
 };
 
 struct TopkResult {
@@ -48,7 +53,10 @@ class TopkRequest : public Request {
 // Collective over c, called in the same order on every rank. grad[0..n): this rank's gradient in; after the
 // request's wait(), the sum over ranks of the sent (compressed) gradients (not averaged), the same bits on
 // every rank. Throws gt::Error on a density outside (0, 1], a leader outside the group or a bad value type.
+// grad and the residual are host memory; topk_start_device (topk_device.hpp) is the same on device memory.
 std::unique_ptr<TopkRequest> topk_start(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o);
+// The checks topk_start makes (and topk_start_device): throws gt::Error naming the bad option.
+void check_topk_options(const Comm& c, const TopkOptions& o);
 TopkResult topk_allreduce(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o);
 
 }  // namespace gt::compress
