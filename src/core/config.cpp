@@ -29,6 +29,11 @@ std::vector<Field> schema(Config& c) {
       {"model.d_model", Kind::Int, &c.model.d_model},
       {"model.n_head", Kind::Int, &c.model.n_head},
       {"model.attention", Kind::String, &c.model.attention, {"fused", "materialized"}},
+      {"model.arch", Kind::String, &c.model.arch, {"gpt2", "llama"}},
+      {"model.n_kv_head", Kind::Int, &c.model.n_kv_head},
+      {"model.ffn_hidden", Kind::Int, &c.model.ffn_hidden},
+      {"model.rope_theta", Kind::Double, &c.model.rope_theta},
+      {"model.norm_eps", Kind::Double, &c.model.norm_eps},
       {"model.seq_len", Kind::Int, &c.model.seq_len},
       {"model.vocab_size", Kind::Int, &c.model.vocab_size},
       {"model.init_std", Kind::Double, &c.model.init_std},
@@ -310,6 +315,10 @@ void Config::validate() const {
   positive("model.seq_len", model.seq_len);
   positive("model.vocab_size", model.vocab_size);
   positive("model.init_std", model.init_std);
+  nonneg("model.n_kv_head", model.n_kv_head);
+  nonneg("model.ffn_hidden", model.ffn_hidden);
+  positive("model.rope_theta", model.rope_theta);
+  positive("model.norm_eps", model.norm_eps);
   if (model.d_model % model.n_head != 0)
     throw Error("config: model.d_model (" + std::to_string(model.d_model) + ") is not divisible by model.n_head (" +
                 std::to_string(model.n_head) + ")");
