@@ -15,10 +15,20 @@ namespace gt {
 namespace {
 constexpr int64_t kStateVersion = 1;
 
+// The model kind and the shape a checkpoint belongs to (root attribute "model"): a gpt2 run refuses a llama
+// checkpoint and the other way round, with this string in the message. GPT-2's is unchanged from before the Llama
+// blocks, so older checkpoints still load; Llama's adds what shapes or changes its function (the key/value heads,
+// the resolved SwiGLU width, RoPE's base).
 std::string model_signature(const ModelConfig& m) {
-  return "gpt2 n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
-         " n_head=" + std::to_string(m.n_head) + " seq_len=" + std::to_string(m.seq_len) +
-         " vocab_size=" + std::to_string(m.vocab_size);
+  const std::string shape = " n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
+                            " n_head=" + std::to_string(m.n_head);
+  const std::string tail = " seq_len=" + std::to_string(m.seq_len) + " vocab_size=" + std::to_string(m.vocab_size);
+  if (m.arch != "llama") return "gpt2" + shape + tail;
+  char theta[32];
+  std::snprintf(theta, sizeof theta, "%.17g", m.rope_theta);
+  const long ffn = m.ffn_hidden > 0 ? m.ffn_hidden : llama_default_ffn(m.d_model);
+  return "llama" + shape + " n_kv_head=" + std::to_string(m.n_kv_head > 0 ? m.n_kv_head : m.n_head) +
+         " ffn_hidden=" + std::to_string(ffn) + tail + " rope_theta=" + theta;
 }
 }  // namespace
 
