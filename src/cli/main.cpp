@@ -17,6 +17,7 @@
 #include "kernels/device_stream.hpp"
 #include "kernels/gemm.hpp"
 #include "src/cli/auto_layout.hpp"
+#include "src/train/startup_stop.hpp"
 #include "kernels/kokkos_compat.hpp"
 #include "src/comm/watchdog.hpp"
 #include "src/core/config.hpp"
@@ -32,7 +33,9 @@
 #include "src/model/gpt.hpp"
 #include "src/plan/plan_cli.hpp"
 #include "src/data/dataset_inspect.hpp"
+#include "src/train/checkpoint_size.hpp"
 #include "src/train/memory_check.hpp"
+#include "src/train/resume_requirements.hpp"
 #include "src/train/trainer.hpp"
 
 namespace {
@@ -107,13 +110,6 @@ MPI_Comm g_error_comm = MPI_COMM_NULL;
   std::exit(code);
 }
 
-// Bytes of one checkpoint: parameters and both AdamW moments in float32 (metadata is small against them).
-int64_t checkpoint_bytes(const gt::ModelConfig& m) {
-  int64_t n = 0;
-  for (const gt::TensorSpec& s : gt::model_tensor_specs(m, gt::StageLayout{0, 1, 0, m.n_layer}, 0, 1)) n += s.global_size();
-  return 3 * n * int64_t(sizeof(float));
-}
-
 int cmd_train(const std::vector<std::string>& args) {
   gt::Config cfg;
   std::string deck = "tiny";
@@ -139,6 +135,7 @@ int cmd_train(const std::vector<std::string>& args) {
   cfg.validate();
   // Before the grid's first collectives: every rank must run the same build with the same configuration.
   gt::io::check_config_agreement(MPI_COMM_WORLD, cfg.to_map(), gt::io::build_identity());
+  gt::stop_point(MPI_COMM_WORLD, "the layout and the process grid");
   gt::gemm_set_threads(cfg.parallel.blas_threads);
   try {
     gt::gemm_select(cfg.kernels.gemm == "onednn"     ? gt::GemmBackend::OneDNN
@@ -204,9 +201,13 @@ int cmd_train(const std::vector<std::string>& args) {
     throw gt::Error("test hook: rank " + std::string(r) + " failed alone");
   // Before any training time is spent: the directories are writable with room for a checkpoint, and no other
   // run uses the checkpoint directory (held until the run ends).
+  gt::stop_point(grid.world_mpi(), "the memory check");
   gt::check_memory_fits(cfg, grid);  // before anything is allocated: one line instead of a failed allocation
-  gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(), checkpoint_bytes(cfg.model));
+  gt::stop_point(grid.world_mpi(), "the directory checks");
+  gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(),
+                         gt::io::checkpoint_file_bytes(gt::checkpoint_file_shape(cfg, grid.world_size())));
   gt::io::RunDirLock lock(grid.world_mpi(), cfg.checkpoint_dir());
+  gt::stop_point(grid.world_mpi(), "building the model");
   // parallel.rebalance = auto may end a trainer's run to continue on a new pipeline partition: the next trainer
   // resumes from the checkpoint the first just wrote. In this process rather than through exit code 75 and a
   // restart: the grid and the world stay as they are, only stage boundaries move, so nothing needs a new job,
@@ -230,7 +231,18 @@ int cmd_inspect(const std::vector<std::string>& args) {
   if (std::string problem = gt::io::hdf5_probe_problem(args[0]); !problem.empty())
     throw gt::Error(args[0] + ": " + problem);
   const std::string kind = gt::hdf5_file_kind(args[0]);
-  if (kind == "checkpoint") return gt::inspect_checkpoint(args[0], std::cout);
+  if (kind == "checkpoint") {
+    // The requirements a run restarted from this checkpoint's own configuration would apply: the verdict is
+    // then the resume's (src/train/resume_requirements.hpp).
+    gt::CheckpointRequirements req;
+    std::string problem;
+    try {
+      req = gt::requirements_of_checkpoint(args[0], gt::read_checkpoint_meta(MPI_COMM_SELF, args[0]));
+    } catch (const gt::Error& e) {
+      problem = e.what();
+    }
+    return gt::inspect_checkpoint(args[0], std::cout, req, problem);
+  }
   if (kind == "dataset") {
     gt::inspect_dataset(args[0], std::cout);
     return 0;
@@ -286,6 +298,13 @@ int main(int argc, char** argv) {
       code = cmd == "inspect" ? cmd_inspect(args) : cmd_train(args);
       Kokkos::finalize();
     }
+  } catch (const gt::StoppedDuringStartup& e) {  // every rank, agreed: a normal end, exit 75
+    if (world_rank() == 0)
+      std::printf("gridtrain: stopped on request (signal) during start-up, before %s; no step trained since the "
+                  "start, nothing to save\n", e.what());
+    std::fflush(stdout);
+    if (Kokkos::is_initialized()) Kokkos::finalize();
+    code = gt::kExitPreempted;
   } catch (const UsageError& e) {
     if (world_rank() == 0) std::fputs(kUsage, stderr);
     fail(e.what(), gt::kExitUsage);

@@ -74,23 +74,38 @@ struct CheckpointRequirements {
     std::string name;
     std::vector<int64_t> global_shape;
   };
+  // when: "" the attribute is required; its own key: checked only when present; another key: required when
+  // the checkpoint holds that one (the loss scaler's counters go with its scale).
   struct IntRange {
     std::string key;
     int64_t lo, hi;
+    std::string when;
+  };
+  struct RealRange {  // a finite floating-point attribute in [lo, hi]
+    std::string key;
+    double lo, hi;
+    std::string when;
   };
   struct SameString {
     std::string key, want, what;  // what: "model" -> "checkpoint of another model (...), this run is ..."
   };
   std::vector<Dataset> datasets;
   std::vector<IntRange> ints;
+  std::vector<RealRange> reals;
   std::vector<SameString> strings;
 };
 
 // Rank-local: throws gt::Error "<file>: root attribute 'step' ..." when meta misses a required attribute, holds
 // it with another type, or out of its range, or when a required string differs.
 void check_checkpoint_meta(const std::string& path, const CheckpointMeta& meta, const CheckpointRequirements& req);
-// A training run's requirements: every shard's tensor in its global shape, `step` in [0, 2^31), `samples_done`
-// in [0, 2^62], and the string attribute "model" equal to model_signature.
+// A training run's requirements: every dataset in its global shape, the string attribute "model" equal to
+// model_signature, and every root attribute a resume reads within its range: `step` in [0, 2^31), `samples_done`
+// in [0, 2^62]; when present skipped_steps in [0, 2^31), global_batch in [1, 2^62], grid.tp/pp/dp in [1, 2^20],
+// loss_scale finite in (0, 2^128] and then its counters loss_scale.clean_steps and loss_scale.hysteresis_left
+// in [0, 2^31) (a resume read them with map::at: a missing one ended as "internal error").
+CheckpointRequirements training_requirements(const std::vector<CheckpointRequirements::Dataset>& datasets,
+                                             const std::string& model_signature);
+// The same for the datasets of these shards.
 CheckpointRequirements training_requirements(const std::vector<TensorShard>& shards, const std::string& model_signature);
 // The integer root attribute `key` of meta, checked as check_checkpoint_meta does.
 int64_t checkpoint_meta_int(const std::string& path, const CheckpointMeta& meta, const std::string& key, int64_t lo,

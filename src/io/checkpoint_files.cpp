@@ -66,16 +66,26 @@ void durable_rename(const std::string& from, const std::string& to, const std::s
   fsync_path(dir);
 }
 
-void write_file_atomic(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string path = (fs::path(dir) / name).string(), tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) throw Error(tmp + ": cannot write");
+void stage_file_atomic(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string tmp = (fs::path(dir) / name).string() + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(tmp + ": cannot create: " + std::strerror(errno));
+  const bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
+  const int err = errno;
+  if (::close(fd) != 0 || !ok) {
+    ::unlink(tmp.c_str());
+    throw Error(tmp + ": cannot write: " + std::strerror(ok ? errno : err));
   }
-  fsync_path(tmp);
-  durable_rename(tmp, path, dir);
+}
+
+void commit_file_atomic(const std::string& dir, const std::string& name) {
+  const std::string path = (fs::path(dir) / name).string();
+  durable_rename(path + ".tmp", path, dir);
+}
+
+void write_file_atomic(const std::string& dir, const std::string& name, const std::string& text) {
+  stage_file_atomic(dir, name, text);
+  commit_file_atomic(dir, name);
 }
 
 std::string read_small_file(const std::string& path) {

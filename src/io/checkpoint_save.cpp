@@ -5,16 +5,18 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "src/io/agree.hpp"
 #include "src/io/checkpoint.hpp"
 #include "src/io/checkpoint_files.hpp"
+#include "src/io/checkpoint_reserve.hpp"
+#include "src/io/checkpoint_space.hpp"
 #include "src/io/checkpoint_verify.hpp"
 #include "src/io/checksum.hpp"
 #include "src/io/h5_error.hpp"
 #include "src/io/h5_util.hpp"
+#include "src/io/mpio_guard.hpp"
 #include "src/io/shard_table.hpp"
 
 namespace fs = std::filesystem;
@@ -64,30 +66,29 @@ bool crash_requested(int64_t step) {
   return s && *s && std::strtoll(s, nullptr, 10) == step;
 }
 
-// Closes a .tmp file that is given up (an agreed error, so every rank is here). A close that fails (a full
-// disk: HDF5 writes its metadata at close) leaves the file registered in HDF5, which closes it again inside
-// MPI_Finalize and crashed there (segfault in H5F__close_cb). Truncating the file first frees the space
-// already taken, so the close finds room for its few kilobytes of metadata; the file is removed afterwards.
-void discard_file(MPI_Comm comm, const std::string& tmp, hid_t file) {
+// Closes a .tmp file that is given up (an agreed error, so every rank is here). A close that fails leaves the
+// file registered in HDF5, which closes it again inside MPI_Finalize and crashed there (segfault in
+// H5F__close_cb). So the file is discarded first (mpio_guard.hpp: its writes succeed without I/O) and the close
+// cannot fail on the disk; where nothing could be reserved, truncating it also frees the space already taken.
+// The file is removed afterwards.
+void discard_file(MPI_Comm comm, const std::string& tmp, hid_t file, bool reserved, io::GuardedFile& guard) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  if (rank == 0 && ::truncate(tmp.c_str(), 0) != 0) { /* nothing more to free */ }
+  if (!reserved && rank == 0 && ::truncate(tmp.c_str(), 0) != 0) { /* nothing more to free */ }
   MPI_Barrier(comm);
+  guard.discard();
   if (H5Iis_valid(file) > 0) H5Fclose(file);
 }
 
-// Rank 0: the file system must have room for the whole file before it is created. A write that runs out of
-// space half-way leaves HDF5 unable to close the file (its metadata write at close fails too), and such a
-// file crashed the process later inside MPI_Finalize; checked up front, a full disk is a clean agreed error.
-void check_free_space(const std::string& dir, int64_t bytes) {
-  struct statvfs vfs;
-  if (::statvfs(dir.c_str(), &vfs) != 0) return;  // cannot tell: the write will say
-  const double free_b = double(vfs.f_bavail) * double(vfs.f_frsize);
-  if (free_b >= double(bytes)) return;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, ": no room for the checkpoint (%.1f MiB free, it needs %.1f MiB)", free_b / 1048576.0,
-                bytes / 1048576.0);
-  throw Error(dir + buf + "; not saved, the previous checkpoints are kept");
+// The size the file can reach, from what it will hold: one function (checkpoint_space.hpp) for the start-up check
+// and every save.
+int64_t file_bytes(const CheckpointOptions& opt, const std::vector<io::TableEntry>& table, const CheckpointMeta& meta) {
+  io::CheckpointFileShape shape;
+  for (const io::TableEntry& e : table) shape.dataset_elements.push_back(io::num_elements(e.global_shape));
+  for (const auto& [k, v] : meta.strings) shape.attribute_bytes += int64_t(k.size() + v.size());
+  shape.attribute_bytes += 64 * int64_t(meta.ints.size() + meta.reals.size() + 2);  // + kind and version
+  shape.alignment = opt.alignment;
+  return io::checkpoint_file_bytes(shape);
 }
 
 void write_contents(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, const std::string& tmp, H5Handle& file,
@@ -146,25 +147,41 @@ void write_contents(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, c
   errors.agree();
 }
 
-void write_datasets(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, const std::string& tmp,
+// Collective: fills the reserved .tmp file (an empty HDF5 file, reserve_checkpoint_file) and closes it.
+void write_datasets(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, const std::string& tmp, bool reserved,
                     const std::vector<io::TableEntry>& table, const std::vector<TensorShard>& tensors,
                     const std::vector<uint64_t>& checksums, const CheckpointMeta& meta) {
   H5Handle fapl = io::make_mpio_fapl(comm, opt);
-  H5Handle file(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
-  io::agree(comm, file.valid() ? "" : tmp + ": cannot create file" + io::h5_error_suffix());
+  H5Handle file(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, fapl.get()));
+  io::agree(comm, file.valid() ? "" : tmp + ": cannot open the file reserved for the checkpoint" + io::h5_error_suffix());
+  // HDF5's collective writes and resizes of this file agree their outcome over the ranks (an I/O error on one
+  // rank hung the others inside the library); destroyed after the close.
+  io::GuardedFile guard(file.get(), fapl.get(), comm);
   try {
     write_contents(comm, opt, step, tmp, file, table, tensors, checksums, meta);
   } catch (const Error&) {
-    discard_file(comm, tmp, file.release());
+    discard_file(comm, tmp, file.release(), reserved, guard);
     throw;
   }
-  // Closing writes the metadata; a failure here (disk full) must not look like success.
+  // The metadata out first, by a flush whose failure the ranks agree on (mpio_guard.hpp): the file is then
+  // discarded and its close does no I/O. A close that fails instead leaves the file half-closed inside HDF5,
+  // and closing it again (here or in MPI_Finalize) crashed.
+  const bool flushed = H5Fflush(file.get(), H5F_SCOPE_GLOBAL) >= 0;
+  int flush_failed = !flushed, any_flush_failed = 0;
+  MPI_Allreduce(&flush_failed, &any_flush_failed, 1, MPI_INT, MPI_MAX, comm);
+  if (any_flush_failed) {
+    const std::string why = flushed ? "" : tmp + ": cannot write the file's metadata" + io::h5_error_suffix();
+    discard_file(comm, tmp, file.release(), reserved, guard);
+    io::agree(comm, why);  // throws: the ranks whose flush failed carry HDF5's reason
+    throw Error(tmp + ": cannot write the file's metadata");
+  }
+  // Closing writes what the flush left (little: the file's size); a failure must not look like success.
   const hid_t id = file.release();
   const herr_t closed = H5Fclose(id);
-  std::string why = closed >= 0 ? "" : tmp + ": cannot close file (disk full?)" + io::h5_error_suffix();
+  std::string why = closed >= 0 ? "" : tmp + ": cannot close file (I/O error or disk full)" + io::h5_error_suffix();
   int failed = closed < 0, any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
-  if (any) discard_file(comm, tmp, id);
+  if (any) discard_file(comm, tmp, id, reserved, guard);
   io::agree(comm, why);
 }
 
@@ -185,13 +202,6 @@ std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
   const std::vector<io::TableEntry> table = io::gather_shard_table(comm, tensors);
   for (const io::TableEntry& e : table)  // identical on every rank, so every rank throws the same
     if (!e.tiled) throw Error("checkpoint: tensor '" + e.name + "': " + e.tiling_problem);
-  io::run_agreed(comm, [&] {
-    if (rank != 0) return;
-    int64_t bytes = 1 << 20;  // HDF5 metadata, attributes and alignment padding: well below 1 MiB here
-    for (const io::TableEntry& e : table) bytes += io::num_elements(e.global_shape) * int64_t(sizeof(float));
-    check_free_space(opt.dir, bytes);
-  });
-
   CheckpointMeta meta = broadcast_meta(comm, meta_in);
   meta.ints["step"] = step;
   meta.ints.erase("format_version");
@@ -219,7 +229,17 @@ std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
   }
   MPI_Allreduce(partial.data(), checksums.data(), static_cast<int>(table.size()), MPI_UINT64_T, MPI_SUM, comm);
 
-  write_datasets(comm, opt, step, tmp, table, tensors, checksums, meta);
+  // Before any collective HDF5 call: `latest`'s new text and the room of the whole file, taken by rank 0 and
+  // agreed, so that a disk filling from here on cannot fail a write of this save on one rank only (which hung
+  // the ranks inside HDF5's close).
+  int reserved = 0;
+  io::run_agreed(comm, [&] {
+    if (rank != 0) return;
+    io::stage_file_atomic(opt.dir, "latest", io::checkpoint_file_name(step) + "\n");
+    reserved = io::reserve_checkpoint_file(opt.dir, tmp, file_bytes(opt, table, meta));
+  });
+  MPI_Bcast(&reserved, 1, MPI_INT, 0, comm);
+  write_datasets(comm, opt, step, tmp, reserved != 0, table, tensors, checksums, meta);
 
   if (opt.verify_after_write) {
     H5Handle file = io::open_checkpoint_file(comm, tmp);
@@ -231,7 +251,7 @@ std::string save_impl(MPI_Comm comm, const CheckpointOptions& opt, int64_t step,
   io::run_agreed(comm, [&] {
     if (rank != 0) return;
     io::durable_rename(tmp, final_path, opt.dir);
-    io::write_file_atomic(opt.dir, "latest", io::checkpoint_file_name(step) + "\n");
+    io::commit_file_atomic(opt.dir, "latest");
     io::prune_checkpoints(opt.dir, opt.keep, final_path);
   });
   return final_path;
@@ -249,7 +269,10 @@ std::string save_checkpoint(MPI_Comm comm, const CheckpointOptions& opt, int64_t
     int rank = 0;
     MPI_Comm_rank(comm, &rank);
     std::error_code ec;
-    if (rank == 0) fs::remove(tmp, ec);  // never leave a half-written file behind an error we report
+    if (rank == 0) {  // never leave a half-written file behind an error we report
+      fs::remove(tmp, ec);
+      fs::remove(fs::path(opt.dir) / "latest.tmp", ec);
+    }
     throw;
   }
 }

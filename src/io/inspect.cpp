@@ -59,8 +59,10 @@ std::string hdf5_file_kind(const std::string& path) {
   }
 }
 
-int inspect_checkpoint(const std::string& path, std::ostream& os) {
-  io::H5Quiet quiet;
+namespace {
+
+// The listing: root attributes and every dataset with its checksum. Returns the number of problems it saw.
+int list_checkpoint(const std::string& path, std::ostream& os) {
   H5Handle file = open_serial(path);
   CheckpointMeta meta;
   try {
@@ -126,7 +128,26 @@ int inspect_checkpoint(const std::string& path, std::ostream& os) {
     os << "  " << name << "  " << io::shape_str(shape) << "  " << status << '\n';
   }
   os << "elements: " << total << "  problems: " << bad << '\n';
-  return bad == 0 ? 0 : kExitError;
+  return bad;
+}
+
+}  // namespace
+
+int inspect_checkpoint(const std::string& path, std::ostream& os, const CheckpointRequirements& req,
+                       const std::string& requirements_problem) {
+  io::H5Quiet quiet;
+  const int listed = list_checkpoint(path, os);  // closes its serial handle before the verification opens the file
+  std::string refused = requirements_problem;
+  if (refused.empty()) {
+    try {
+      verify_checkpoint(MPI_COMM_SELF, path, req);
+    } catch (const Error& e) {
+      refused = e.what();
+    }
+  }
+  os << (refused.empty() ? std::string("resume: accepted") : "resume: refused: " + refused) << '\n';
+  // The listing sees nothing the verification does not (every dataset's type, checksum attribute and data).
+  return refused.empty() && listed == 0 ? 0 : kExitError;
 }
 
 }  // namespace gt

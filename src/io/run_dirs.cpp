@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,7 @@
 #include "src/core/error.hpp"
 #include "src/io/agree.hpp"
 #include "src/io/checkpoint_files.hpp"
+#include "src/io/checkpoint_space.hpp"
 
 namespace fs = std::filesystem;
 
@@ -29,12 +29,15 @@ std::string host_name() {
   return buf;
 }
 
-// Creates dir and proves that a file can be written, synced and removed there.
+// Creates dir and proves that a file can be written, synced and removed there. The reason is create_directories'
+// own: the is_directory check after it used to overwrite it, so a read-only file system was reported as "No such
+// file or directory".
 void probe_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+  std::error_code created, ec;
+  fs::create_directories(dir, created);
   if (!fs::is_directory(dir, ec))
-    throw Error(dir + ": cannot create directory" + (ec ? ": " + ec.message() : std::string(" (a file is in the way)")));
+    throw Error(dir + ": cannot create directory" +
+                (created ? ": " + created.message() : std::string(" (a file is in the way)")));
   const std::string probe = (fs::path(dir) / (".gridtrain_probe." + std::to_string(getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error(dir + ": not writable: " + std::strerror(errno));
@@ -86,16 +89,10 @@ void check_run_dirs(MPI_Comm comm, const std::string& output_dir, const std::str
     if (rank != 0) return;
     probe_dir(output_dir);
     probe_dir(ckpt_dir);
-    struct statvfs vfs;
-    if (checkpoint_bytes > 0 && ::statvfs(ckpt_dir.c_str(), &vfs) == 0) {
-      const double free_b = double(vfs.f_bavail) * double(vfs.f_frsize);
-      if (free_b < double(checkpoint_bytes)) {
-        char buf[256];
-        std::snprintf(buf, sizeof buf, ": %.1f MiB free but one checkpoint of this model needs %.1f MiB", free_b / 1048576.0,
-                      checkpoint_bytes / 1048576.0);
-        throw Error(ckpt_dir + buf + " (free space there or set checkpoint.dir)");
-      }
-    }
+    const int64_t free_b = checkpoint_bytes > 0 ? free_bytes(ckpt_dir) : -1;  // -1: cannot tell, the save will say
+    if (free_b >= 0 && free_b < checkpoint_bytes)
+      throw Error(ckpt_dir + ": " + mib_text(double(free_b)) + " free but one checkpoint of this model needs " +
+                  mib_text(double(checkpoint_bytes)) + " (free space there or set checkpoint.dir)");
   });
 }
 

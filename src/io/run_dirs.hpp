@@ -14,7 +14,8 @@
 namespace gt::io {
 
 // Collective. Rank 0 creates each directory, writes and removes a probe file in it, and (when
-// checkpoint_bytes > 0) compares the free space of ckpt_dir with one checkpoint's size. Throws gt::Error (on
+// checkpoint_bytes > 0) compares the free space of ckpt_dir with one checkpoint's size (checkpoint_file_bytes of
+// src/io/checkpoint_space.hpp: the size every save reserves). Throws gt::Error (on
 // every rank) "<dir>: not writable: ..." / "<dir>: N MiB free but one checkpoint of this model needs M MiB ...".
 void check_run_dirs(MPI_Comm comm, const std::string& output_dir, const std::string& ckpt_dir,
                     int64_t checkpoint_bytes);

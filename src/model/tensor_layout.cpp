@@ -42,8 +42,9 @@ int64_t TensorSpec::global_index(int64_t i) const {
 
 TensorLayout::TensorLayout(std::vector<TensorSpec> tensors, int dp_size) : dp_size_(dp_size) {
   if (dp_size < 1) throw Error("tensor layout: DP size " + std::to_string(dp_size) + " < 1");
+  index_.reserve(tensors.size());
   for (TensorSpec& s : tensors) {
-    if (has(s.name)) throw Error("tensor layout: duplicate tensor '" + s.name + "'");
+    if (!index_.emplace(s.name, specs_.size()).second) throw Error("tensor layout: duplicate tensor '" + s.name + "'");
     if (s.split_dim < 0) s.split_len = 0;
     int64_t n = 1;
     for (int64_t d : s.local_shape()) n *= d;
@@ -57,16 +58,12 @@ TensorLayout::TensorLayout(std::vector<TensorSpec> tensors, int dp_size) : dp_si
 }
 
 const TensorSpec& TensorLayout::spec(const std::string& name) const {
-  for (const auto& s : specs_)
-    if (s.name == name) return s;
-  throw Error("tensor layout: no tensor '" + name + "'");
+  const auto i = index_.find(name);
+  if (i == index_.end()) throw Error("tensor layout: no tensor '" + name + "'");
+  return specs_[i->second];
 }
 
-bool TensorLayout::has(const std::string& name) const {
-  for (const auto& s : specs_)
-    if (s.name == name) return true;
-  return false;
-}
+bool TensorLayout::has(const std::string& name) const { return index_.count(name) > 0; }
 
 Range TensorLayout::shard_range(int dp_rank) const {
   const size_t shard = padded_ / size_t(dp_size_);

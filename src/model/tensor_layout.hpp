@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace gt {
@@ -63,6 +64,9 @@ class TensorLayout {
 
  private:
   std::vector<TensorSpec> specs_;
+  // name -> index into specs_: a linear search per name made building the layout quadratic in the number of
+  // tensors (12 per block: n_layer = 10000 spent minutes comparing names before the first step).
+  std::unordered_map<std::string, size_t> index_;
   size_t used_ = 0, padded_ = 0;
   int dp_size_ = 1;
 };

@@ -5,9 +5,11 @@
 #include <map>
 #include <vector>
 
+#include "src/comm/watchdog.hpp"
 #include "src/core/error.hpp"
 #include "src/io/checkpoint_verify.hpp"
 #include "src/train/lr_schedule.hpp"
+#include "src/train/resume_requirements.hpp"
 #include "src/train/sparsity.hpp"
 
 namespace gt {
@@ -15,21 +17,6 @@ namespace gt {
 namespace {
 constexpr int64_t kStateVersion = 1;
 
-// The model kind and the shape a checkpoint belongs to (root attribute "model"): a gpt2 run refuses a llama
-// checkpoint and the other way round, with this string in the message. GPT-2's is unchanged from before the Llama
-// blocks, so older checkpoints still load; Llama's adds what shapes or changes its function (the key/value heads,
-// the resolved SwiGLU width, RoPE's base).
-std::string model_signature(const ModelConfig& m) {
-  const std::string shape = " n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
-                            " n_head=" + std::to_string(m.n_head);
-  const std::string tail = " seq_len=" + std::to_string(m.seq_len) + " vocab_size=" + std::to_string(m.vocab_size);
-  if (m.arch != "llama") return "gpt2" + shape + tail;
-  char theta[32];
-  std::snprintf(theta, sizeof theta, "%.17g", m.rope_theta);
-  const long ffn = m.ffn_hidden > 0 ? m.ffn_hidden : llama_default_ffn(m.d_model);
-  return "llama" + shape + " n_kv_head=" + std::to_string(m.n_kv_head > 0 ? m.n_kv_head : m.n_head) +
-         " ffn_hidden=" + std::to_string(ffn) + tail + " rope_theta=" + theta;
-}
 }  // namespace
 
 Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
@@ -167,7 +154,18 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
     s.push_back(residual_shard(h));
     m.ints["ef_residual"] = 1;
   }
-  std::string path = save_checkpoint(grid_.world_mpi(), opt, p.step, s, m);
+  // HDF5's collective I/O makes MPI calls of its own, which the communicator's watchdog brackets do not see: a
+  // rank hung in them (a failing disk that leaves the ranks on different paths of the library) is reported and
+  // the job aborted after train.watchdog_s, like a hang in any collective.
+  watchdog::enter("checkpoint write (HDF5 collective I/O)", grid_.world().watch_group());
+  std::string path;
+  try {
+    path = save_checkpoint(grid_.world_mpi(), opt, p.step, s, m);
+  } catch (...) {
+    watchdog::leave();
+    throw;
+  }
+  watchdog::leave();
   last_saved_step_ = p.step;
   if (grid_.world_rank() == 0)
     std::printf("gridtrain: checkpoint %s (%s, %.2f s)\n", path.c_str(), reason.c_str(), MPI_Wtime() - t0);
@@ -200,7 +198,7 @@ CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::ve
 int Checkpointer::rollback(TrainProgress* p) {
   HostState h(state_, mirror_);
   std::vector<TensorShard> s = shards(h);
-  const CheckpointRequirements req = training_requirements(s, model_signature(cfg_.model));
+  const CheckpointRequirements req = resume_requirements(cfg_);
   auto found = find_latest_checkpoint(grid_.world_mpi(), dir_, req);
   if (!found)
     throw Error("train.nonfinite = rollback: no checkpoint in " + dir_ +
@@ -220,7 +218,8 @@ bool Checkpointer::resume(TrainProgress* p) {
   HostState h(state_, mirror_);
   std::vector<TensorShard> s = shards(h);
   // Any damage (a missing or reshaped tensor, bad counters, NaN) makes resume=auto fall back to an older one.
-  const CheckpointRequirements req = training_requirements(s, model_signature(cfg_.model));
+  // The same requirements and verification as `gridtrain inspect` (resume_requirements.hpp).
+  const CheckpointRequirements req = resume_requirements(cfg_);
   if (path == "auto") {
     auto found = find_latest_checkpoint(grid_.world_mpi(), dir_, req);
     if (!found) {
@@ -229,8 +228,10 @@ bool Checkpointer::resume(TrainProgress* p) {
     }
     path = *found;
   } else {
-    // An explicit file is not skipped when damaged, but HDF5 crashing on it is one error line, not exit 139.
+    // An explicit file is not skipped when damaged, but HDF5 crashing on it is one error line, not exit 139;
+    // it is verified as a resume=auto candidate is (every dataset, not only those this layout reads).
     io::check_hdf5_survives(grid_.world_mpi(), path);
+    verify_checkpoint(grid_.world_mpi(), path, req);
   }
   CheckpointMeta meta = load(path, h, s, req, p);
   resumed_from_ = path;

@@ -14,6 +14,7 @@
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/rebalancer.hpp"
+#include "src/train/startup_stop.hpp"
 #include "src/train/zero.hpp"
 #include "src/train/zero_grads.hpp"
 
@@ -364,6 +365,8 @@ StateLedger Trainer::predicted_ledger() const {
 
 int Trainer::run() {
   install_stop_signal_handlers();
+  // A request that came while the model was built or resumed: nothing new to save, end now (startup_stop.hpp).
+  stop_point(grid_.world_mpi(), "the first step");
   loader_->restart_at(progress_.samples_done);  // prefetching starts at the first micro-batch of this run
   const int steps = cfg_.train.steps;
   if (progress_.step >= steps) {

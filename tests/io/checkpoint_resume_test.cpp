@@ -33,7 +33,7 @@ std::string save(const std::string& dir, int64_t step, int keep = 0, const gt::C
 gt::CheckpointRequirements model_requirements() {
   gt::CheckpointRequirements req;
   for (const Spec& s : small_model()) req.datasets.push_back({s.name, s.shape});
-  req.ints.push_back({"step", 0, 1000});
+  req.ints.push_back({"step", 0, 1000, ""});
   return req;
 }
 
@@ -274,7 +274,7 @@ TEST(CheckpointResume, MetadataRangeChecked) {
   const std::string older = save(dir, 5, 0, ok);
   on_rank0([&] { write_bytes(dir + "/latest", "step_00000007.h5\n"); });
   gt::CheckpointRequirements req;
-  req.ints.push_back({"samples_done", 0, int64_t(1) << 50});
+  req.ints.push_back({"samples_done", 0, int64_t(1) << 50, ""});
   const Found f = find(dir, req);
   EXPECT_EQ(f.path, older);
   if (comm_rank(MPI_COMM_WORLD) == 0) {
