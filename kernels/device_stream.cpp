@@ -5,6 +5,7 @@
 
 #include "kernels/device_peak.hpp"
 #include "kernels/kokkos_compat.hpp"
+#include "src/core/test_hooks.hpp"
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cuda_runtime.h>
 #endif
@@ -23,7 +24,7 @@ void* device_stream() {
 bool kernels_on_device() { return !exec_on_host; }
 
 double device_free_bytes() {
-  if (const char* t = std::getenv("GRIDTRAIN_TEST_DEVICE_FREE_MB")) return std::atof(t) * 1048576.0;
+  if (const double t = test_hooks::device_free_bytes(); t >= 0) return t;  // src/core/test_hooks.hpp
 #if defined(KOKKOS_ENABLE_CUDA)
   size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) == cudaSuccess) return double(free);

@@ -1,5 +1,7 @@
 #pragma once
-// All compute kernels of gridtrain (see docs/kernels.md for the math and layouts).
+// The layer kernels of the model (see docs/kernels.md for the math and layouts). Not included here, each by
+// the code that needs it: kernels/tp_epilogue.hpp (the TP all-reduce epilogues), kernels/adamw_flat.hpp (the
+// optimizer's fused passes), and the host-only pieces (GEMM backends, peak measurement, device queries).
 #include "kernels/adamw.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/colsum.hpp"

@@ -1,11 +1,11 @@
 // The hardware peak of one core for MFU (PaLM / Megatron: model FLOPs per second over the peak the hardware
 // could deliver): loops of the widest fp32 FMA and of the bf16 dot-product instruction, each with independent
-// accumulators (more than FMA latency x FMA ports, so the pipes never wait), run for a few milliseconds; best of
-// several runs. Every instruction set is checked at run time (__builtin_cpu_supports reads CPUID and the OS's
+// accumulators (more than FMA latency x FMA ports, so the pipes never wait), timed by the thread's CPU time in
+// trials of a few milliseconds; the best trial. Every instruction set is checked at run time (__builtin_cpu_supports reads CPUID and the OS's
 // XCR0) and compiled with a target attribute, so the binary runs on any x86-64 whatever -march says.
 #include "kernels/peak_flops.hpp"
 
-#include <chrono>
+#include <ctime>
 #include <string>
 
 #if defined(__x86_64__)
@@ -15,28 +15,38 @@
 namespace gt {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// Seconds of CPU time this thread has used: unlike wall time it does not advance while the scheduler runs
+// another process on this core, so a trial that was preempted (the machine is shared) still measures the rate
+// of the instructions themselves.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 // Runs body(iters) (which returns a value that depends on every accumulator, so nothing is optimised away)
-// with iteration counts growing until a run takes >= 20 ms, then the best of 5 runs; returns GFLOP/s.
+// with iteration counts growing until a run takes >= 2 ms, then `trials` runs of that size; returns the best
+// GFLOP/s over the trials. Short trials, many of them, by CPU time: a trial disturbed by a neighbour (a cache
+// or an SMT sibling shared, a preemption between two clock readings) reads low, and the best of the trials is
+// the core's rate. The earlier scheme (the best of 5 x 20 ms by wall clock) read 51-217 GFLOP/s on this
+// loaded 2-core machine where this one reads 214-219 (scripts/bench_peak_ab.sh, docs/benchmarks.md), and MFU
+// swung with it from run to run.
 template <class F>
-double time_loop(F body, double flops_per_iter) {
-  long iters = 1 << 12;
+double time_loop(F body, double flops_per_iter, int trials) {
+  long iters = 1 << 10;
   volatile float sink = 0;
   for (;;) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_seconds();
     sink = sink + body(iters);
-    if (seconds_since(t0) >= 0.02 || iters >= (1L << 30)) break;
+    if (thread_cpu_seconds() - t0 >= 0.002 || iters >= (1L << 30)) break;
     iters *= 2;
   }
   double best = 1e30;
-  for (int r = 0; r < 5; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < trials; ++r) {
+    const double t0 = thread_cpu_seconds();
     sink = sink + body(iters);
-    const double s = seconds_since(t0);
-    if (s < best) best = s;
+    const double s = thread_cpu_seconds() - t0;
+    if (s > 0 && s < best) best = s;
   }
   return flops_per_iter * static_cast<double>(iters) / best * 1e-9;
 }
@@ -123,19 +133,20 @@ __attribute__((target("avx512f,avx512bf16"))) float dpbf16_avx512(long iters) {
 
 }  // namespace
 
-PeakFlops measure_peak_flops() {
+PeakFlops measure_peak_flops(int trials) {
   PeakFlops p;
+  p.trials = trials;
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) {
-    p.fp32_gflops = time_loop(fma_avx512, 16.0 * 16 * 2);
+    p.fp32_gflops = time_loop(fma_avx512, 16.0 * 16 * 2, trials);
     p.fp32_isa = "avx512 fma";
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    p.fp32_gflops = time_loop(fma_avx2, 12.0 * 8 * 2);
+    p.fp32_gflops = time_loop(fma_avx2, 12.0 * 8 * 2, trials);
     p.fp32_isa = "avx2 fma";
   }
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")) {
-    p.bf16_gflops = time_loop(dpbf16_avx512, 16.0 * 64);
+    p.bf16_gflops = time_loop(dpbf16_avx512, 16.0 * 64, trials);
     p.bf16_isa = "avx512_bf16 vdpbf16ps";
   }
   // AMX (Intel Sapphire Rapids and newer) is not measured: bf16 peak there is the AVX-512 figure, a lower bound.

@@ -1,15 +1,46 @@
 #!/usr/bin/python3
 """The peer a user would pick instead: the same GPT-2 model and training step in PyTorch (Debian's
-python3-torch 1.13, CPU), for side-by-side figures with gridtrain (issues #2 and #3).
+python3-torch 1.13, CPU), for side-by-side figures with gridtrain (issues #2, #3 and 20).
 
   python3 scripts/bench_pytorch.py --preset small --threads 1 --steps 5            # single process
   python3 scripts/bench_pytorch.py --preset small --ddp 2 --steps 5                # DDP, gloo, 2 ranks pinned one per core
   python3 scripts/bench_pytorch.py --preset small --autocast bf16 --batch 2         # CPU bf16 autocast, batch override
+  python3 scripts/bench_pytorch.py --preset small --tune none                      # PyTorch as installed, the model as first written
 
-Prints ms/step, tokens/s and GFLOP/s with gridtrain's FLOP formula (tokens * (6 N + 12 L T C)), and writes a
-JSON line to --out. Not part of the test suite (PyTorch is not a dependency of gridtrain).
+The peer runs as fast as PyTorch 1.13 honestly gets on a CPU (issue 20: an independent script of the same model
+ran 1.2-1.3x faster than this one did). Each setting below is one a user tuning PyTorch for the CPU would make
+(PyTorch's CPU performance tuning guide, OpenBLAS' and glibc's manuals); none changes the model's arithmetic.
+--tune picks them. In the 2026-12-04 ablation (docs/benchmarks.md) blas and alloc carried the gain (each 1.6-2.0x
+of CPU time per step), mask 1.07-1.25x, threads and isa stayed within the noise but are kept (they are what a
+one-thread user of this CPU sets), foreach and denormal did not help and are left out of the default;
+`--tune all` adds them, `--tune none` is the script as it was before, for A/B runs.
+  threads   OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = --threads: torch.set_num_threads does not reach the
+            generic-BLAS build's OpenBLAS, whose pthread pool otherwise takes every core.
+  blas      OPENBLAS_CORETYPE for the CPU (SkylakeX with AVX-512, Haswell with AVX2): Debian's OpenBLAS 0.3.21
+            does not know newer CPUs and this machine's environment pins Haswell (half the AVX-512 rate).
+  alloc     GLIBC_TUNABLES glibc.malloc.mmap_max=0 (+ a high trim threshold): PyTorch 1.13 has no caching
+            allocator on the CPU, so every tensor above glibc's 32 MiB mmap limit (the logits of `small`, 32 MiB)
+            was mmap'ed and page-faulted afresh each step: the LM head's GEMM ran at 47 GFLOP/s instead of 174.
+            (jemalloc or tcmalloc by LD_PRELOAD, the guide's advice, do the same; neither is installed here.)
+  isa       ATEN_CPU_CAPABILITY=avx512 where the CPU has it (1.13 dispatches its element-wise kernels to AVX2).
+  mask      an additive causal mask, scaled and added in the batched GEMM (torch.baddbmm) instead of
+            scale, then masked_fill with a negated bool mask: two passes over B x H x T x T fewer.
+  foreach   (not default) AdamW(foreach=True): one multi-tensor kernel per operation instead of a loop.
+  denormal  (not default) torch.set_flush_denormal(True).
+The environment settings need a fresh process (OpenBLAS and glibc read them at start-up), so the script
+re-executes itself once with them; the JSON line records every setting used.
+
+Timing: --warmup steps (default 2) are left out; ms_per_step is the mean wall time of the rest and
+cpu_ms_per_step their mean CPU time (robust on a shared machine); the medians are given too.
+Prints ms/step, tokens/s and GFLOP/s with gridtrain's FLOP count (src/core/model_flops.hpp: tokens x
+(6 N_matmul + 12 L T C), N_matmul = 12 L C^2 + V C), and writes a JSON line to --out. Not part of the test
+suite (PyTorch is not a dependency of gridtrain).
 """
-import argparse, json, math, os, time
+import argparse, json, math, os, statistics, sys, time
+
+TUNES = ("threads", "blas", "alloc", "isa", "mask", "foreach", "denormal")
+DEFAULT_TUNES = ("threads", "blas", "alloc", "isa", "mask")  # foreach, denormal: no gain measured
+
 
 def read_preset(name):
     path = os.path.join(os.path.dirname(__file__), "..", "inputs", name + ".toml")
@@ -25,7 +56,32 @@ def read_preset(name):
         cfg[sec + "." + k] = v.strip('"')
     return cfg
 
-def build(torch, L, C, H, T, V):
+
+def cpu_flags():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def tuned_env(tunes, threads):
+    """The environment the chosen settings need, as changes to os.environ."""
+    env, flags = {}, cpu_flags()
+    avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
+    if "threads" in tunes:
+        env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(threads)
+    if "blas" in tunes:
+        core = "SkylakeX" if avx512 else "Haswell" if {"avx2", "fma"} <= flags else None
+        if core:
+            env["OPENBLAS_CORETYPE"] = core
+    if "alloc" in tunes:
+        env["GLIBC_TUNABLES"] = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
+    if "isa" in tunes and avx512:
+        env["ATEN_CPU_CAPABILITY"] = "avx512"
+    return env
+
+
+def build(torch, L, C, H, T, V, fused_mask):
     nn = torch.nn
     class Block(nn.Module):
         def __init__(self):
@@ -33,14 +89,20 @@ def build(torch, L, C, H, T, V):
             self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
             self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
             self.fc, self.fcproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
-            # a plain attribute, not a buffer: DDP broadcasts buffers and gloo cannot send bool tensors
+            # plain attributes, not buffers: DDP broadcasts buffers and gloo cannot send bool tensors
             self.mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+            self.bias = torch.full((T, T), float("-inf")).triu(1)  # 0 on and below the diagonal
         def forward(self, x):
-            B = x.shape[0]
+            B, hd = x.shape[0], C // H
             q, k, v = self.qkv(self.ln_1(x)).split(C, dim=2)
-            q, k, v = [t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v)]
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
-            att = att.masked_fill(~self.mask, float("-inf")).softmax(dim=-1)
+            q, k, v = [t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v)]
+            if fused_mask:  # scale and mask inside the GEMM: att = bias + scale * q k^T
+                q3, k3 = q.reshape(B * H, T, hd), k.reshape(B * H, T, hd)
+                att = torch.baddbmm(self.bias, q3, k3.transpose(1, 2), alpha=1.0 / math.sqrt(hd))
+                att = att.softmax(dim=-1).view(B, H, T, T)
+            else:
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+                att = att.masked_fill(~self.mask, float("-inf")).softmax(dim=-1)
             y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
             x = x + self.proj(y)
             return x + self.fcproj(torch.nn.functional.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
@@ -50,51 +112,81 @@ def build(torch, L, C, H, T, V):
             self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
             self.blocks = nn.ModuleList([Block() for _ in range(L)])
             self.ln_f = nn.LayerNorm(C)
+            self.register_buffer("pos", torch.arange(T), persistent=False)
         def forward(self, idx, tgt):
-            x = self.wte(idx) + self.wpe(torch.arange(T))
+            x = self.wte(idx) + self.wpe(self.pos)
             for b in self.blocks:
                 x = b(x)
             logits = self.ln_f(x) @ self.wte.weight.t()
             return torch.nn.functional.cross_entropy(logits.view(-1, V), tgt.view(-1))
     return GPT()
 
-def main():
+
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--preset", default="small")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=5, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=2, help="steps run first and left out of the figures")
     ap.add_argument("--ddp", type=int, default=0, help="number of DDP ranks (gloo), one thread each")
     ap.add_argument("--rank", type=int, default=-1)
     ap.add_argument("--out", default="runs/bench/pytorch.jsonl")
     ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
                     help="bf16: forward under torch.autocast('cpu', bfloat16) (fp32 weights, bf16 matmuls)")
     ap.add_argument("--batch", type=int, default=0, help="micro-batch size instead of the preset's")
+    ap.add_argument("--tune", default="default",
+                    help="comma-separated settings from " + ",".join(TUNES) + "; 'default' (" +
+                         ",".join(DEFAULT_TUNES) + "), 'all' or 'none'")
     a = ap.parse_args()
+    a.tunes = (set(DEFAULT_TUNES) if a.tune == "default" else set(TUNES) if a.tune == "all"
+               else set() if a.tune == "none" else set(a.tune.split(",")))
+    if a.tunes - set(TUNES):
+        ap.error("unknown --tune settings: " + ",".join(sorted(a.tunes - set(TUNES))))
+    return a
+
+
+def reexec_tuned(a):
+    """Re-executes this script once with the environment its settings need (read at library load)."""
+    env = tuned_env(a.tunes, 1 if a.ddp else a.threads)
+    if os.environ.get("GT_PEER_ENV_APPLIED") == "1" or not env:
+        return
+    os.execve(sys.executable, [sys.executable, __file__] + sys.argv[1:],
+              dict(os.environ, GT_PEER_ENV_APPLIED="1", **env))
+
+
+def launch_ddp(a):
+    import subprocess
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
+    procs = [subprocess.Popen(["taskset", "-c", str(r % os.cpu_count()), sys.executable, __file__] + sys.argv[1:]
+                              + ["--rank", str(r)], env=env) for r in range(a.ddp)]
+    raise SystemExit(max(p.wait() for p in procs))
+
+
+def main():
+    a = parse_args()
+    reexec_tuned(a)
     if a.ddp and a.rank < 0:
-        import subprocess, sys
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
-        procs = [subprocess.Popen(["taskset", "-c", str(r % os.cpu_count()), sys.executable, __file__,
-                                   "--preset", a.preset, "--steps", str(a.steps), "--ddp", str(a.ddp),
-                                   "--rank", str(r), "--out", a.out], env=env) for r in range(a.ddp)]
-        raise SystemExit(max(p.wait() for p in procs))
+        launch_ddp(a)
     import torch
     torch.set_num_threads(1 if a.ddp else a.threads)
+    if "denormal" in a.tunes:
+        torch.set_flush_denormal(True)
     torch.manual_seed(0)
     c = read_preset(a.preset)
     L, C, H, T, V = (int(c["model." + k]) for k in ("n_layer", "d_model", "n_head", "seq_len", "vocab_size"))
     B = a.batch or int(c.get("train.micro_batch_size", 4))
-    model = build(torch, L, C, H, T, V)
+    model = build(torch, L, C, H, T, V, "mask" in a.tunes)
     if a.ddp:
         import torch.distributed as dist
         dist.init_process_group("gloo", rank=a.rank, world_size=a.ddp)
         model = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, foreach="foreach" in a.tunes)
     idx = torch.randint(0, V, (B, T))
     tgt = torch.randint(0, V, (B, T))
     n_params = sum(p.numel() for p in model.parameters())
-    flops = B * T * (6 * (n_params - T * C) + 12 * L * T * C)
+    flops = B * T * (6 * (12 * L * C * C + V * C) + 12 * L * T * C)  # src/core/model_flops.hpp
     times, cpu = [], []
-    for it in range(a.steps + 1):
+    for it in range(a.warmup + a.steps):
         t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         if a.autocast == "bf16":
@@ -104,21 +196,26 @@ def main():
             loss = model(idx, tgt)
         loss.backward()
         opt.step()
-        if it:
+        if it >= a.warmup:
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)  # this process's CPU time: robust on a shared machine
-    ms = 1e3 * sum(times) / len(times)
+    ms = 1e3 * statistics.mean(times)
     world = max(1, a.ddp)
+    settings = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
+                                           "GLIBC_TUNABLES", "ATEN_CPU_CAPABILITY") if k in os.environ}
     res = {"preset": a.preset, "mode": f"ddp{a.ddp}" if a.ddp else f"threads{a.threads}", "ms_per_step": ms,
            "tokens_per_s": world * B * T / (ms * 1e-3), "gflops_per_rank": flops / (ms * 1e-3) * 1e-9,
            "params": n_params, "torch": torch.__version__, "load": open("/proc/loadavg").read().strip(),
-           "autocast": a.autocast, "batch": B, "cpu_ms_per_step": 1e3 * sum(cpu) / len(cpu),
+           "autocast": a.autocast, "batch": B, "cpu_ms_per_step": 1e3 * statistics.mean(cpu),
+           "median_ms_per_step": 1e3 * statistics.median(times), "median_cpu_ms_per_step": 1e3 * statistics.median(cpu),
+           "steps": a.steps, "warmup": a.warmup, "tune": sorted(a.tunes), "env": settings,
            "peak_rss_mb": __import__("resource").getrusage(__import__("resource").RUSAGE_SELF).ru_maxrss / 1024.0}
     if a.rank <= 0:
         print(json.dumps(res))
         os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
         with open(a.out, "a") as f:
             f.write(json.dumps(res) + "\n")
+
 
 if __name__ == "__main__":
     main()

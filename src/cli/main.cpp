@@ -2,7 +2,7 @@
 //   gridtrain [train] [--config PRESET|DECK] [section.key=value ...]   train (default command)
 //   gridtrain prepare --tokenizer byte|gpt2 --out FILE.h5 INPUT...      text -> HDF5 token dataset
 //   gridtrain inspect PATH                                              what a checkpoint or dataset holds
-//   gridtrain keys                                                      every config key with its default
+//   gridtrain keys [--doc]                                              every config key with its default [documented]
 //   gridtrain plan --config DECK --cluster C --devices N --global-batch B  layouts that fit, ranked (src/plan)
 #include <mpi.h>
 #include <unistd.h>
@@ -24,6 +24,7 @@
 #include "src/core/error.hpp"
 #include "src/core/orphan.hpp"
 #include "src/core/stop_signal.hpp"
+#include "src/core/test_hooks.hpp"
 #include "src/data/prepare.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/config_agree.hpp"
@@ -44,7 +45,7 @@ const char* kUsage =
     "usage: gridtrain [train] [--config PRESET|DECK] [section.key=value ...]\n"
     "       gridtrain prepare --tokenizer byte|gpt2 --out FILE.h5 [--val-fraction F] INPUT...\n"
     "       gridtrain inspect PATH\n"
-    "       gridtrain keys\n"
+    "       gridtrain keys [--doc]\n"
     "       gridtrain plan --config DECK --cluster NAME --devices N --global-batch B [--json] [--plot OUT.png]\n"
     "       gridtrain plan --calibrate RUN_DIR... [--out FILE.toml]   (gridtrain plan --help: every option)\n"
     "presets: tiny, small, gpt2-124m, llama-tiny, llama-1b, llama3-8b (inputs/); every key of the deck can be\n"
@@ -132,15 +133,15 @@ int cmd_train(const std::vector<std::string>& args) {
   const std::string deck_path = gt::resolve_deck(deck);
   cfg.load_file(deck_path);
   for (const auto& o : overrides) cfg.set(o);
-  cfg.validate();
+  const gt::ConfigChoices choice = cfg.validate();
   // Before the grid's first collectives: every rank must run the same build with the same configuration.
   gt::io::check_config_agreement(MPI_COMM_WORLD, cfg.to_map(), gt::io::build_identity());
   gt::stop_point(MPI_COMM_WORLD, "the layout and the process grid");
   gt::gemm_set_threads(cfg.parallel.blas_threads);
   try {
-    gt::gemm_select(cfg.kernels.gemm == "onednn"     ? gt::GemmBackend::OneDNN
-                    : cfg.kernels.gemm == "openblas" ? gt::GemmBackend::OpenBLAS
-                                                     : gt::GemmBackend::Auto);
+    gt::gemm_select(choice.gemm == gt::GemmChoice::OneDNN     ? gt::GemmBackend::OneDNN
+                    : choice.gemm == gt::GemmChoice::OpenBLAS ? gt::GemmBackend::OpenBLAS
+                                                              : gt::GemmBackend::Auto);
   } catch (const std::exception& e) {
     throw gt::Error(std::string("config key 'kernels.gemm': ") + e.what());
   }
@@ -152,9 +153,8 @@ int cmd_train(const std::vector<std::string>& args) {
 #endif
   // GRIDTRAIN_TEST_DEVICE_MEMORY=cuda: the CPU build checks the communicator choice as a CUDA build would (the
   // refusal of MPI on device memory is tested without a GPU); nothing else changes.
-  const char* as_device = std::getenv("GRIDTRAIN_TEST_DEVICE_MEMORY");
-  const bool check_as_cuda = device_is_cuda || (as_device && std::string(as_device) == "cuda");
-  if (cfg.parallel.layout == "auto") {  // the planner's choice, the same on every rank
+  const bool check_as_cuda = device_is_cuda || gt::test_hooks::device_memory_as_cuda();
+  if (choice.layout == gt::LayoutMode::Auto) {  // the planner's choice, the same on every rank
     const gt::AutoLayout a = gt::choose_auto_layout(cfg, MPI_COMM_WORLD);
     cfg.parallel.tp = a.tp;
     cfg.parallel.pp = a.pp;
@@ -187,7 +187,7 @@ int cmd_train(const std::vector<std::string>& args) {
                 gt::blas_core_name(),
                 fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "",
                 gt::gemm_describe().c_str(),
-                cfg.parallel.layout == "auto" ? (" | layout auto on " + cfg.parallel.auto_cluster + ": " +
+                choice.layout == gt::LayoutMode::Auto ? (" | layout auto on " + cfg.parallel.auto_cluster + ": " +
                                                  cfg.parallel.auto_choice + "; runner-up " + cfg.parallel.auto_runner_up)
                                                     .c_str()
                                               : "");
@@ -195,10 +195,9 @@ int cmd_train(const std::vector<std::string>& args) {
   }
   // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the
   // trainer's first collectives (the abort path of fail()).
-  const char* fail_step = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");  // a step: the trainer's hook instead
-  if (const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
-      r && *r && std::atoi(r) == grid.world_rank() && !(fail_step && *fail_step))
-    throw gt::Error("test hook: rank " + std::string(r) + " failed alone");
+  // (With GRIDTRAIN_TEST_FAIL_STEP the trainer's hook fails instead; src/core/test_hooks.hpp.)
+  if (gt::test_hooks::fail_hook().fails_at_start(grid.world_rank()))
+    throw gt::Error("test hook: rank " + std::to_string(grid.world_rank()) + " failed alone");
   // Before any training time is spent: the directories are writable with room for a checkpoint, and no other
   // run uses the checkpoint directory (held until the run ends).
   gt::stop_point(grid.world_mpi(), "the memory check");
@@ -282,7 +281,10 @@ int main(int argc, char** argv) {
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       if (world_rank() == 0) std::fputs(kUsage, stdout);
     } else if (cmd == "keys") {
-      if (world_rank() == 0) std::fputs(gt::Config().to_toml().c_str(), stdout);
+      // --doc: the documented table of every key (docs/config.md holds the same text; test cli_config_doc)
+      if (!args.empty() && args[0] != "--doc") throw UsageError("keys takes only --doc, got '" + args[0] + "'");
+      const std::string text = args.empty() ? gt::Config().to_toml() : gt::Config::keys_doc();
+      if (world_rank() == 0) std::fputs(text.c_str(), stdout);
     } else if (cmd == "plan") {
       if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
         if (world_rank() == 0) std::fputs(gt::plan::kPlanUsage, stdout);

@@ -1,5 +1,6 @@
 #include "src/core/config.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "src/core/enums.hpp"
 #include "src/core/error.hpp"
 
 namespace gt {
@@ -16,103 +18,132 @@ namespace {
 
 enum class Kind { Int, Int64, Double, Bool, String };
 
+// One row per key: its type, where it lives, one line of documentation (what `gridtrain keys --doc` and the
+// table in docs/config.md print; the defaults and the choices are added from the struct and the enum tables)
+// and, for a key that takes one of a few names, those names (src/core/enums.hpp, the one list of them).
 struct Field {
   std::string key;
   Kind kind;
   void* ptr;
-  std::vector<std::string> choices = {};  // a String key that takes one of these names (the one list of them)
+  std::string doc;
+  std::vector<std::string> choices = {};
 };
 
-std::vector<Field> schema(Config& c) {
+template <class E>
+std::vector<std::string> names() {
+  return enum_names<E>();
+}
+// The trainer's precisions: fp8 is the planner's alone (src/core/enums.hpp).
+template <>
+std::vector<std::string> names<Precision>() {
+  std::vector<std::string> out = enum_names<Precision>();
+  out.erase(std::find(out.begin(), out.end(), std::string(enum_name(Precision::FP8))));
+  return out;
+}
+
+// The rows in the order of `gridtrain keys` (grouped by feature; to_toml() regroups them by section), in two
+// parts only to keep each function short.
+std::vector<Field> schema_model_train_parallel_data(Config& c) {
   return {
-      {"model.n_layer", Kind::Int, &c.model.n_layer},
-      {"model.d_model", Kind::Int, &c.model.d_model},
-      {"model.n_head", Kind::Int, &c.model.n_head},
-      {"model.attention", Kind::String, &c.model.attention, {"fused", "materialized"}},
-      {"model.arch", Kind::String, &c.model.arch, {"gpt2", "llama"}},
-      {"model.n_kv_head", Kind::Int, &c.model.n_kv_head},
-      {"model.ffn_hidden", Kind::Int, &c.model.ffn_hidden},
-      {"model.rope_theta", Kind::Double, &c.model.rope_theta},
-      {"model.norm_eps", Kind::Double, &c.model.norm_eps},
-      {"model.seq_len", Kind::Int, &c.model.seq_len},
-      {"model.vocab_size", Kind::Int, &c.model.vocab_size},
-      {"model.init_std", Kind::Double, &c.model.init_std},
-      {"train.steps", Kind::Int, &c.train.steps},
-      {"train.micro_batch_size", Kind::Int, &c.train.micro_batch_size},
-      {"train.micro_batches", Kind::Int, &c.train.micro_batches},
-      {"train.seed", Kind::Int64, &c.train.seed},
-      {"train.lr", Kind::Double, &c.train.lr},
-      {"train.min_lr", Kind::Double, &c.train.min_lr},
-      {"train.warmup_steps", Kind::Int, &c.train.warmup_steps},
-      {"train.decay_steps", Kind::Int, &c.train.decay_steps},
-      {"train.weight_decay", Kind::Double, &c.train.weight_decay},
-      {"train.beta1", Kind::Double, &c.train.beta1},
-      {"train.beta2", Kind::Double, &c.train.beta2},
-      {"train.eps", Kind::Double, &c.train.eps},
-      {"train.grad_clip", Kind::Double, &c.train.grad_clip},
-      {"train.max_steps_per_run", Kind::Int, &c.train.max_steps_per_run},
-      {"train.stop_file", Kind::String, &c.train.stop_file},
-      {"train.nonfinite", Kind::String, &c.train.nonfinite, {"stop", "skip", "rollback"}},
-      {"train.nonfinite_max_consecutive", Kind::Int, &c.train.nonfinite_max_consecutive},
-      {"train.loss_bound", Kind::Double, &c.train.loss_bound},
-      {"train.gnorm_bound", Kind::Double, &c.train.gnorm_bound},
-      {"train.spike_zscore", Kind::Double, &c.train.spike_zscore},
-      {"train.spike_window", Kind::Int, &c.train.spike_window},
-      {"train.watchdog_s", Kind::Double, &c.train.watchdog_s},
-      {"parallel.tp", Kind::Int, &c.parallel.tp},
-      {"parallel.pp", Kind::Int, &c.parallel.pp},
-      {"parallel.dp", Kind::Int, &c.parallel.dp},
-      {"train.precision", Kind::String, &c.train.precision, {"fp32", "bf16", "fp16"}},
-      {"train.recompute", Kind::String, &c.train.recompute, {"none", "selective", "full"}},
-      {"train.loss_scale", Kind::String, &c.train.loss_scale, {"auto", "dynamic", "none"}},
-      {"train.loss_scale_initial", Kind::Double, &c.train.loss_scale_initial},
-      {"train.loss_scale_min", Kind::Double, &c.train.loss_scale_min},
-      {"train.loss_scale_growth", Kind::Double, &c.train.loss_scale_growth},
-      {"train.loss_scale_backoff", Kind::Double, &c.train.loss_scale_backoff},
-      {"train.loss_scale_window", Kind::Int, &c.train.loss_scale_window},
-      {"train.loss_scale_hysteresis", Kind::Int, &c.train.loss_scale_hysteresis},
-      {"parallel.schedule", Kind::String, &c.parallel.schedule, {"1f1b", "gpipe"}},
-      {"parallel.allreduce", Kind::String, &c.parallel.allreduce, {"auto", "mpi", "ring", "shm"}},
-      {"parallel.comm", Kind::String, &c.parallel.comm, {"auto", "mpi", "nccl"}},
-      {"parallel.grad_reduce_dtype", Kind::String, &c.parallel.grad_reduce_dtype, {"fp32", "bf16"}},
-      {"parallel.bucket_mb", Kind::Double, &c.parallel.bucket_mb},
-      {"parallel.zero", Kind::Int, &c.parallel.zero},
-      {"parallel.wte_chunk_rows", Kind::Int, &c.parallel.wte_chunk_rows},
-      {"parallel.blas_threads", Kind::Int, &c.parallel.blas_threads},
-      {"parallel.layout", Kind::String, &c.parallel.layout, {"manual", "auto"}},
-      {"parallel.cluster", Kind::String, &c.parallel.cluster},
-      {"parallel.rebalance", Kind::String, &c.parallel.rebalance, {"off", "auto"}},
-      {"parallel.rebalance_after", Kind::Int, &c.parallel.rebalance_after},
-      {"parallel.rebalance_gain", Kind::Double, &c.parallel.rebalance_gain},
-      {"parallel.stage_blocks", Kind::String, &c.parallel.stage_blocks},
-      {"data.source", Kind::String, &c.data.source, {"synthetic", "hdf5"}},
-      {"data.path", Kind::String, &c.data.path},
-      {"data.synthetic_noise", Kind::Double, &c.data.synthetic_noise},
-      {"data.val_every", Kind::Int, &c.data.val_every},
-      {"data.val_batches", Kind::Int, &c.data.val_batches},
-      {"data.prefetch", Kind::Int, &c.data.prefetch},
-      {"checkpoint.dir", Kind::String, &c.checkpoint.dir},
-      {"checkpoint.every", Kind::Int, &c.checkpoint.every},
-      {"checkpoint.keep", Kind::Int, &c.checkpoint.keep},
-      {"checkpoint.resume", Kind::String, &c.checkpoint.resume},
-      {"checkpoint.save_final", Kind::Bool, &c.checkpoint.save_final},
-      {"output.dir", Kind::String, &c.output.dir},
-      {"output.log_every", Kind::Int, &c.output.log_every},
-      {"output.peak_gflops", Kind::Double, &c.output.peak_gflops},
-      {"kernels.gemm", Kind::String, &c.kernels.gemm, {"auto", "onednn", "openblas"}},
-      {"compress.method", Kind::String, &c.compress.method, {"none", "topk", "bf16", "fp16"}},
-      {"compress.density", Kind::Double, &c.compress.density},
-      {"compress.error_feedback", Kind::Bool, &c.compress.error_feedback},
-      {"compress.warmup_steps", Kind::Int, &c.compress.warmup_steps},
-      {"compress.select", Kind::String, &c.compress.select, {"sampled", "exact"}},
-      {"compress.local_clip", Kind::Double, &c.compress.local_clip},
-      {"compress.transport", Kind::String, &c.compress.transport, {"auto", "allgather", "shared_index"}},
-      {"compress.values", Kind::String, &c.compress.values, {"fp32", "bf16", "fp16"}},
-      {"sparsity.pattern", Kind::String, &c.sparsity.pattern, {"none", "2:4"}},
-      {"sparsity.recipe", Kind::String, &c.sparsity.recipe, {"srste", "asp"}},
-      {"sparsity.asp_step", Kind::Int, &c.sparsity.asp_step},
-      {"sparsity.srste_decay", Kind::Double, &c.sparsity.srste_decay},
+      {"model.n_layer", Kind::Int, &c.model.n_layer, "transformer blocks (L)"},
+      {"model.d_model", Kind::Int, &c.model.d_model, "width of the residual stream (C); divisible by n_head"},
+      {"model.n_head", Kind::Int, &c.model.n_head, "attention heads"},
+      {"model.attention", Kind::String, &c.model.attention, "fused: causal attention without the T x T probabilities (memory linear in seq_len); materialized: the probabilities stored per block; the same function to rounding (docs/model.md)", {"fused", "materialized"}},
+      {"model.arch", Kind::String, &c.model.arch, "gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU, RoPE, grouped-query attention, untied head, no biases; docs/model.md)", {"gpt2", "llama"}},
+      {"model.n_kv_head", Kind::Int, &c.model.n_kv_head, "llama: key/value heads (grouped-query attention); divides n_head, divisible by parallel.tp; 0: n_head"},
+      {"model.ffn_hidden", Kind::Int, &c.model.ffn_hidden, "llama: SwiGLU width; divisible by parallel.tp; 0: 2/3 of 4 d_model rounded up to a multiple of 256"},
+      {"model.rope_theta", Kind::Double, &c.model.rope_theta, "llama: RoPE base (angle t theta^(-2i/head dim))"},
+      {"model.norm_eps", Kind::Double, &c.model.norm_eps, "llama: RMSNorm epsilon"},
+      {"model.seq_len", Kind::Int, &c.model.seq_len, "tokens per sequence (T)"},
+      {"model.vocab_size", Kind::Int, &c.model.vocab_size, "vocabulary (V); divisible by parallel.tp"},
+      {"model.init_std", Kind::Double, &c.model.init_std, "standard deviation of the normal weight init (GPT-2: 0.02; residual projections scaled by 1/sqrt(2L))"},
+      {"train.steps", Kind::Int, &c.train.steps, "optimizer steps of the whole run (a resumed run continues to this step)"},
+      {"train.micro_batch_size", Kind::Int, &c.train.micro_batch_size, "sequences per micro-batch on one DP rank; global batch = micro_batch_size x micro_batches x dp"},
+      {"train.micro_batches", Kind::Int, &c.train.micro_batches, "micro-batches per step: gradient accumulation and pipeline micro-batches"},
+      {"train.seed", Kind::Int64, &c.train.seed, "seed of the weight init and of the data (synthetic tokens, the HDF5 sampling order)"},
+      {"train.lr", Kind::Double, &c.train.lr, "peak learning rate, reached after warmup_steps (linear warm-up)"},
+      {"train.min_lr", Kind::Double, &c.train.min_lr, "learning rate at the end of the cosine decay"},
+      {"train.warmup_steps", Kind::Int, &c.train.warmup_steps, "steps of linear warm-up to lr"},
+      {"train.decay_steps", Kind::Int, &c.train.decay_steps, "cosine decay from lr to min_lr over this many steps after warm-up; 0: the rest of the run"},
+      {"train.weight_decay", Kind::Double, &c.train.weight_decay, "AdamW decoupled weight decay (matrices and embeddings; not biases or layer norms)"},
+      {"train.beta1", Kind::Double, &c.train.beta1, "AdamW beta1, in [0, 1)"},
+      {"train.beta2", Kind::Double, &c.train.beta2, "AdamW beta2, in [0, 1)"},
+      {"train.eps", Kind::Double, &c.train.eps, "AdamW epsilon"},
+      {"train.grad_clip", Kind::Double, &c.train.grad_clip, "global gradient-norm clip; 0 disables"},
+      {"train.max_steps_per_run", Kind::Int, &c.train.max_steps_per_run, "stop with a checkpoint and exit 75 after this many steps in one invocation; 0: no limit"},
+      {"train.stop_file", Kind::String, &c.train.stop_file, "if this file exists at a step boundary: stop as on SIGUSR1 (checkpoint, exit 75)"},
+      {"train.nonfinite", Kind::String, &c.train.nonfinite, "what a bad step does (non-finite, above a bound, or a spike): stop, skip its update, or roll back to the last checkpoint (docs/reliability.md)", names<NonfinitePolicy>()},
+      {"train.nonfinite_max_consecutive", Kind::Int, &c.train.nonfinite_max_consecutive, "bad steps in a row under skip, rollbacks to one checkpoint under rollback, before the run stops"},
+      {"train.loss_bound", Kind::Double, &c.train.loss_bound, "a loss above this is a bad step (a diverged cross-entropy); 0: no bound"},
+      {"train.gnorm_bound", Kind::Double, &c.train.gnorm_bound, "an (unscaled) gradient norm above this is a bad step; 0: no bound"},
+      {"train.spike_zscore", Kind::Double, &c.train.spike_zscore, "a loss or gradient norm this many standard deviations above the mean of the last spike_window good steps is a bad step; 0: off"},
+      {"train.spike_window", Kind::Int, &c.train.spike_window, "good steps in the spike detector's window"},
+      {"train.watchdog_s", Kind::Double, &c.train.watchdog_s, "a rank blocked this long in one communication call names the missing ranks and aborts the job; 0: off (docs/reliability.md)"},
+      {"parallel.tp", Kind::Int, &c.parallel.tp, "tensor-parallel ranks (Megatron split of attention and MLP)"},
+      {"parallel.pp", Kind::Int, &c.parallel.pp, "pipeline stages"},
+      {"parallel.dp", Kind::Int, &c.parallel.dp, "data-parallel ranks; 0: the rest of the world (world size / (tp x pp))"},
+      {"train.precision", Kind::String, &c.train.precision, "working type of weights and stored activations; masters, gradients and optimizer stay fp32 (docs/precision.md)", names<Precision>()},
+      {"train.recompute", Kind::String, &c.train.recompute, "selective: the attention probabilities are recomputed in backward; full: only each block's input is kept and the block is recomputed; both give bitwise the gradients of none (docs/zero.md)", names<Recompute>()},
+      {"train.loss_scale", Kind::String, &c.train.loss_scale, "loss scaling: auto = dynamic for fp16, none otherwise (docs/precision.md)", names<LossScaleMode>()},
+      {"train.loss_scale_initial", Kind::Double, &c.train.loss_scale_initial, "initial dynamic loss scale (2^16, as DeepSpeed and PyTorch's GradScaler)"},
+      {"train.loss_scale_min", Kind::Double, &c.train.loss_scale_min, "a run whose scale would go below this stops with an error; at most loss_scale_initial"},
+      {"train.loss_scale_growth", Kind::Double, &c.train.loss_scale_growth, "factor applied after loss_scale_window clean steps in a row; > 1"},
+      {"train.loss_scale_backoff", Kind::Double, &c.train.loss_scale_backoff, "factor applied on an overflow once the hysteresis is used up; in (0, 1)"},
+      {"train.loss_scale_window", Kind::Int, &c.train.loss_scale_window, "clean steps in a row before the scale grows"},
+      {"train.loss_scale_hysteresis", Kind::Int, &c.train.loss_scale_hysteresis, "overflows tolerated before the scale backs off"},
+      {"parallel.schedule", Kind::String, &c.parallel.schedule, "pipeline schedule: 1f1b (one forward, one backward) or gpipe (all forwards first)", names<PipelineSchedule>()},
+      {"parallel.allreduce", Kind::String, &c.parallel.allreduce, "DP all-reduce: auto = shm when the group is on one node, else mpi; mpi = the library's collective; ring = send/recv; shm = node shared memory", names<AllreduceChoice>()},
+      {"parallel.comm", Kind::String, &c.parallel.comm, "library of the TP/PP/DP groups; auto = NCCL on CUDA builds that have it, else MPI", names<CommChoice>()},
+      {"parallel.grad_reduce_dtype", Kind::String, &c.parallel.grad_reduce_dtype, "wire type of the dense DP gradient all-reduce; bf16 is the path of compress.method = bf16 (docs/compression.md)", names<GradWire>()},
+      {"parallel.bucket_mb", Kind::Double, &c.parallel.bucket_mb, "DP gradient bucket size in MiB (buckets are reduced as backward completes them)"},
+      {"parallel.zero", Kind::Int, &c.parallel.zero, "ZeRO stage over the DP group: 0 none; 1 AdamW moments sharded; 2 gradients reduce-scattered to their shard too; 3 parameters sharded too, each unit all-gathered before use with the next prefetched; dp=1: a no-op (docs/zero.md)"},
+      {"parallel.wte_chunk_rows", Kind::Int, &c.parallel.wte_chunk_rows, "ZeRO 2/3 with staged gradients: rows of the tied wte per chunk; 0: as many rows as fit in the largest block (docs/zero.md)"},
+      {"parallel.blas_threads", Kind::Int, &c.parallel.blas_threads, "threads of the host GEMM library per rank"},
+      {"parallel.layout", Kind::String, &c.parallel.layout, "auto: tp/pp/dp chosen by the planner at start for the world size, the model and the deck's micro-batching (a tp or pp above 1 stays fixed, dp must be 0; docs/planner.md)", names<LayoutMode>()},
+      {"parallel.cluster", Kind::String, &c.parallel.cluster, "layout = auto only: a cluster description (name in inputs/clusters/ or a path); empty: this machine, measured at start"},
+      {"parallel.rebalance", Kind::String, &c.parallel.rebalance, "auto: re-partition the pipeline once from measured block times (docs/planner.md)", names<RebalanceMode>()},
+      {"parallel.rebalance_after", Kind::Int, &c.parallel.rebalance_after, "steps timed before the rebalance decides"},
+      {"parallel.rebalance_gain", Kind::Double, &c.parallel.rebalance_gain, "re-partition when the slowest stage would shrink by at least this fraction"},
+      {"parallel.stage_blocks", Kind::String, &c.parallel.stage_blocks, "blocks per pipeline stage, as \"3,2,2,1\" (count = pp, sum = n_layer); empty: the cost model's split"},
+      {"data.source", Kind::String, &c.data.source, "synthetic: a learnable token rule with noise; hdf5: a token dataset made by gridtrain prepare (docs/data.md)", names<DataSourceKind>()},
+      {"data.path", Kind::String, &c.data.path, "the HDF5 token dataset for source = hdf5"},
+      {"data.synthetic_noise", Kind::Double, &c.data.synthetic_noise, "probability that a synthetic token is random rather than the rule's, in [0, 1]"},
+      {"data.val_every", Kind::Int, &c.data.val_every, "validation loss every this many steps; 0: never"},
+      {"data.val_batches", Kind::Int, &c.data.val_batches, "global batches of the validation split per validation"},
+      {"data.prefetch", Kind::Int, &c.data.prefetch, "batches prefetched in the background; 0: none"},
   };
+}
+
+std::vector<Field> schema_checkpoint_output_features(Config& c) {
+  return {
+      {"checkpoint.dir", Kind::String, &c.checkpoint.dir, "where checkpoints go; empty: <output.dir>/checkpoints (docs/checkpoints.md)"},
+      {"checkpoint.every", Kind::Int, &c.checkpoint.every, "a checkpoint every this many steps; 0: only at the end and on signals"},
+      {"checkpoint.keep", Kind::Int, &c.checkpoint.keep, "checkpoints kept; older ones are removed once a newer one is complete"},
+      {"checkpoint.resume", Kind::String, &c.checkpoint.resume, "none, auto (the latest complete checkpoint in checkpoint.dir, if any) or a checkpoint path"},
+      {"checkpoint.save_final", Kind::Bool, &c.checkpoint.save_final, "write a checkpoint after the last step"},
+      {"output.dir", Kind::String, &c.output.dir, "run directory: config.toml, metrics.jsonl, summary.json, checkpoints"},
+      {"output.log_every", Kind::Int, &c.output.log_every, "a step line every this many steps (bad steps always get one)"},
+      {"output.peak_gflops", Kind::Double, &c.output.peak_gflops, "MFU's per-rank peak in GFLOP/s; 0: one core's measured peak, cached per CPU model (CPUs), the datasheet peak (GPUs) (docs/precision.md, MFU)"},
+      {"kernels.gemm", Kind::String, &c.kernels.gemm, "host GEMM library: auto = oneDNN when built in, else OpenBLAS; the start line names it (docs/kernels.md)", names<GemmChoice>()},
+      {"compress.method", Kind::String, &c.compress.method, "DP gradient compression: none = dense fp32 all-reduce; topk = error feedback + top-k per bucket; bf16, fp16 = the dense all-reduce in 16-bit (docs/compression.md)", names<CompressMethod>()},
+      {"compress.density", Kind::Double, &c.compress.density, "top-k: fraction of each bucket's entries sent per step, in (0, 1]"},
+      {"compress.error_feedback", Kind::Bool, &c.compress.error_feedback, "top-k: keep what was not sent for the next step"},
+      {"compress.warmup_steps", Kind::Int, &c.compress.warmup_steps, "top-k: DGC's density warm-up from 25% to density over these steps; 0: none"},
+      {"compress.select", Kind::String, &c.compress.select, "top-k: sampled = DGC's threshold from a sample; exact = nth_element", names<TopkSelect>()},
+      {"compress.local_clip", Kind::Double, &c.compress.local_clip, "top-k: each rank's local gradient clipped to this L2 norm before error feedback (DGC); 0: off"},
+      {"compress.transport", Kind::String, &c.compress.transport, "top-k: auto = the fewer bytes of dense and all-gather per bucket; allgather; shared_index = a rotating leader's indices, values all-reduced", names<TopkTransport>()},
+      {"compress.values", Kind::String, &c.compress.values, "top-k only: the values' wire type (indices are int32; the rounding error stays in the residual)", names<Precision>()},
+      {"sparsity.pattern", Kind::String, &c.sparsity.pattern, "2:4 = 2 of every 4 weights along the input dimension of qkv, attn proj, fc and mlp proj kept (docs/sparsity.md)", names<SparsityPattern>()},
+      {"sparsity.recipe", Kind::String, &c.sparsity.recipe, "srste = mask from magnitudes every step with the masked decay; asp = dense, then one prune", names<SparsityRecipe>()},
+      {"sparsity.asp_step", Kind::Int, &c.sparsity.asp_step, "asp: prune after this many optimizer updates (0: at initialisation)"},
+      {"sparsity.srste_decay", Kind::Double, &c.sparsity.srste_decay, "srste: lambda of the decay lambda x (1 - mask) x W added to pruned weights' gradients"},
+  };
+}
+
+std::vector<Field> schema(Config& c) {
+  std::vector<Field> all = schema_model_train_parallel_data(c);
+  for (Field& f : schema_checkpoint_output_features(c)) all.push_back(std::move(f));
+  return all;
 }
 
 std::string trim(const std::string& s) {
@@ -302,63 +333,71 @@ void Config::set(const std::string& assignment, const std::string& origin) {
   set_key(*this, key, value, origin);
 }
 
-void Config::validate() const {
-  auto positive = [](const char* key, double v) {
-    if (!(v > 0)) throw Error(std::string("config key '") + key + "' must be positive, got " + std::to_string(v));
-  };
-  auto nonneg = [](const char* key, double v) {
-    if (v < 0) throw Error(std::string("config key '") + key + "' must be >= 0, got " + std::to_string(v));
-  };
-  positive("model.n_layer", model.n_layer);
-  positive("model.d_model", model.d_model);
-  positive("model.n_head", model.n_head);
-  positive("model.seq_len", model.seq_len);
-  positive("model.vocab_size", model.vocab_size);
-  positive("model.init_std", model.init_std);
-  nonneg("model.n_kv_head", model.n_kv_head);
-  nonneg("model.ffn_hidden", model.ffn_hidden);
-  positive("model.rope_theta", model.rope_theta);
-  positive("model.norm_eps", model.norm_eps);
-  if (model.d_model % model.n_head != 0)
-    throw Error("config: model.d_model (" + std::to_string(model.d_model) + ") is not divisible by model.n_head (" +
-                std::to_string(model.n_head) + ")");
-  positive("train.steps", train.steps);
-  positive("train.micro_batch_size", train.micro_batch_size);
-  positive("train.micro_batches", train.micro_batches);
-  positive("train.lr", train.lr);
-  nonneg("train.min_lr", train.min_lr);
-  nonneg("train.warmup_steps", train.warmup_steps);
-  nonneg("train.decay_steps", train.decay_steps);
-  nonneg("train.weight_decay", train.weight_decay);
-  if (!(train.beta1 >= 0 && train.beta1 < 1)) throw Error("config key 'train.beta1' must be in [0, 1)");
-  if (!(train.beta2 >= 0 && train.beta2 < 1)) throw Error("config key 'train.beta2' must be in [0, 1)");
-  positive("train.eps", train.eps);
-  nonneg("train.grad_clip", train.grad_clip);
-  nonneg("train.max_steps_per_run", train.max_steps_per_run);
-  positive("train.nonfinite_max_consecutive", train.nonfinite_max_consecutive);
-  nonneg("train.loss_bound", train.loss_bound);
-  nonneg("train.gnorm_bound", train.gnorm_bound);
-  nonneg("train.spike_zscore", train.spike_zscore);
-  positive("train.spike_window", train.spike_window);
-  nonneg("train.watchdog_s", train.watchdog_s);
-  positive("parallel.tp", parallel.tp);
-  positive("parallel.pp", parallel.pp);
-  nonneg("parallel.dp", parallel.dp);
-  positive("parallel.bucket_mb", parallel.bucket_mb);
-  nonneg("parallel.wte_chunk_rows", parallel.wte_chunk_rows);
-  positive("parallel.blas_threads", parallel.blas_threads);
-  if (!parallel.cluster.empty() && parallel.layout != "auto")
+namespace {
+void positive(const char* key, double v) {
+  if (!(v > 0)) throw Error(std::string("config key '") + key + "' must be positive, got " + std::to_string(v));
+}
+void nonneg(const char* key, double v) {
+  if (v < 0) throw Error(std::string("config key '") + key + "' must be >= 0, got " + std::to_string(v));
+}
+
+// The model's, the training loop's and the layout's own ranges (validate() goes on with the rest).
+void validate_model_train_parallel(const Config& c) {
+  positive("model.n_layer", c.model.n_layer);
+  positive("model.d_model", c.model.d_model);
+  positive("model.n_head", c.model.n_head);
+  positive("model.seq_len", c.model.seq_len);
+  positive("model.vocab_size", c.model.vocab_size);
+  positive("model.init_std", c.model.init_std);
+  nonneg("model.n_kv_head", c.model.n_kv_head);
+  nonneg("model.ffn_hidden", c.model.ffn_hidden);
+  positive("model.rope_theta", c.model.rope_theta);
+  positive("model.norm_eps", c.model.norm_eps);
+  if (c.model.d_model % c.model.n_head != 0)
+    throw Error("config: model.d_model (" + std::to_string(c.model.d_model) + ") is not divisible by model.n_head (" +
+                std::to_string(c.model.n_head) + ")");
+  positive("train.steps", c.train.steps);
+  positive("train.micro_batch_size", c.train.micro_batch_size);
+  positive("train.micro_batches", c.train.micro_batches);
+  positive("train.lr", c.train.lr);
+  nonneg("train.min_lr", c.train.min_lr);
+  nonneg("train.warmup_steps", c.train.warmup_steps);
+  nonneg("train.decay_steps", c.train.decay_steps);
+  nonneg("train.weight_decay", c.train.weight_decay);
+  if (!(c.train.beta1 >= 0 && c.train.beta1 < 1)) throw Error("config key 'train.beta1' must be in [0, 1)");
+  if (!(c.train.beta2 >= 0 && c.train.beta2 < 1)) throw Error("config key 'train.beta2' must be in [0, 1)");
+  positive("train.eps", c.train.eps);
+  nonneg("train.grad_clip", c.train.grad_clip);
+  nonneg("train.max_steps_per_run", c.train.max_steps_per_run);
+  positive("train.nonfinite_max_consecutive", c.train.nonfinite_max_consecutive);
+  nonneg("train.loss_bound", c.train.loss_bound);
+  nonneg("train.gnorm_bound", c.train.gnorm_bound);
+  nonneg("train.spike_zscore", c.train.spike_zscore);
+  positive("train.spike_window", c.train.spike_window);
+  nonneg("train.watchdog_s", c.train.watchdog_s);
+  positive("parallel.tp", c.parallel.tp);
+  positive("parallel.pp", c.parallel.pp);
+  nonneg("parallel.dp", c.parallel.dp);
+  positive("parallel.bucket_mb", c.parallel.bucket_mb);
+  nonneg("parallel.wte_chunk_rows", c.parallel.wte_chunk_rows);
+  positive("parallel.blas_threads", c.parallel.blas_threads);
+  if (!c.parallel.cluster.empty() && c.parallel.layout != "auto")
     throw Error("config key 'parallel.cluster' is read only with parallel.layout = \"auto\"");
-  positive("parallel.rebalance_after", parallel.rebalance_after);
-  nonneg("parallel.rebalance_gain", parallel.rebalance_gain);
-  if (!parallel.stage_blocks.empty()) {
-    const std::vector<int> blocks = parallel.stage_block_counts();  // throws on a bad list
+  positive("parallel.rebalance_after", c.parallel.rebalance_after);
+  nonneg("parallel.rebalance_gain", c.parallel.rebalance_gain);
+  if (!c.parallel.stage_blocks.empty()) {
+    const std::vector<int> blocks = c.parallel.stage_block_counts();  // throws on a bad list
     int sum = 0;
     for (int b : blocks) sum += b;
-    if (sum != model.n_layer)
-      throw Error("config key 'parallel.stage_blocks' = \"" + parallel.stage_blocks + "\" adds up to " +
-                  std::to_string(sum) + " blocks, the model has model.n_layer = " + std::to_string(model.n_layer));
+    if (sum != c.model.n_layer)
+      throw Error("config key 'parallel.stage_blocks' = \"" + c.parallel.stage_blocks + "\" adds up to " +
+                  std::to_string(sum) + " blocks, the model has model.n_layer = " + std::to_string(c.model.n_layer));
   }
+}
+}  // namespace
+
+ConfigChoices Config::validate() const {
+  validate_model_train_parallel(*this);
   Config copy = *this;
   for (const Field& f : schema(copy)) check_choice(f, "");
   // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/half_wire.hpp).
@@ -403,6 +442,7 @@ void Config::validate() const {
     throw Error("config key 'sparsity.pattern' = \"2:4\" needs model.d_model (" + std::to_string(model.d_model) +
                 ") divisible by 4 x parallel.tp (" + std::to_string(4 * parallel.tp) +
                 ") so that every TP rank holds whole groups of 4 input columns");
+  return choices();
 }
 
 std::vector<int> ParallelConfig::stage_block_counts() const {
@@ -423,17 +463,47 @@ std::vector<int> ParallelConfig::stage_block_counts() const {
   return out;
 }
 
-Recompute Config::recompute() const {
-  return train.recompute == "full" ? Recompute::Full : train.recompute == "selective" ? Recompute::Selective
-                                                                                      : Recompute::None;
+namespace {
+template <class E>
+E typed(const char* key, const std::string& v) {
+  E out{};
+  const std::vector<std::string> allowed = names<E>();
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end() && parse_enum(v, out)) return out;
+  std::string list;
+  for (const std::string& n : allowed) list += (list.empty() ? "\"" : ", \"") + n + "\"";
+  throw Error(std::string("config key '") + key + "' must be one of " + list + ", got \"" + v + "\"");
 }
+}  // namespace
 
-Precision Config::precision() const {
-  return train.precision == "bf16" ? Precision::BF16 : train.precision == "fp16" ? Precision::F16 : Precision::F32;
+ConfigChoices Config::choices() const {
+  ConfigChoices t;
+  t.precision = typed<Precision>("train.precision", train.precision);
+  t.recompute = typed<Recompute>("train.recompute", train.recompute);
+  t.loss_scale = typed<LossScaleMode>("train.loss_scale", train.loss_scale);
+  t.nonfinite = typed<NonfinitePolicy>("train.nonfinite", train.nonfinite);
+  t.schedule = typed<PipelineSchedule>("parallel.schedule", parallel.schedule);
+  t.allreduce = typed<AllreduceChoice>("parallel.allreduce", parallel.allreduce);
+  t.comm = typed<CommChoice>("parallel.comm", parallel.comm);
+  t.grad_reduce_dtype = typed<GradWire>("parallel.grad_reduce_dtype", parallel.grad_reduce_dtype);
+  t.layout = typed<LayoutMode>("parallel.layout", parallel.layout);
+  t.rebalance = typed<RebalanceMode>("parallel.rebalance", parallel.rebalance);
+  t.data_source = typed<DataSourceKind>("data.source", data.source);
+  t.gemm = typed<GemmChoice>("kernels.gemm", kernels.gemm);
+  t.compress = typed<CompressMethod>("compress.method", compress.method);
+  t.topk_select = typed<TopkSelect>("compress.select", compress.select);
+  t.topk_transport = typed<TopkTransport>("compress.transport", compress.transport);
+  t.topk_values = typed<Precision>("compress.values", compress.values);
+  t.sparsity = typed<SparsityPattern>("sparsity.pattern", sparsity.pattern);
+  t.sparsity_recipe = typed<SparsityRecipe>("sparsity.recipe", sparsity.recipe);
+  if (parallel.zero < 0 || parallel.zero > 3)
+    throw Error("config key 'parallel.zero' must be 0, 1, 2 or 3, got " + std::to_string(parallel.zero));
+  t.zero = static_cast<ZeroStage>(parallel.zero);
+  return t;
 }
 
 bool Config::dynamic_loss_scale() const {
-  return train.loss_scale == "dynamic" || (train.loss_scale == "auto" && precision() == Precision::F16);
+  const ConfigChoices t = choices();
+  return t.loss_scale == LossScaleMode::Dynamic || (t.loss_scale == LossScaleMode::Auto && t.precision == Precision::FP16);
 }
 
 std::map<std::string, std::string> Config::to_map() const {
@@ -465,6 +535,30 @@ std::vector<std::string> Config::keys() {
   std::vector<std::string> k;
   for (const Field& f : schema(c)) k.push_back(f.key);
   return k;
+}
+
+std::string Config::keys_doc() {
+  Config c;
+  std::ostringstream os;
+  os << "| key | type | default | meaning |\n|---|---|---|---|\n";
+  for (const Field& f : schema(c)) {
+    std::string type;
+    switch (f.kind) {
+      case Kind::Int: type = "integer"; break;
+      case Kind::Int64: type = "integer (64-bit)"; break;
+      case Kind::Double: type = "number"; break;
+      case Kind::Bool: type = "true / false"; break;
+      case Kind::String: type = "string"; break;
+    }
+    if (!f.choices.empty()) {
+      type.clear();
+      for (const std::string& n : f.choices) type += (type.empty() ? "" : " / ") + ("`" + n + "`");
+    }
+    std::string def = format(f);
+    if (def == "\"\"") def = "(empty)";
+    os << "| `" << f.key << "` | " << type << " | `" << def << "` | " << f.doc << " |\n";
+  }
+  return os.str();
 }
 
 std::string resolve_deck(const std::string& name) {

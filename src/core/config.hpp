@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "src/core/enums.hpp"
+
 namespace gt {
 
 struct ModelConfig {
@@ -82,7 +84,8 @@ struct ParallelConfig {
   std::string comm = "auto";          // device groups on "mpi", "nccl", or "auto" (NCCL on CUDA builds that have it)
   std::string grad_reduce_dtype = "fp32";  // wire type of the DP gradient all-reduce: "fp32" or "bf16"
   double bucket_mb = 25.0;            // DP gradient bucket size
-  int zero = 0;                       // ZeRO stage over the DP group: 0 none, 1 optimizer state, 2 + gradients
+  int zero = 0;                       // ZeRO stage over the DP group: 0 none, 1 optimizer state, 2 + gradients,
+                                      // 3 + parameters (docs/zero.md)
   int wte_chunk_rows = 0;             // ZeRO 2/3 with staged gradients: rows of wte per chunk (0: a block's worth)
   int blas_threads = 1;
   std::string layout = "manual";      // "auto": tp/pp/dp chosen by the planner at start (docs/planner.md)
@@ -118,11 +121,8 @@ struct CheckpointConfig {
 struct OutputConfig {
   std::string dir = "runs/default";
   int log_every = 1;
-  double peak_gflops = 0.0;           // per-rank peak for MFU; 0: measure an sgemm at start-up
+  double peak_gflops = 0.0;           // per-rank peak for MFU; 0: the core's, measured and cached (train/host_peak.hpp)
 };
-
-enum class Precision { F32, BF16, F16 };
-enum class Recompute { None, Selective, Full };
 
 // Kernel libraries (docs/kernels.md).
 struct KernelsConfig {
@@ -131,7 +131,8 @@ struct KernelsConfig {
 
 // Gradient compression of the DP all-reduce (issue 11, docs/compression.md).
 struct CompressConfig {
-  std::string method = "none";        // "none" (dense fp32 all-reduce) or "topk" (error feedback + top-k)
+  std::string method = "none";        // "none" (dense fp32 all-reduce), "topk" (error feedback + top-k), or
+                                      // "bf16" / "fp16" (the dense all-reduce in 16-bit)
   double density = 0.04;              // top-k: fraction of each bucket's entries sent per step, (0, 1]
   bool error_feedback = true;         // top-k: keep what was not sent for the next step (false: forget it)
   int warmup_steps = 0;               // top-k: DGC's density warm-up from 25% to `density` over these steps
@@ -149,6 +150,30 @@ struct SparsityConfig {
   double srste_decay = 2e-4;          // srste: lambda of the decay lambda*(1-mask)*W added to pruned weights' gradients
 };
 
+// The typed view of every key that takes one of a few names (src/core/enums.hpp), and of parallel.zero.
+// Code outside src/core branches on these, never on the text of a value.
+struct ConfigChoices {
+  Precision precision = Precision::FP32;
+  Recompute recompute = Recompute::None;
+  LossScaleMode loss_scale = LossScaleMode::Auto;
+  NonfinitePolicy nonfinite = NonfinitePolicy::Stop;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  AllreduceChoice allreduce = AllreduceChoice::Auto;
+  CommChoice comm = CommChoice::Auto;
+  GradWire grad_reduce_dtype = GradWire::FP32;
+  LayoutMode layout = LayoutMode::Manual;
+  RebalanceMode rebalance = RebalanceMode::Off;
+  DataSourceKind data_source = DataSourceKind::Synthetic;
+  GemmChoice gemm = GemmChoice::Auto;
+  CompressMethod compress = CompressMethod::None;
+  TopkSelect topk_select = TopkSelect::Sampled;
+  TopkTransport topk_transport = TopkTransport::Auto;
+  Precision topk_values = Precision::FP32;
+  SparsityPattern sparsity = SparsityPattern::None;
+  SparsityRecipe sparsity_recipe = SparsityRecipe::SRSTE;
+  ZeroStage zero = ZeroStage::None;
+};
+
 struct Config {
   ModelConfig model;
   TrainConfig train;
@@ -164,11 +189,15 @@ struct Config {
   void load_file(const std::string& path);
   // Apply one `section.key=value` override.
   void set(const std::string& assignment, const std::string& origin = "command line");
-  // Checks that do not need the world size (positive sizes, divisibility of heads, ...).
-  void validate() const;
-  // Typed views of the enum keys (the names are checked once, in the schema).
-  Precision precision() const;
-  Recompute recompute() const;
+  // Checks that do not need the world size (positive sizes, divisibility of heads, ...); returns the typed view
+  // of the named keys, every name checked.
+  ConfigChoices validate() const;
+  // The typed view, derived from the values as they are now (a table lookup per key: cheap, and never stale
+  // when a field is assigned after validate(), as tests and the auto layout do). Throws gt::Error naming the
+  // key for a name outside its table (validate() reports those first).
+  ConfigChoices choices() const;
+  Precision precision() const { return choices().precision; }
+  Recompute recompute() const { return choices().recompute; }
   bool dynamic_loss_scale() const;  // train.loss_scale resolved against train.precision
   // Flat `section.key -> value` text of every key, for the summary file and checkpoints.
   std::map<std::string, std::string> to_map() const;
@@ -177,6 +206,9 @@ struct Config {
   std::string checkpoint_dir() const { return checkpoint.dir.empty() ? output.dir + "/checkpoints" : checkpoint.dir; }
   // Names of all keys, for help output.
   static std::vector<std::string> keys();
+  // The documentation of every key as a Markdown table (key, type or choices, default, one line): what
+  // `gridtrain keys --doc` prints and docs/config.md holds between its markers (test cli_config_doc).
+  static std::string keys_doc();
 };
 
 // Path of a preset deck by name (`tiny` -> <inputs dir>/tiny.toml), or the argument itself if it is a path.

@@ -8,10 +8,9 @@ namespace gt {
 
 std::unique_ptr<DataSource> make_data_source(const Config& cfg) {
   const DataConfig& d = cfg.data;
-  if (d.source == "synthetic")
+  if (cfg.choices().data_source == DataSourceKind::Synthetic)  // throws naming data.source for another name
     return std::make_unique<SyntheticSource>(cfg.model.vocab_size, cfg.model.seq_len, uint64_t(cfg.train.seed),
                                              d.synthetic_noise);
-  if (d.source != "hdf5") throw Error("data.source: '" + d.source + "' is not synthetic or hdf5");
   if (d.path.empty()) throw Error("data.path: empty; set data.path=FILE.h5 (make one with gridtrain prepare)");
   auto src = std::make_unique<HDF5Source>(d.path, cfg.model.seq_len, uint64_t(cfg.train.seed));
   if (src->vocab_size() > cfg.model.vocab_size)

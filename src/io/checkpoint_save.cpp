@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "src/core/test_hooks.hpp"
 #include "src/io/agree.hpp"
 #include "src/io/checkpoint.hpp"
 #include "src/io/checkpoint_files.hpp"
@@ -62,8 +63,7 @@ CheckpointMeta broadcast_meta(MPI_Comm comm, const CheckpointMeta& meta) {
 
 // Test hook: GRIDTRAIN_CRASH_IN_CHECKPOINT=<step> kills every rank halfway through writing that step.
 bool crash_requested(int64_t step) {
-  const char* s = std::getenv("GRIDTRAIN_CRASH_IN_CHECKPOINT");
-  return s && *s && std::strtoll(s, nullptr, 10) == step;
+  return test_hooks::crash_in_checkpoint_step() == step;  // src/core/test_hooks.hpp
 }
 
 // Closes a .tmp file that is given up (an agreed error, so every rank is here). A close that fails leaves the

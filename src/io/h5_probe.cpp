@@ -18,6 +18,7 @@
 #include <iostream>
 #include <thread>
 
+#include "src/core/test_hooks.hpp"
 #include "src/io/h5_walk.hpp"
 
 extern char** environ;
@@ -75,8 +76,8 @@ int serve_probe_if_asked(int argc, char** argv) {
   if (::getppid() != static_cast<pid_t>(std::atoll(argv[3]))) return 0;  // the parent is already gone
   // Test hook: GRIDTRAIN_TEST_H5_PROBE_SLEEP_S makes the child hang as libhdf5 does on some files, whatever the
   // library does with the file at hand (the time limit is tested without depending on a libhdf5 bug).
-  if (const char* s = std::getenv("GRIDTRAIN_TEST_H5_PROBE_SLEEP_S"); s && *s)
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(s)));
+  if (const double s = test_hooks::h5_probe_sleep_s(); s > 0)  // src/core/test_hooks.hpp
+    std::this_thread::sleep_for(std::chrono::duration<double>(s));
   walk_hdf5_metadata(argv[2]);
   // _exit: nothing of the library's own shutdown (atexit) is part of the verdict.
   ::_exit(0);

@@ -7,24 +7,9 @@
 
 namespace gt::plan {
 
-std::string name(Precision p) {
-  switch (p) {
-    case Precision::FP32: return "fp32";
-    case Precision::BF16: return "bf16";
-    case Precision::FP16: return "fp16";
-    case Precision::FP8: return "fp8";
-  }
-  return "?";
-}
+std::string name(Precision p) { return enum_name(p); }
 
-std::string name(Recompute r) {
-  switch (r) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
-  }
-  return "?";
-}
+std::string name(Recompute r) { return enum_name(r); }
 
 std::string name(Framework f) {
   switch (f) {
@@ -48,18 +33,15 @@ std::string name(Attention a) {
 }
 
 Precision parse_precision(const std::string& s) {
-  if (s == "fp32") return Precision::FP32;
-  if (s == "bf16") return Precision::BF16;
-  if (s == "fp16") return Precision::FP16;
-  if (s == "fp8") return Precision::FP8;
-  throw Error("unknown precision '" + s + "' (fp32, bf16, fp16, fp8)");
+  Precision p;
+  if (!parse_enum(s, p)) throw Error("unknown precision '" + s + "' (fp32, bf16, fp16, fp8)");
+  return p;
 }
 
 Recompute parse_recompute(const std::string& s) {
-  if (s == "none") return Recompute::None;
-  if (s == "selective") return Recompute::Selective;
-  if (s == "full") return Recompute::Full;
-  throw Error("unknown recompute '" + s + "' (none, selective, full)");
+  Recompute r;
+  if (!parse_enum(s, r)) throw Error("unknown recompute '" + s + "' (none, selective, full)");
+  return r;
 }
 
 Framework parse_framework(const std::string& s) {

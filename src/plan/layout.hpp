@@ -7,8 +7,8 @@
 
 namespace gt::plan {
 
-enum class Precision { FP32, BF16, FP16, FP8 };  // FP8: Hopper GEMMs in fp8 (Transformer Engine), the rest bf16
-enum class Recompute { None, Selective, Full };
+using Precision = gt::Precision;  // the config's enums (src/core/enums.hpp): one list for train and plan; FP8
+using Recompute = gt::Recompute;  // (Hopper GEMMs in fp8, Transformer Engine, the rest bf16) is the planner's only
 // Whose trainer to model: its memory ledger, overlap of communication with compute, attention kernel, ZeRO
 // flavour and pipeline rules (src/plan/framework.hpp has each one's defaults and their sources).
 enum class Framework { Gridtrain, Megatron, MegatronCore2024, DeepSpeedZero3, TorchtitanFsdp2, LlmC };

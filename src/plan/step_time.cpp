@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "src/core/model_flops.hpp"
 #include "src/plan/framework.hpp"
 #include "src/plan/memory.hpp"
 
@@ -33,8 +34,8 @@ LinkLevel group_link(const Cluster& c, int stride, int size) {
 }
 
 double model_flops_per_step(const ModelShape& m, long B) {
-  const double s = m.s, h = m.h, L = m.L;
-  return 3.0 * double(B) * s * (m.matmul_flops_per_token() + 4.0 * L * s * h);
+  // Megatron-Core's count, 3 B s (2 (L P_gemm + V h) + 4 L s h), is the run report's 6 N_matmul + 12 L s h per token
+  return double(B) * double(m.s) * flops_per_token(m.matmul_flops_per_token() / 2.0, m.L, m.s, m.h);
 }
 
 namespace {

@@ -34,6 +34,7 @@ LinkLevel group_link(const Cluster& c, int stride, int size);
 // Model FLOPs of one step (Narayanan et al. 2021, eq. 3 without recompute, generalised as Megatron-Core's
 // num_floating_point_operations): 3 B s (2 (L P_gemm + V h) + 4 L s h), P_gemm a block's GEMM weights;
 // 72 B s L h^2 (1 + s/6h + V/12Lh) for GPT-2.
+// Through src/core/model_flops.hpp, the count the run report uses.
 double model_flops_per_step(const ModelShape& m, long global_batch);
 
 // Options that override a framework's default for one plan (-1: the framework's own).

@@ -10,6 +10,7 @@
 
 #include "kernels/kokkos_compat.hpp"
 #include "src/core/error.hpp"
+#include "src/core/test_hooks.hpp"
 
 namespace gt {
 
@@ -18,15 +19,11 @@ BlockTimer::BlockTimer(int n_layer) : step_(size_t(n_layer) + 2, 0.0), best_(siz
   // ms milliseconds longer in each forward and each backward, as a block on a slower device would; the real
   // clock measures it, so the whole path from timing to the new partition is exercised.
   slow_s_.assign(step_.size(), 0.0);
-  if (const char* e = std::getenv("GRIDTRAIN_TEST_SLOW_BLOCK"); e && *e) {
-    std::stringstream ss(e);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      const size_t colon = item.find(':');
-      const int l = colon == std::string::npos ? -1 : std::atoi(item.substr(0, colon).c_str());
-      if (l < 0 || l >= n_layer) throw Error("GRIDTRAIN_TEST_SLOW_BLOCK expects BLOCK:MS[,BLOCK:MS], got '" + std::string(e) + "'");
-      slow_s_[size_t(l) + 1] = std::atof(item.substr(colon + 1).c_str()) * 1e-3;
-    }
+  for (const auto& [l, seconds] : test_hooks::slow_blocks()) {  // src/core/test_hooks.hpp
+    if (l < 0 || l >= n_layer)
+      throw Error("GRIDTRAIN_TEST_SLOW_BLOCK names block " + std::to_string(l) + ", the model has " +
+                  std::to_string(n_layer));
+    slow_s_[size_t(l) + 1] = seconds;
   }
 }
 

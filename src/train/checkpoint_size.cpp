@@ -8,14 +8,15 @@ namespace gt {
 io::CheckpointFileShape checkpoint_file_shape(const Config& cfg, int world_size) {
   io::CheckpointFileShape shape;
   const ModelConfig& m = cfg.model;
+  const ConfigChoices choice = cfg.choices();
   int64_t model_elements = 0;
   for (const TensorSpec& s : model_tensor_specs(m, StageLayout{0, 1, 0, m.n_layer}, 0, 1)) {
     const int64_t n = s.global_size();
     model_elements += n;
     for (int group = 0; group < 3; ++group) shape.dataset_elements.push_back(n);  // params, adam_m, adam_v
-    if (cfg.sparsity.pattern != "none" && sparse_tensor(s)) shape.dataset_elements.push_back(n);
+    if (choice.sparsity != SparsityPattern::None && sparse_tensor(s)) shape.dataset_elements.push_back(n);
   }
-  if (cfg.compress.method == "topk") shape.dataset_elements.push_back(int64_t(world_size) * model_elements);
+  if (choice.compress == CompressMethod::TopK) shape.dataset_elements.push_back(int64_t(world_size) * model_elements);
   shape.attribute_bytes = int64_t(cfg.to_toml().size()) + 4096;
   return shape;
 }

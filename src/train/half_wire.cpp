@@ -7,9 +7,9 @@
 
 namespace gt {
 
-DType grad_wire_dtype(const std::string& method, const std::string& reduce_dtype) {
-  if (method == "fp16") return DType::F16;
-  if (method == "bf16" || reduce_dtype == "bf16") return DType::BF16;
+DType grad_wire_dtype(CompressMethod method, GradWire reduce_dtype) {
+  if (method == CompressMethod::FP16) return DType::F16;
+  if (method == CompressMethod::BF16 || reduce_dtype == GradWire::BF16) return DType::BF16;
   return DType::F32;
 }
 

@@ -7,11 +7,12 @@
 #include <string>
 
 #include "src/comm/comm.hpp"
+#include "src/core/enums.hpp"
 
 namespace gt {
 
 // The wire type the config asks for: F32 (none), BF16 or F16.
-DType grad_wire_dtype(const std::string& compress_method, const std::string& grad_reduce_dtype);
+DType grad_wire_dtype(CompressMethod compress_method, GradWire grad_reduce_dtype);
 
 // wire[i] = round(g[i]) to `t` (BF16 or F16), i < n; fenced (a communicator reads it next).
 void to_wire(const float* g, uint16_t* wire, size_t n, DType t);

@@ -11,15 +11,16 @@
 #include <cstring>
 
 #include "kernels/kokkos_compat.hpp"
+#include "src/core/test_hooks.hpp"
 
 namespace gt {
 
 enum class MirrorMode { Auto, Copy };
 
-// Test hook: GRIDTRAIN_TEST_HOST_MIRROR=copy makes every host mirror of the trainer a separate copy.
+// Test hook GRIDTRAIN_TEST_HOST_MIRROR=copy (src/core/test_hooks.hpp): every host mirror of the trainer is a
+// separate copy.
 inline MirrorMode host_mirror_mode_from_env() {
-  const char* m = std::getenv("GRIDTRAIN_TEST_HOST_MIRROR");
-  return m && std::strcmp(m, "copy") == 0 ? MirrorMode::Copy : MirrorMode::Auto;
+  return test_hooks::host_mirror_copy() ? MirrorMode::Copy : MirrorMode::Auto;
 }
 
 template <class T>

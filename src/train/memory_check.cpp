@@ -13,6 +13,7 @@
 
 #include "kernels/device_stream.hpp"
 #include "src/core/error.hpp"
+#include "src/core/test_hooks.hpp"
 #include "src/plan/memory.hpp"
 
 namespace gt {
@@ -22,8 +23,8 @@ namespace {
 // A "Key:   123 kB" line of a /proc file, in bytes; -1 when absent. GRIDTRAIN_TEST_MEMAVAILABLE_MB replaces
 // MemAvailable (tests of the refusal that do not depend on the machine's free memory).
 double proc_kb(const char* file, const char* key) {
-  if (std::string(key) == "MemAvailable:")
-    if (const char* t = std::getenv("GRIDTRAIN_TEST_MEMAVAILABLE_MB")) return std::atof(t) * 1048576.0;
+  if (std::string(key) == "MemAvailable:" && test_hooks::mem_available_bytes() >= 0)
+    return test_hooks::mem_available_bytes();
   std::ifstream f(file);
   std::string line;
   while (std::getline(f, line))
@@ -110,8 +111,9 @@ void check_memory_fits(const Config& cfg, Grid& grid) {
   l.micro_batch = cfg.train.micro_batch_size;
   l.micro_batches = cfg.train.micro_batches;
   l.zero = cfg.parallel.zero;
-  l.precision = plan::parse_precision(cfg.train.precision);
-  l.gpipe = cfg.parallel.schedule == "gpipe";
+  const ConfigChoices choice = cfg.choices();
+  l.precision = choice.precision;  // one enum for train and plan (src/core/enums.hpp)
+  l.gpipe = choice.schedule == PipelineSchedule::GPipe;
   l.device_split = kernels_on_device();  // a GPU build's kernels keep the device split's larger scratch
   plan::MemoryBreakdown b;
   try {

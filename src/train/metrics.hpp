@@ -1,5 +1,7 @@
 #pragma once
-// Per-step figures, the human line, JSON lines and the run summary. Only world rank 0 writes files.
+// The small tools the run report and the benches write with: a JSON object writer, atomic file writes and
+// make_dirs, the process's peak RSS and PSS, and a single-core sgemm rate (measure_sgemm_gflops). What a run
+// reports (the step line, metrics.jsonl, summary.json) is src/train/run_report.hpp.
 #include <cstdio>
 #include <map>
 #include <string>

@@ -46,7 +46,7 @@ std::vector<int> stage_partition(const Config& cfg, int pp) {
 
 Rebalancer::Rebalancer(const Config& cfg, Grid& grid, StageModel& model, std::vector<int> partition)
     : cfg_(cfg), grid_(grid), model_(model), partition_(std::move(partition)) {
-  const bool deciding = cfg_.parallel.rebalance == "auto" && grid_.shape().pp > 1;
+  const bool deciding = cfg_.choices().rebalance == RebalanceMode::Auto && grid_.shape().pp > 1;
   if (!deciding && cfg_.parallel.rebalanced_from.empty()) return;
   timer_ = std::make_unique<BlockTimer>(cfg_.model.n_layer);
   model_.set_unit_timer([t = timer_.get()](int u, bool start) { t->mark(u, start); });

@@ -51,7 +51,7 @@ CheckpointRequirements resume_requirements(const Config& cfg) {
   const std::vector<TensorSpec> specs = model_tensor_specs(m, StageLayout{0, 1, 0, m.n_layer}, 0, 1);
   for (const char* group : {"params/", "adam_m/", "adam_v/"})
     for (const TensorSpec& s : specs) datasets.push_back({group + s.name, s.global_shape});
-  if (cfg.sparsity.pattern != "none")
+  if (cfg.choices().sparsity != SparsityPattern::None)
     for (const TensorSpec& s : specs)
       if (sparse_tensor(s)) datasets.push_back({"sparse_mask/" + s.name, s.global_shape});
   return training_requirements(datasets, model_signature(m));

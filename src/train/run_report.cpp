@@ -2,27 +2,20 @@
 
 #include "kernels/device_peak.hpp"
 #include "kernels/kokkos_compat.hpp"
-#include "kernels/peak_flops.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 
+#include "src/core/model_flops.hpp"
+#include "src/core/test_hooks.hpp"
 #include "src/model/gpt.hpp"
+#include "src/train/host_peak.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/schedule.hpp"
 #include "src/train/sparsity.hpp"
 
 namespace gt {
-
-namespace {
-// Forward FLOPs per token of the model, times 3 for forward + backward: 6 N (N = parameters that take part in
-// matrix products, the tied head included, positions excluded) + 12 L T C for attention scores and values.
-double model_flops_per_token(const ModelConfig& m, int64_t n_params) {
-  return 6.0 * double(n_params - int64_t(m.seq_len) * m.d_model) + 12.0 * m.n_layer * double(m.seq_len) * m.d_model;
-}
-}  // namespace
 
 RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     : cfg_(cfg), grid_(grid), tokens_per_step_(double(global_batch) * cfg.model.seq_len) {
@@ -31,11 +24,13 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     n_params_ += s.global_size();
     if (sparse_tensor(s)) sparse_params_ += s.global_size();
   }
-  flops_per_token_ = model_flops_per_token(cfg.model, n_params_);
+  flops_per_token_ = gpt_flops_per_token(cfg.model);  // the planner's and bench's count too
   // MFU as PaLM and Megatron define it: model FLOP/s over the hardware peak (the widest fp32 FMA of one core,
   // measured; output.peak_gflops overrides). The sgemm-relative figure (how close to the GEMM library's own rate
-  // the step runs) stays as a second, named number, measured through the GEMM backend the run uses.
-  double peaks[2] = {cfg.output.peak_gflops, measure_sgemm_gflops(1536, 3)};
+  // the step runs) stays as a second, named number, measured through the GEMM backend the run uses. It costs 4
+  // GEMMs of 1536^3 (29 GFLOP: 0.2 s of an idle core, seconds with ranks sharing loaded cores), so a run given
+  // output.peak_gflops (every test, to skip the start-up measurements) measures neither and has no mfu_sgemm.
+  double peaks[2] = {cfg.output.peak_gflops, cfg.output.peak_gflops > 0 ? 0.0 : measure_sgemm_gflops(1536, 3)};
   // GPU builds: the device's datasheet peak for the precision the GEMMs run in (fp32: plain FP32 FMA, cuBLAS
   // SGEMM without TF32; bf16/fp16: dense tensor-core rate), kernels/device_peak.cpp. A device missing from the
   // table falls back to the measured sgemm rate (the start line names the peak it used).
@@ -48,12 +43,12 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     // CPUs: the peak of the instruction the run's GEMMs use. bf16 GEMMs run on the bf16 dot product
     // (vdpbf16ps: twice the fp32 FMA rate per core), so a bf16 run against the fp32 FMA peak reads up to 2x
     // too high (a step line of 86-106% on the small preset). fp16 has no dot-product instruction on the CPUs
-    // oneDNN 2.6 supports it on here: its GEMMs convert to fp32, the fp32 peak applies. Without AVX512_BF16
-    // peak_flops gives the fp32 figure as the bf16 one (bf16 GEMMs then run as fp32 ones).
-    const PeakFlops pf = measure_peak_flops();
-    const bool bf16 = cfg.train.precision == "bf16";
-    peaks[0] = bf16 ? pf.bf16_gflops : pf.fp32_gflops;
-    peak_kind_ = std::string(bf16 ? "bf16" : "fp32") + " peak (" + (bf16 ? pf.bf16_isa : pf.fp32_isa) + ", measured)";
+    // oneDNN 2.6 supports it on here: its GEMMs convert to fp32, the fp32 peak applies. Measured robustly and
+    // cached per CPU model (src/train/host_peak.hpp), so MFU moves with tokens/s, not with the load.
+    const HostPeak hp = resolve_host_peak(cfg.choices().precision == Precision::BF16, &grid_.world());
+    peaks[0] = hp.gflops;
+    peak_kind_ = hp.kind;
+    peak_provenance_ = hp.provenance;
   }
   if (peaks[0] <= 0) {  // no FMA loop for this CPU: fall back to the sgemm rate
     peaks[0] = peaks[1];
@@ -62,16 +57,21 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
   grid_.world().allreduce(peaks, 2, DType::F64, ReduceOp::Min);
   peak_gflops_ = peaks[0];
   sgemm_gflops_ = peaks[1];
-  if (grid_.world_rank() == 0)
-    std::printf("gridtrain: MFU against the %s: %.1f GFLOP/s per rank; mfu_sgemm against the GEMM backend's "
-                "sgemm: %.1f GFLOP/s per rank\n",
-                peak_kind_.c_str(), peak_gflops_, sgemm_gflops_);
+  if (grid_.world_rank() == 0) {
+    if (sgemm_gflops_ > 0)
+      std::printf("gridtrain: MFU against the %s: %.1f GFLOP/s per rank; mfu_sgemm against the GEMM backend's "
+                  "sgemm: %.1f GFLOP/s per rank\n",
+                  peak_kind_.c_str(), peak_gflops_, sgemm_gflops_);
+    else
+      std::printf("gridtrain: MFU against the %s: %.1f GFLOP/s per rank; no mfu_sgemm (the sgemm rate is not "
+                  "measured when output.peak_gflops is given)\n",
+                  peak_kind_.c_str(), peak_gflops_);
+    if (!peak_provenance_.empty()) std::printf("gridtrain: peak from %s\n", peak_provenance_.c_str());
+  }
   // Energy: the GPU's NVML counter on GPU builds, the CPU package's RAPL counter otherwise (collective).
-  // GRIDTRAIN_TEST_POWERCAP_ROOT / _CPU_ROOT point the RAPL reader at a fake tree (tests/energy).
-  const char* pc = std::getenv("GRIDTRAIN_TEST_POWERCAP_ROOT");
-  const char* cpu = std::getenv("GRIDTRAIN_TEST_CPU_ROOT");
+  // The test hooks GRIDTRAIN_TEST_POWERCAP_ROOT / _CPU_ROOT point the RAPL reader at a fake tree.
   energy_ = make_run_meter(grid_.world_mpi(), exec_on_host ? "" : device_pci_bus_id(),
-                           pc ? pc : "/sys/class/powercap", cpu ? cpu : "/sys/devices/system/cpu");
+                           test_hooks::powercap_root(), test_hooks::cpu_sysfs_root());
   if (grid_.world_rank() == 0) std::printf("gridtrain: energy: %s\n", energy_->source().c_str());
 }
 
@@ -89,10 +89,10 @@ void RunReport::log_step(int step, const StepStats& s) const {
   const double mfu = flops_per_token_ * tok_s / (peak_gflops_ * 1e9 * grid_.world_size());
   const double comm = s.comm_ms();
   if (step % cfg_.output.log_every == 0 || step == cfg_.train.steps) {
-    std::printf("step %5d/%d | loss %.6f | lr %.3e | gnorm %.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%% (sgemm %.0f%%) "
-                "| comm %4.1f%%",
-                step, cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, 100.0 * mfu,
-                100.0 * mfu * peak_gflops_ / sgemm_gflops_, 100.0 * comm / s.ms);
+    std::printf("step %5d/%d | loss %.6f | lr %.3e | gnorm %.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%%", step,
+                cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, 100.0 * mfu);
+    if (sgemm_gflops_ > 0) std::printf(" (sgemm %.0f%%)", 100.0 * mfu_sgemm(mfu));
+    std::printf(" | comm %4.1f%%", 100.0 * comm / s.ms);
     if (s.val_loss >= 0) std::printf(" | val %.4f", s.val_loss);
     if (cfg_.dynamic_loss_scale()) std::printf(" | scale %g", s.loss_scale);
     if (s.skipped && s.bad.empty()) std::printf(" | skipped (overflow: inf/NaN gradients)");
@@ -108,10 +108,11 @@ void RunReport::log_step(int step, const StepStats& s) const {
   std::fflush(stdout);
   JsonObject j;
   j.integer("step", step).num("loss", s.loss).num("lr", s.lr).num("grad_norm", s.grad_norm).num("ms", s.ms)
-      .num("ms_max", s.ms_max).num("tokens_per_s", tok_s).num("mfu", mfu).num("mfu_sgemm", mfu * peak_gflops_ / sgemm_gflops_).num("forward_ms", s.fwd_ms)
+      .num("ms_max", s.ms_max).num("tokens_per_s", tok_s).num("mfu", mfu).num("forward_ms", s.fwd_ms)
       .num("backward_ms", s.bwd_ms).num("optimizer_ms", s.opt_ms).num("comm_tp_ms", s.comm_tp_ms)
       .num("comm_pp_ms", s.comm_pp_ms).num("comm_dp_ms", s.comm_dp_ms).num("comm_other_ms", s.comm_other_ms)
       .num("exposed_comm_share", comm / s.ms).num("compute_ms", s.compute_ms).num("compute_ms_max", s.compute_ms_max);
+  if (sgemm_gflops_ > 0) j.num("mfu_sgemm", mfu_sgemm(mfu));
   if (s.val_loss >= 0) j.num("val_loss", s.val_loss);
   j.num("loss_scale", s.loss_scale).integer("skipped", s.skipped ? 1 : 0);
   if (s.wire_bytes >= 0) j.num("wire_bytes", s.wire_bytes).num("compression_ratio", s.compression_ratio);
@@ -149,7 +150,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .integer("steps_this_run", (long long)h.size())
       .num("final_loss", h.empty() ? in.last_loss : h.back().loss)
       .num("val_loss", val_loss).num("tokens_per_s", tok_s).num("tokens_per_s_per_rank", tok_s / g.size())
-      .num("ms_per_step", mean.ms_max).num("ms_per_step_mean_rank", mean.ms).num("mfu", mfu).num("mfu_sgemm", mfu * peak_gflops_ / sgemm_gflops_)
+      .num("ms_per_step", mean.ms_max).num("ms_per_step_mean_rank", mean.ms).num("mfu", mfu)
       .num("exposed_comm_share", n > 0 && mean.ms > 0 ? comm / mean.ms : 0.0).num("forward_ms", mean.fwd_ms)
       .num("backward_ms", mean.bwd_ms).num("optimizer_ms", mean.opt_ms).num("data_ms", mean.data_ms)
       .num("comm_exposed_ms", comm).num("comm_tp_ms", mean.comm_tp_ms).num("comm_pp_ms", mean.comm_pp_ms)
@@ -162,7 +163,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .num("pipeline_bubble", bubble_fraction(g.pp, cfg_.train.micro_batches))
       .integer("micro_batch_size", cfg_.train.micro_batch_size).integer("micro_batches", cfg_.train.micro_batches)
       .integer("global_batch_tokens", (long long)tokens_per_step_).integer("seq_len", cfg_.model.seq_len)
-      .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).str("peak_kind", peak_kind_).num("sgemm_gflops_per_rank", sgemm_gflops_)
+      .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).str("peak_kind", peak_kind_).str("peak_provenance", peak_provenance_)
       .str("schedule", cfg_.parallel.schedule).str("allreduce", cfg_.parallel.allreduce)
       .num("peak_rss_mb", rss[0] / 1048576.0).num("pss_end_mb", rss[1] < 0 ? -1.0 : rss[1] / 1048576.0)
       .num("analytic_state_mb", in.state_bytes / 1048576.0)
@@ -187,7 +188,8 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
   if (!h.empty() && joules >= 0)
     j.num("energy_j", joules).num("joules_per_step", joules / double(h.size()))
         .num("joules_per_token", joules / (tokens_per_step_ * double(h.size())));
-  if (cfg_.parallel.layout == "auto")
+  if (sgemm_gflops_ > 0) j.num("mfu_sgemm", mfu_sgemm(mfu)).num("sgemm_gflops_per_rank", sgemm_gflops_);
+  if (cfg_.choices().layout == LayoutMode::Auto)
     j.str("layout_choice", cfg_.parallel.auto_choice).str("layout_runner_up", cfg_.parallel.auto_runner_up)
         .str("layout_cluster", cfg_.parallel.auto_cluster);
   if (!h.empty() && h.back().wire_bytes >= 0) {  // the DP gradient reduction: means over this invocation's steps
@@ -196,7 +198,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
     j.num("wire_bytes_per_step", bytes / double(h.size())).num("compression_ratio", ratio / double(h.size()));
     if (h.back().residual_norm >= 0) j.num("residual_norm", h.back().residual_norm);
   }
-  if (cfg_.sparsity.pattern == "2:4") {
+  if (cfg_.choices().sparsity == SparsityPattern::TwoFour) {
     // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
     // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the
     // input gradient (dY W) reduces along the other dimension and the weight gradient has no sparse operand.

@@ -48,7 +48,9 @@ class RunReport {
   double tokens_per_step_ = 0;
   double peak_gflops_ = 0;   // hardware peak per rank (MFU's denominator)
   std::string peak_kind_;    // which peak: "bf16 peak (avx512_bf16 vdpbf16ps, measured)", a datasheet, ...
-  double sgemm_gflops_ = 0;  // the GEMM backend's measured sgemm rate per rank (mfu_sgemm)
+  std::string peak_provenance_;  // a measured peak's cache record and this run's figure (host_peak.hpp)
+  double sgemm_gflops_ = 0;  // the GEMM backend's measured sgemm rate per rank (mfu_sgemm); 0: not measured
+  double mfu_sgemm(double mfu) const { return mfu * peak_gflops_ / sgemm_gflops_; }
   double flops_per_token_ = 0;
   int64_t n_params_ = 0;
   int64_t sparse_params_ = 0;  // elements of the 2:4-masked weights (sparsity.hpp), global

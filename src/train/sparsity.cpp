@@ -33,8 +33,9 @@ void mask_2of4(const float* w, float* mask, long n) {
   });
 }
 
-Sparsity::Sparsity(const SparsityConfig& cfg, TrainState& state) : cfg_(cfg), state_(state) {
-  if (state_.working() != Precision::F32)
+Sparsity::Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState& state)
+    : cfg_(cfg), recipe_(recipe), state_(state) {
+  if (state_.working() != Precision::FP32)
     throw Error("sparsity.pattern = \"2:4\": only fp32 working parameters are implemented");
   for (const TensorSpec& s : state_.layout().tensors())
     if (sparse_tensor(s) && s.local_shape().back() % 4 != 0)
@@ -48,7 +49,7 @@ Sparsity::Sparsity(const SparsityConfig& cfg, TrainState& state) : cfg_(cfg), st
   }
   state_.add_buffer("sparse_mask", DType::F32);
   Kokkos::deep_copy(DeviceView<float>(state_.data<float>("sparse_mask"), n), 1.0f);
-  if (cfg_.recipe == "srste" || cfg_.asp_step == 0) compute_masks();
+  if (recipe_ == SparsityRecipe::SRSTE || cfg_.asp_step == 0) compute_masks();
   if (pruned(0)) prune_masters();
   write_working();
 }
@@ -79,7 +80,7 @@ void Sparsity::before_update(int updates_done, double loss_scale) {
   const float* w = state_.master();
   const float* m = state_.data<float>("sparse_mask");
   const long n = long(state_.layout().size());
-  if (cfg_.recipe == "srste") {
+  if (recipe_ == SparsityRecipe::SRSTE) {
     // The stored gradients carry the loss scale, which the optimizer divides out again.
     const float lam = float(cfg_.srste_decay * loss_scale);
     if (lam == 0.0f) return;
@@ -94,7 +95,7 @@ void Sparsity::before_update(int updates_done, double loss_scale) {
 }
 
 void Sparsity::after_update(int updates) {
-  if (cfg_.recipe == "srste" || updates == cfg_.asp_step) compute_masks();
+  if (recipe_ == SparsityRecipe::SRSTE || updates == cfg_.asp_step) compute_masks();
   // AdamW's momentum and weight decay still move pruned masters after their gradients went to zero.
   if (pruned(updates)) prune_masters();
   write_working();

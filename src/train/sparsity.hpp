@@ -29,7 +29,7 @@ class Sparsity {
  public:
   // Adds the "master" and "sparse_mask" buffers, computes the first masks (SR-STE, or ASP at asp_step 0) and
   // writes the working parameters. Throws when the state cannot carry masks (a working type other than fp32).
-  Sparsity(const SparsityConfig& cfg, TrainState& state);
+  Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState& state);
 
   // Before the optimizer update number `updates_done + 1`, on the stored gradients (scaled by loss_scale):
   // SR-STE adds loss_scale * lambda * (1 - mask) * master; pruned ASP zeroes the masked gradients.
@@ -43,9 +43,10 @@ class Sparsity {
  private:
   void compute_masks();
   void prune_masters();
-  bool pruned(int updates_done) const { return cfg_.recipe == "asp" && updates_done >= cfg_.asp_step; }
+  bool pruned(int updates_done) const { return recipe_ == SparsityRecipe::ASP && updates_done >= cfg_.asp_step; }
 
   SparsityConfig cfg_;
+  SparsityRecipe recipe_;  // sparsity.recipe, typed (Config::choices())
   TrainState& state_;
 };
 

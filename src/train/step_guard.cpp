@@ -15,8 +15,8 @@ std::string num(double x) {
 }
 }  // namespace
 
-StepGuard::StepGuard(const TrainConfig& t)
-    : policy_(t.nonfinite),
+StepGuard::StepGuard(const TrainConfig& t, NonfinitePolicy policy)
+    : policy_(policy),
       max_consecutive_(t.nonfinite_max_consecutive),
       loss_bound_(t.loss_bound),
       gnorm_bound_(t.gnorm_bound),
@@ -65,10 +65,10 @@ BadStepAction StepGuard::settle(int step, const std::string& reason, double norm
   counts_.bad += 1;
   if (reason.find("spike") != std::string::npos) counts_.spikes += 1;
   const std::string what = "step " + std::to_string(step) + ": " + reason;
-  if (policy_ == "stop")
+  if (policy_ == NonfinitePolicy::Stop)
     throw Error(what + " (train.nonfinite = stop; the last checkpoint is kept: resume from it with a lower train.lr, "
                        "or set train.nonfinite = skip or rollback)");
-  if (policy_ == "skip") {
+  if (policy_ == NonfinitePolicy::Skip) {
     if (++consecutive_ >= max_consecutive_)
       throw Error(what + "; " + std::to_string(consecutive_) + " bad steps in a row (train.nonfinite_max_consecutive = " +
                   std::to_string(max_consecutive_) + "): the run diverged, stopping (the last checkpoint is kept)");

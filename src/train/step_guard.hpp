@@ -28,7 +28,8 @@ struct BadStepCounts {
 
 class StepGuard {
  public:
-  explicit StepGuard(const TrainConfig& t);
+  // policy: train.nonfinite, typed (Config::choices())
+  StepGuard(const TrainConfig& t, NonfinitePolicy policy);
 
   // Before the update: the reason the (unscaled) global gradient norm makes step `step` bad, or "".
   std::string judge_grad_norm(double norm);
@@ -42,7 +43,7 @@ class StepGuard {
   void on_checkpoint() { rollbacks_since_checkpoint_ = 0; }
 
   const BadStepCounts& counts() const { return counts_; }
-  const std::string& policy() const { return policy_; }
+  const char* policy() const { return enum_name(policy_); }
 
  private:
   struct Window {  // the last n values of good steps: running mean and deviation
@@ -51,7 +52,7 @@ class StepGuard {
     void push(double x, size_t n);
   };
 
-  std::string policy_;
+  NonfinitePolicy policy_;
   int max_consecutive_;
   double loss_bound_, gnorm_bound_, spike_z_;
   size_t spike_window_;

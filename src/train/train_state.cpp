@@ -28,7 +28,7 @@ TrainState::TrainState(TensorLayout layout, Precision working, uint64_t seed)
 TrainState::TrainState(TensorLayout layout, Precision working, uint64_t seed, const StateExtents& e)
     : layout_(std::move(layout)), working_(working) {
   add_buffer("params", working_dtype(working), MemSpace::Device, e.working);
-  if (working != Precision::F32) add_buffer("master", DType::F32, MemSpace::Device, e.optimizer);
+  if (working != Precision::FP32) add_buffer("master", DType::F32, MemSpace::Device, e.optimizer);
   if (e.full_grads) add_buffer("grads", DType::F32);
   add_buffer("adam_m", DType::F32, MemSpace::Device, e.optimizer);
   add_buffer("adam_v", DType::F32, MemSpace::Device, e.optimizer);
@@ -58,7 +58,7 @@ void TrainState::fill_initial(const StateBuffer& b, uint64_t seed) {
 }
 
 void TrainState::refresh_params(Range r) {
-  if (working_ == Precision::F32 || r.size() == 0) return;
+  if (working_ == Precision::FP32 || r.size() == 0) return;
   const StateBuffer& m = buffer("master");
   const float* src = master() + (r.begin - m.extent.begin);
   const size_t at = r.begin - buffer("params").extent.begin;  // ZeRO-3: the working copy is a shard too

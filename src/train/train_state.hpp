@@ -2,11 +2,13 @@
 // TrainState: every flat buffer a rank trains with, over one TensorLayout. The standard buffers:
 //   params   working parameters the model computes with (the run's working type: fp32, bf16 or fp16)
 //   master   fp32 parameters the optimizer updates (only when the working type is not fp32; else = params)
-//   grads    fp32 gradient accumulation buffer (micro-batches accumulate here, the DP all-reduce sums it)
+//   grads    fp32 gradient accumulation buffer (micro-batches accumulate here, the DP all-reduce sums it; ZeRO-2/3
+//            reduce-scatter it into "grads_shard", or with staged gradients it does not exist: zero.hpp)
 //   adam_m, adam_v   AdamW moments, fp32
 // Later features add their own (masks, error-feedback residuals) with add_buffer(). Each buffer has its own
-// element type and memory space; all have layout().size() elements, so a tensor or a DP shard
-// (layout().shard_range) is the same element range in every one.
+// element type, memory space and extent: the layout's elements it holds, all of them or one DP shard (ZeRO),
+// at data[i - extent.begin], so a tensor or a DP shard (layout().shard_range) is the same element range of the
+// layout in every buffer that holds it.
 #include <map>
 #include <memory>
 #include <string>
@@ -111,7 +113,7 @@ constexpr DType state_dtype() {
 }
 // The working type's DType (train.precision).
 constexpr DType working_dtype(Precision p) {
-  return p == Precision::BF16 ? DType::BF16 : p == Precision::F16 ? DType::F16 : DType::F32;
+  return p == Precision::BF16 ? DType::BF16 : p == Precision::FP16 ? DType::F16 : DType::F32;
 }
 
 template <class T>

@@ -9,6 +9,7 @@
 
 #include "src/core/error.hpp"
 #include "src/core/stop_signal.hpp"
+#include "src/core/test_hooks.hpp"
 #include "src/train/half_wire.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/lr_schedule.hpp"
@@ -24,28 +25,22 @@ namespace {
 
 double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
 
-// Test hook (tests/cli/test_bad_input.sh): GRIDTRAIN_TEST_FAIL_RANK=r with GRIDTRAIN_TEST_FAIL_STEP=s makes world
-// rank r fail alone as step s begins, while the other ranks go on into that step's collectives.
+// Test hook GRIDTRAIN_TEST_FAIL_RANK/_STEP (src/core/test_hooks.hpp): world rank r fails alone as step s
+// begins, while the other ranks go on into that step's collectives.
 void test_fail_hook(int world_rank, int step) {
-  static const char* r = std::getenv("GRIDTRAIN_TEST_FAIL_RANK");
-  static const char* s = std::getenv("GRIDTRAIN_TEST_FAIL_STEP");
-  if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step)
-    throw Error("test hook: rank " + std::string(r) + " failed alone in step " + std::string(s));
+  static const test_hooks::FailHook h = test_hooks::fail_hook();
+  if (h.fails_in_step(world_rank, step))
+    throw Error("test hook: rank " + std::to_string(h.rank) + " failed alone in step " + std::to_string(step));
 }
 
-// Test hook (tests/train/test_loss_scale.cpp): GRIDTRAIN_TEST_INF_RANK=r with GRIDTRAIN_TEST_INF_STEP=s puts an
-// inf (GRIDTRAIN_TEST_INF_NAN=1: a NaN) into one gradient element of world rank r as step s begins; backward
-// accumulates onto it, the reductions carry it. GRIDTRAIN_TEST_INF_VALUE=x puts x instead (a finite spike:
-// tests/cli/test_bad_steps.sh).
+// Test hook GRIDTRAIN_TEST_INF_* (src/core/test_hooks.hpp): an inf, a NaN or a given value in one gradient
+// element of one rank as a step begins; backward accumulates onto it, the reductions carry it.
 void test_overflow_hook(int world_rank, int step, float* grads) {
-  static const char* r = std::getenv("GRIDTRAIN_TEST_INF_RANK");
-  static const char* s = std::getenv("GRIDTRAIN_TEST_INF_STEP");
-  static const char* nan = std::getenv("GRIDTRAIN_TEST_INF_NAN");
-  static const char* value = std::getenv("GRIDTRAIN_TEST_INF_VALUE");
+  static const test_hooks::GradientHook h = test_hooks::gradient_hook();
   static bool fired = false;  // once: a rollback repeats the step number
-  if (r && *r && s && *s && std::atoi(r) == world_rank && std::atoi(s) == step && !fired) {
+  if (h.armed && h.rank == world_rank && h.step == step && !fired) {
     fired = true;
-    const float v = value && *value ? std::strtof(value, nullptr) : nan && std::atoi(nan) ? std::nanf("") : HUGE_VALF;
+    const float v = h.has_value ? h.finite_value : h.nan ? std::nanf("") : HUGE_VALF;
     Kokkos::deep_copy(Kokkos::subview(DeviceView<float>(grads, 1), 0), v);
   }
 }
@@ -60,7 +55,7 @@ std::unique_ptr<StageModel> make_model(Precision p, const ModelConfig& m, uint64
                                        StageLayout stage, TensorParallel tp, int slots, const TensorLayout* layout,
                                        Recompute rc) {
   if (p == Precision::BF16) return std::make_unique<GPT<bf16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
-  if (p == Precision::F16) return std::make_unique<GPT<fp16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
+  if (p == Precision::FP16) return std::make_unique<GPT<fp16_t>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
   return std::make_unique<GPT<float>>(m, seed, micro_batch_size, stage, tp, slots, layout, rc);
 }
 
@@ -70,10 +65,11 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     : cfg_(cfg), grid_(grid), config_text_(config_text) {
   const ModelConfig& m = cfg_.model;
   const GridShape& g = grid_.shape();
+  const ConfigChoices choice = cfg_.choices();
   const std::vector<int> partition = stage_partition(cfg_, g.pp);
   stage_ = StageLayout{grid_.pp_rank(), g.pp, partition[grid_.pp_rank()], partition[grid_.pp_rank() + 1]};
-  std::vector<PipeOp> ops = pipeline_schedule(parse_schedule(cfg_.parallel.schedule), g.pp, grid_.pp_rank(),
-                                              cfg_.train.micro_batches);
+  const Schedule kind = choice.schedule == PipelineSchedule::GPipe ? Schedule::GPipe : Schedule::OneFOneB;
+  std::vector<PipeOp> ops = pipeline_schedule(kind, g.pp, grid_.pp_rank(), cfg_.train.micro_batches);
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
 
@@ -82,10 +78,10 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   zero_ = ZeroPlan(cfg_.parallel.zero, layout, grid_.dp_rank(), g.dp);
   const bool stage_grads = ZeroGradStaging::applies(zero_, cfg_.train.micro_batches, g.pp);
   const StateExtents extents = state_extents(zero_, layout.size(), stage_grads);
-  state_ = std::make_unique<TrainState>(std::move(layout), cfg_.precision(), seed, extents);
+  state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, extents);
   auto grads = [this] { return state_->has_buffer("grads") ? state_->grads() : nullptr; };
-  model_ = make_model(cfg_.precision(), m, seed, cfg_.train.micro_batch_size, stage_, tp,
-                      std::max(1, max_in_flight(ops)), &state_->layout(), cfg_.recompute());
+  model_ = make_model(choice.precision, m, seed, cfg_.train.micro_batch_size, stage_, tp,
+                      std::max(1, max_in_flight(ops)), &state_->layout(), choice.recompute);
   model_->bind(state_->params(), grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
@@ -141,38 +137,38 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     if (zero_.stage >= 2)
       buckets_->reduce_scatter_into(state_->layout(), zero_.shard, state_->data<float>("grads_shard"));
   }
-  const DType wire = grad_wire_dtype(cfg_.compress.method, cfg_.parallel.grad_reduce_dtype);
+  const DType wire = grad_wire_dtype(choice.compress, choice.grad_reduce_dtype);
   if (buckets_ && wire != DType::F32) {  // the dense 16-bit all-reduce (config.cpp refuses it with top-k)
     if (zero_.stage >= 2)
       throw Error("a 16-bit gradient all-reduce (compress.method / parallel.grad_reduce_dtype) with parallel.zero >= 2: "
                   "a 16-bit reduce-scatter is not implemented");
     buckets_->set_wire(wire, static_cast<uint16_t*>(state_->add_buffer("grad_wire", wire).data));
   }
-  if (buckets_ && cfg_.compress.method == "topk") {  // on GPU builds by device kernels (compress/topk_device.hpp)
+  if (buckets_ && choice.compress == CompressMethod::TopK) {  // on GPU builds by device kernels (compress/topk_device.hpp)
     if (zero_.stage >= 2)
       throw Error("compress.method = \"topk\" with parallel.zero >= 2: a compressed reduce-scatter is not implemented");
     GradBuckets::Compression c;
     c.density = cfg_.compress.density;
     c.warmup_steps = cfg_.compress.warmup_steps;
     c.topk.error_feedback = cfg_.compress.error_feedback;
-    c.topk.select = cfg_.compress.select == "exact" ? compress::Select::Exact : compress::Select::Sampled;
+    c.topk.select = choice.topk_select == TopkSelect::Exact ? compress::Select::Exact : compress::Select::Sampled;
     c.local_clip = cfg_.compress.local_clip;
-    c.topk.force = cfg_.compress.transport != "auto";
-    c.topk.forced = cfg_.compress.transport == "shared_index" ? compress::Transport::Shared : compress::Transport::AllGather;
-    c.topk.values = cfg_.compress.values == "bf16" ? DType::BF16 : cfg_.compress.values == "fp16" ? DType::F16 : DType::F32;
+    c.topk.force = choice.topk_transport != TopkTransport::Auto;
+    c.topk.forced = choice.topk_transport == TopkTransport::SharedIndex ? compress::Transport::Shared : compress::Transport::AllGather;
+    c.topk.values = working_dtype(choice.topk_values);  // the same mapping of a precision to a DType
     // per rank; in checkpoints, resumed on the same layout only (Checkpointer::resume_residuals)
     c.residual = state_->data<float>(state_->add_buffer("ef_residual", DType::F32).name);
     buckets_->set_compression(c);
   }
-  if (cfg_.sparsity.pattern != "none") {
+  if (choice.sparsity != SparsityPattern::None) {
     if (zero_.sharded())
       throw Error("sparsity.pattern = \"2:4\" with parallel.zero > 0 is not implemented (the masked working copy "
                   "of sharded masters)");
-    sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, *state_);
+    sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_);
   }
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero_);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
-  guard_ = std::make_unique<StepGuard>(cfg_.train);
+  guard_ = std::make_unique<StepGuard>(cfg_.train, choice.nonfinite);
   progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
@@ -202,7 +198,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   grid_.world().barrier();
   if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them
     if (sparsity_) sparsity_->write_working();
-    else if (state_->working() != Precision::F32) {  // 16-bit: rounded from the fp32 master, as after a step
+    else if (state_->working() != Precision::FP32) {  // 16-bit: rounded from the fp32 master, as after a step
       state_->refresh_params(zero_.shard);
       allgather_params(*state_, zero_, grid_.dp());
     }

@@ -9,6 +9,17 @@ run_np() {
   "$mpiexec" -n "$np" "$bin" "${common[@]}" output.dir="$work/$name" "$@" >"$work/$name.log" 2>&1 \
     || fail "$name run failed: $(tail -3 "$work/$name.log")"
 }
+# run_short_np NP STEPS NAME overrides...: the first STEPS steps of the run (the same learning-rate schedule as
+# the whole run), stopped as a time-limited job is (train.max_steps_per_run: exit 75, a checkpoint in
+# $work/ck_NAME). For checks that compare step by step (bitwise, differs-from), which need no full run.
+run_short_np() {
+  local np=$1 steps=$2 name=$3; shift 3
+  "$mpiexec" -n "$np" "$bin" "${common[@]}" output.dir="$work/$name" checkpoint.dir="$work/ck_$name" \
+    train.max_steps_per_run="$steps" "$@" >"$work/$name.log" 2>&1
+  [[ $? == 75 ]] || fail "$name did not stop after $steps steps: $(tail -3 "$work/$name.log")"
+  # each step's loss is there (a differs-from check on an empty list would pass)
+  [[ $(wc -l <"$work/$name/metrics.jsonl") == "$steps" ]] || fail "$name: not $steps steps in metrics.jsonl"
+}
 # The per-step losses of a run, one per line, and its final loss (repr: every bit).
 losses() { python3 -c 'import json,sys
 for l in open(sys.argv[1]+"/metrics.jsonl"): print(repr(json.loads(l)["loss"]))' "$work/$1"; }

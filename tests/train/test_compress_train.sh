@@ -21,6 +21,9 @@
 #   - compress.values=bf16: (index, bf16 value) pairs, 6 bytes each (ratio just under 4/(6*0.04) = 16.67), the
 #     loss within MARGIN of dense as for fp32 values; compress.values without top-k is a config error;
 #   - a bad compress key is a one-line error naming the key.
+# The runs that only feed bitwise or differs-from checks (density 1, shared_index, both local_clip runs) stop
+# after the first 12 of the 60 steps (run_short): those checks compare step by step, and the runs they are
+# compared with keep their full 60 steps for the margin and ratio checks (issue 20: the suite's time).
 #   test_compress_train.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -29,15 +32,17 @@ common=(train --config tiny parallel.dp=2 train.steps=60 output.log_every=20 out
 TAG=compress
 source "$(dirname "$0")/../common/train_runs.sh"
 run() { run_np 2 "$@"; }
+SHORT=12
+run_short() { run_short_np 2 $SHORT "$@"; }
 
 run dense compress.method=none
-run full compress.method=topk compress.density=1
+run_short full compress.method=topk compress.density=1
 run ef compress.method=topk compress.density=0.04 compress.error_feedback=true
 run ef_low compress.method=topk compress.density=0.001 compress.error_feedback=true
 run noef_low compress.method=topk compress.density=0.001 compress.error_feedback=false
-run shared compress.method=topk compress.density=0.04 compress.transport=shared_index
+run_short shared compress.method=topk compress.density=0.04 compress.transport=shared_index
 run ef_bf16 compress.method=topk compress.density=0.04 compress.values=bf16
-[[ "$(losses ef)" != "$(losses shared)" ]] || fail "compress.transport=shared_index gives the all-gather run's losses"
+[[ "$(losses ef | head -n $SHORT)" != "$(losses shared)" ]] || fail "compress.transport=shared_index gives the all-gather run's losses"
 python3 - "$work" <<'PY' || exit 1
 import json, sys
 w = sys.argv[1]
@@ -62,7 +67,7 @@ expect(s["shared"]["wire_bytes_per_step"] == s["ef"]["wire_bytes_per_step"],
 sys.exit(0 if ok else 1)
 PY
 
-[[ "$(losses dense)" == "$(losses full)" ]] || fail "top-k at density 1 differs from dense: $(paste <(losses dense) <(losses full) | head -3)"
+[[ "$(losses dense | head -n $SHORT)" == "$(losses full)" ]] || fail "top-k at density 1 differs from dense: $(paste <(losses dense) <(losses full) | head -3)"
 d=$(final dense) e=$(final ef) el=$(final ef_low) nl=$(final noef_low)
 echo "final loss after 60 steps: dense $d, top-k 4% with error feedback $e; 0.1%: with $el, without $nl"
 # Margins: measured on 2026-12-03 dense 0.897, 4% with EF 1.023 (+0.126), 0.1% with EF 4.42 and without 5.00
@@ -81,10 +86,10 @@ if not nl >= el + GAP:
 sys.exit(0 if ok else 1)
 PY
 
-run clip_high compress.method=topk compress.density=0.04 compress.local_clip=1e9
-run clip_low compress.method=topk compress.density=0.04 compress.local_clip=0.05
-[[ "$(losses clip_high)" == "$(losses ef)" ]] || fail "compress.local_clip=1e9 changed the run"
-[[ "$(losses clip_low)" != "$(losses ef)" ]] || fail "compress.local_clip=0.05 did not change the run"
+run_short clip_high compress.method=topk compress.density=0.04 compress.local_clip=1e9
+run_short clip_low compress.method=topk compress.density=0.04 compress.local_clip=0.05
+[[ "$(losses clip_high)" == "$(losses ef | head -n $SHORT)" ]] || fail "compress.local_clip=1e9 changed the run"
+[[ "$(losses clip_low)" != "$(losses ef | head -n $SHORT)" ]] || fail "compress.local_clip=0.05 did not change the run"
 ck=(compress.method=topk compress.density=0.04 compress.error_feedback=true checkpoint.dir="$work/ck")
 "$mpiexec" -n 2 "$bin" "${common[@]}" output.dir="$work/ck_first" "${ck[@]}" train.max_steps_per_run=30 \
   >"$work/ck_first.log" 2>&1; [[ $? == 75 ]] || fail "the sliced run did not stop at step 30: $(tail -2 "$work/ck_first.log")"

@@ -4,6 +4,7 @@
 #   - bf16 and fp16 end within TOL of the fp32 all-reduce's final loss, and their losses are not all equal to the
 #     fp32 run's (the 16-bit wire is in use);
 #   - bf16 with top-k and bf16 with ZeRO-2 are one-line errors naming the key.
+# The grad_reduce_dtype=bf16 run only feeds the bitwise check: its first 12 steps against the bf16 run's.
 #   test_half_reduce_train.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -13,10 +14,10 @@ TAG=halfreduce
 source "$(dirname "$0")/../common/train_runs.sh"
 run() { run_np 2 "$@"; }
 run fp32
-run reduce_bf16 parallel.grad_reduce_dtype=bf16
+run_short_np 2 12 reduce_bf16 parallel.grad_reduce_dtype=bf16
 run bf16 compress.method=bf16
 run fp16 compress.method=fp16
-[[ "$(losses reduce_bf16)" == "$(losses bf16)" ]] || fail "grad_reduce_dtype=bf16 and compress.method=bf16 differ"
+[[ "$(losses reduce_bf16)" == "$(losses bf16 | head -n 12)" ]] || fail "grad_reduce_dtype=bf16 and compress.method=bf16 differ"
 [[ "$(losses fp32)" != "$(losses bf16)" ]] || fail "bf16 gives the fp32 run's losses bit for bit: is the wire 16-bit?"
 [[ "$(losses fp32)" != "$(losses fp16)" ]] || fail "fp16 gives the fp32 run's losses bit for bit: is the wire 16-bit?"
 # TOL: measured on 2026-12-03 final losses fp32 0.897403, bf16 0.897420, fp16 0.897405 (gaps 2e-5 and 2e-6).

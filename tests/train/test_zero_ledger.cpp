@@ -30,11 +30,11 @@ gt::ModelConfig small_model() {
 TEST(ZeroLedger, AllocationsFollowThePaper) {
   const gt::ModelConfig m = small_model();
   const gt::StageLayout whole{0, 1, 0, m.n_layer};
-  for (gt::Precision prec : {gt::Precision::F32, gt::Precision::BF16})
+  for (gt::Precision prec : {gt::Precision::FP32, gt::Precision::BF16})
   for (int dp : {1, 2, 4}) {
     for (int stage : {0, 1, 2}) {
       gt::TrainState st(gt::TensorLayout(gt::model_tensor_specs(m, whole, 0, 1), dp), prec, 7);
-      const size_t wb = prec == gt::Precision::F32 ? 4 : 2;  // bytes of the working copy's elements
+      const size_t wb = prec == gt::Precision::FP32 ? 4 : 2;  // bytes of the working copy's elements
       const size_t psi = st.layout().size();
       ASSERT_EQ(psi % (size_t(dp) * gt::TensorLayout::kAlign), 0u);
       const gt::ZeroPlan plan(stage, st.layout(), dp - 1, dp);
@@ -169,7 +169,7 @@ void check_stage_three(gt::Precision prec) {
   }
 }
 
-TEST(ZeroLedger, StageThreeShardsTheParametersFp32) { check_stage_three<float>(gt::Precision::F32); }
+TEST(ZeroLedger, StageThreeShardsTheParametersFp32) { check_stage_three<float>(gt::Precision::FP32); }
 TEST(ZeroLedger, StageThreeShardsTheParametersBf16) { check_stage_three<gt::bf16_t>(gt::Precision::BF16); }
 
 // ZeRO-2/3 with one micro-batch on one pipeline stage: the full fp32 gradient buffer is gone. The gradients
@@ -182,7 +182,7 @@ TEST(ZeroLedger, StagedGradientsReplaceTheFullBuffer) {
   const gt::StageLayout whole{0, 1, 0, m.n_layer};
   for (int stage : {2, 3})
   for (int dp : {2, 4}) {
-    gt::TrainState st(gt::TensorLayout(gt::model_tensor_specs(m, whole, 0, 1), dp), gt::Precision::F32, 7);
+    gt::TrainState st(gt::TensorLayout(gt::model_tensor_specs(m, whole, 0, 1), dp), gt::Precision::FP32, 7);
     const size_t psi = st.layout().size();
     const gt::ZeroPlan plan(stage, st.layout(), 0, dp);
     gt::apply_zero_plan(st, plan);
@@ -229,7 +229,7 @@ TEST(ZeroLedger, StagedGradientsReplaceTheFullBuffer) {
 TEST(ZeroLedger, ShardsAllocatedDirectlyEqualShardedAfter) {
   const gt::ModelConfig m = small_model();
   const gt::StageLayout whole{0, 1, 0, m.n_layer};
-  for (gt::Precision prec : {gt::Precision::F32, gt::Precision::BF16})
+  for (gt::Precision prec : {gt::Precision::FP32, gt::Precision::BF16})
   for (int dp : {2, 4})
   for (int stage : {0, 1, 2, 3}) {
     const gt::TensorLayout layout(gt::model_tensor_specs(m, whole, 0, 1), dp);

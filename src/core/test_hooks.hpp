@@ -1,0 +1,153 @@
+#pragma once
+// Every test hook of the production code, read and documented in one place. A test hook is an environment
+// variable that makes one production path misbehave on purpose (a rank that fails, an overflow, a crash in the
+// middle of a checkpoint, a machine with less memory), so that a test can check how gridtrain handles what it
+// cannot otherwise cause on demand. Unset (or empty), every hook leaves the program as in production.
+//
+// No other file of src/ or kernels/ reads a GRIDTRAIN_TEST_* or GRIDTRAIN_CRASH_* variable: the test
+// core_test_hooks_only_here fails when one does. Header-only (kernels/ uses it without linking src/core).
+//
+//   variable                          effect                                             used by
+//   GRIDTRAIN_TEST_FAIL_RANK=r        world rank r throws alone, before the trainer      tests/cli/test_bad_input.sh
+//   + GRIDTRAIN_TEST_FAIL_STEP=s        ... or as step s begins (the others go on into its collectives)
+//   GRIDTRAIN_TEST_INF_RANK=r         world rank r puts an inf into one gradient element tests/train/test_loss_scale.cpp,
+//   + GRIDTRAIN_TEST_INF_STEP=s         as step s begins (once: a rollback repeats s)     tests/cli/test_bad_steps.sh,
+//   + GRIDTRAIN_TEST_INF_NAN=1          a NaN instead                                     tests/cli/test_restart.sh,
+//   + GRIDTRAIN_TEST_INF_VALUE=x        x instead (a finite spike)                        scripts/fault_matrix.sh
+//   GRIDTRAIN_TEST_HOST_MIRROR=copy   every host mirror of the trainer is a separate     tests/train/test_host_mirror.cpp
+//                                     copy, as on a GPU build (src/train/host_mirror.hpp)
+//   GRIDTRAIN_TEST_SLOW_BLOCK=l:ms,.. block l takes ms longer in each forward and        tests/plan/test_rebalance_run.sh
+//                                     backward (a slower device; src/train/block_timer.cpp)
+//   GRIDTRAIN_TEST_MEMAVAILABLE_MB=m  the memory pre-check sees m MiB available          tests/cli/test_memory_check.sh
+//   GRIDTRAIN_TEST_DEVICE_FREE_MB=m   ... and m MiB of free device memory                tests/cli/test_memory_check.sh
+//   GRIDTRAIN_TEST_DEVICE_MEMORY=cuda a CPU build checks the communicator choice as a     tests/cli/test_bad_input.sh
+//                                     CUDA build would (MPI on device memory refused)
+//   GRIDTRAIN_TEST_H5_PROBE_SLEEP_S=t the HDF5 probe child hangs t seconds first (the      tests/cli/test_hdf5_crash.sh
+//                                     time limit tested without a libhdf5 bug)
+//   GRIDTRAIN_CRASH_IN_CHECKPOINT=s   every rank dies halfway through writing step s's   tests/cli/test_restart.sh,
+//                                     checkpoint                                         tests/io/checkpoint_crash_test.cpp
+//   GRIDTRAIN_TEST_POWERCAP_ROOT=d    the run's RAPL energy reader looks in d instead    by hand (tests/energy gives
+//   GRIDTRAIN_TEST_CPU_ROOT=d         of /sys/class/powercap, /sys/devices/system/cpu    the reader its paths itself)
+//                                     (a fake counter tree; src/energy/energy_meter.hpp)
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/core/error.hpp"
+
+namespace gt {
+namespace test_hooks {
+
+// The value of a hook, nullptr when unset or empty.
+inline const char* value(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+// GRIDTRAIN_TEST_FAIL_RANK / _STEP: the world rank that fails, and whether it fails as a step begins (which)
+// or before the trainer (in cmd_train).
+struct FailHook {
+  bool armed = false;
+  int rank = -1;
+  bool at_step = false;
+  int step = -1;
+  bool fails_at_start(int world_rank) const { return armed && !at_step && rank == world_rank; }
+  bool fails_in_step(int world_rank, int s) const { return armed && at_step && rank == world_rank && step == s; }
+};
+inline FailHook fail_hook() {
+  FailHook h;
+  if (const char* r = value("GRIDTRAIN_TEST_FAIL_RANK")) h.armed = true, h.rank = std::atoi(r);
+  if (const char* s = value("GRIDTRAIN_TEST_FAIL_STEP")) h.at_step = true, h.step = std::atoi(s);
+  return h;
+}
+
+// GRIDTRAIN_TEST_INF_*: which rank puts what into its first gradient element as which step begins.
+struct GradientHook {
+  bool armed = false;
+  int rank = -1, step = -1;
+  bool nan = false;          // GRIDTRAIN_TEST_INF_NAN=1
+  bool has_value = false;    // GRIDTRAIN_TEST_INF_VALUE given: a finite value instead of inf
+  float finite_value = 0.f;
+};
+inline GradientHook gradient_hook() {
+  GradientHook h;
+  const char* r = value("GRIDTRAIN_TEST_INF_RANK");
+  const char* s = value("GRIDTRAIN_TEST_INF_STEP");
+  if (!r || !s) return h;
+  h.armed = true;
+  h.rank = std::atoi(r);
+  h.step = std::atoi(s);
+  if (const char* n = value("GRIDTRAIN_TEST_INF_NAN")) h.nan = std::atoi(n) != 0;
+  if (const char* v = value("GRIDTRAIN_TEST_INF_VALUE")) h.has_value = true, h.finite_value = std::strtof(v, nullptr);
+  return h;
+}
+
+// GRIDTRAIN_TEST_HOST_MIRROR=copy.
+inline bool host_mirror_copy() {
+  const char* m = value("GRIDTRAIN_TEST_HOST_MIRROR");
+  return m && std::strcmp(m, "copy") == 0;
+}
+
+// GRIDTRAIN_TEST_SLOW_BLOCK=l:ms[,l:ms...]: (block, extra seconds) pairs; throws gt::Error naming the
+// variable on a malformed list (the caller checks the block range, which it knows).
+inline std::vector<std::pair<int, double>> slow_blocks() {
+  std::vector<std::pair<int, double>> out;
+  const char* e = value("GRIDTRAIN_TEST_SLOW_BLOCK");
+  if (!e) return out;
+  const std::string text = e;
+  size_t p = 0;
+  while (p <= text.size()) {
+    const size_t end = std::min(text.find(',', p), text.size());
+    const std::string item = text.substr(p, end - p);
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos || colon == 0)
+      throw Error("GRIDTRAIN_TEST_SLOW_BLOCK expects BLOCK:MS[,BLOCK:MS], got '" + text + "'");
+    out.emplace_back(std::atoi(item.substr(0, colon).c_str()), std::atof(item.substr(colon + 1).c_str()) * 1e-3);
+    p = end + 1;
+  }
+  return out;
+}
+
+// GRIDTRAIN_TEST_MEMAVAILABLE_MB / _DEVICE_FREE_MB in bytes; -1 when unset.
+inline double mem_available_bytes() {
+  const char* t = value("GRIDTRAIN_TEST_MEMAVAILABLE_MB");
+  return t ? std::atof(t) * 1048576.0 : -1.0;
+}
+inline double device_free_bytes() {
+  const char* t = value("GRIDTRAIN_TEST_DEVICE_FREE_MB");
+  return t ? std::atof(t) * 1048576.0 : -1.0;
+}
+
+// GRIDTRAIN_TEST_DEVICE_MEMORY=cuda.
+inline bool device_memory_as_cuda() {
+  const char* d = value("GRIDTRAIN_TEST_DEVICE_MEMORY");
+  return d && std::strcmp(d, "cuda") == 0;
+}
+
+// GRIDTRAIN_TEST_H5_PROBE_SLEEP_S in seconds; 0 when unset.
+inline double h5_probe_sleep_s() {
+  const char* s = value("GRIDTRAIN_TEST_H5_PROBE_SLEEP_S");
+  return s ? std::atof(s) : 0.0;
+}
+
+// GRIDTRAIN_CRASH_IN_CHECKPOINT: the step whose checkpoint is interrupted; -1 when unset.
+inline long long crash_in_checkpoint_step() {
+  const char* s = value("GRIDTRAIN_CRASH_IN_CHECKPOINT");
+  return s ? std::strtoll(s, nullptr, 10) : -1;
+}
+
+// GRIDTRAIN_TEST_POWERCAP_ROOT / GRIDTRAIN_TEST_CPU_ROOT: the sysfs roots the run's energy meter reads.
+inline std::string powercap_root() {
+  const char* r = value("GRIDTRAIN_TEST_POWERCAP_ROOT");
+  return r ? r : "/sys/class/powercap";
+}
+inline std::string cpu_sysfs_root() {
+  const char* r = value("GRIDTRAIN_TEST_CPU_ROOT");
+  return r ? r : "/sys/devices/system/cpu";
+}
+
+}  // namespace test_hooks
+}  // namespace gt
