@@ -47,6 +47,8 @@ template <class T> KOKKOS_INLINE_FUNCTION T sqrt(T x) { return GT_KMATH::sqrt(x)
 template <class T> KOKKOS_INLINE_FUNCTION T exp(T x) { return GT_KMATH::exp(x); }
 template <class T> KOKKOS_INLINE_FUNCTION T log(T x) { return GT_KMATH::log(x); }
 template <class T> KOKKOS_INLINE_FUNCTION T tanh(T x) { return GT_KMATH::tanh(x); }
+template <class T> KOKKOS_INLINE_FUNCTION T cos(T x) { return GT_KMATH::cos(x); }
+template <class T> KOKKOS_INLINE_FUNCTION T sin(T x) { return GT_KMATH::sin(x); }
 template <class T> KOKKOS_INLINE_FUNCTION T fabs(T x) { return GT_KMATH::fabs(x); }
 template <class T> KOKKOS_INLINE_FUNCTION T pow(T x, T y) { return GT_KMATH::pow(x, y); }
 template <class T> KOKKOS_INLINE_FUNCTION T fmax(T x, T y) { return x > y ? x : y; }

@@ -48,7 +48,8 @@ const char* kUsage =
     "       gridtrain keys [--doc]\n"
     "       gridtrain plan --config DECK --cluster NAME --devices N --global-batch B [--json] [--plot OUT.png]\n"
     "       gridtrain plan --calibrate RUN_DIR... [--out FILE.toml]   (gridtrain plan --help: every option)\n"
-    "presets: tiny, small, gpt2-124m (inputs/); every key of the deck can be overridden as section.key=value\n";
+    "presets: tiny, small, gpt2-124m, llama-tiny, llama-1b, llama3-8b (inputs/); every key of the deck can be\n"
+    "overridden as section.key=value\n";
 
 struct UsageError : gt::Error {
   using gt::Error::Error;

@@ -48,6 +48,12 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"model.n_layer", Kind::Int, &c.model.n_layer, "transformer blocks (L)"},
       {"model.d_model", Kind::Int, &c.model.d_model, "width of the residual stream (C); divisible by n_head"},
       {"model.n_head", Kind::Int, &c.model.n_head, "attention heads"},
+      {"model.attention", Kind::String, &c.model.attention, "fused: causal attention without the T x T probabilities (memory linear in seq_len); materialized: the probabilities stored per block; the same function to rounding (docs/model.md)", {"fused", "materialized"}},
+      {"model.arch", Kind::String, &c.model.arch, "gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU, RoPE, grouped-query attention, untied head, no biases; docs/model.md)", {"gpt2", "llama"}},
+      {"model.n_kv_head", Kind::Int, &c.model.n_kv_head, "llama: key/value heads (grouped-query attention); divides n_head, divisible by parallel.tp; 0: n_head"},
+      {"model.ffn_hidden", Kind::Int, &c.model.ffn_hidden, "llama: SwiGLU width; divisible by parallel.tp; 0: 2/3 of 4 d_model rounded up to a multiple of 256"},
+      {"model.rope_theta", Kind::Double, &c.model.rope_theta, "llama: RoPE base (angle t theta^(-2i/head dim))"},
+      {"model.norm_eps", Kind::Double, &c.model.norm_eps, "llama: RMSNorm epsilon"},
       {"model.seq_len", Kind::Int, &c.model.seq_len, "tokens per sequence (T)"},
       {"model.vocab_size", Kind::Int, &c.model.vocab_size, "vocabulary (V); divisible by parallel.tp"},
       {"model.init_std", Kind::Double, &c.model.init_std, "standard deviation of the normal weight init (GPT-2: 0.02; residual projections scaled by 1/sqrt(2L))"},
@@ -344,6 +350,10 @@ void validate_model_train_parallel(const Config& c) {
   positive("model.seq_len", c.model.seq_len);
   positive("model.vocab_size", c.model.vocab_size);
   positive("model.init_std", c.model.init_std);
+  nonneg("model.n_kv_head", c.model.n_kv_head);
+  nonneg("model.ffn_hidden", c.model.ffn_hidden);
+  positive("model.rope_theta", c.model.rope_theta);
+  positive("model.norm_eps", c.model.norm_eps);
   if (c.model.d_model % c.model.n_head != 0)
     throw Error("config: model.d_model (" + std::to_string(c.model.d_model) + ") is not divisible by model.n_head (" +
                 std::to_string(c.model.n_head) + ")");

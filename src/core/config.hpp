@@ -18,7 +18,21 @@ struct ModelConfig {
   int seq_len = 32;
   int vocab_size = 256;
   double init_std = 0.02;
+  // "fused": attention without the T x T probabilities (kernels/attention_fused.hpp, memory linear in T; faster
+  // on the CPU, docs/model.md); "materialized": the probabilities stored per block (kernels/attention.hpp). The
+  // same function either way, to rounding.
+  std::string attention = "fused";
+  // "gpt2" or "llama" (RMSNorm, SwiGLU, RoPE, grouped-query attention, untied head, no biases: docs/model.md).
+  std::string arch = "gpt2";
+  int n_kv_head = 0;          // llama: key/value heads (0: n_head); must divide n_head
+  int ffn_hidden = 0;         // llama: SwiGLU width (0: 8 d_model / 3 rounded up to a multiple of 256, as Llama)
+  double rope_theta = 10000;  // llama: RoPE base
+  double norm_eps = 1e-5;     // llama: RMSNorm epsilon
 };
+
+// Llama's default SwiGLU width for d_model C: 2/3 of 4C rounded up, then up to a multiple of 256 (Meta's reference
+// code with multiple_of = 256 and no multiplier). One function for the model (ModelDims) and the planner.
+inline long llama_default_ffn(long C) { return ((8 * C + 2) / 3 + 255) / 256 * 256; }
 
 struct TrainConfig {
   int steps = 20;

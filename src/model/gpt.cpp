@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/attention_fused.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/rmsnorm.hpp"
+#include "kernels/rope.hpp"
 #include "kernels/tp_epilogue.hpp"
 #include "src/core/error.hpp"
 
@@ -19,9 +22,36 @@ ModelDims::ModelDims(const ModelConfig& m, int tp_rank, int tp_size)
     throw Error("model.vocab_size (" + std::to_string(V) + ") is not divisible by parallel.tp (" + std::to_string(tp_size) + ")");
   NHl = NH / tp_size;
   Cl = NHl * hd;
-  Fl = 4 * C / tp_size;
   Vl = V / tp_size;
   v0 = tp_rank * Vl;
+  llama = m.arch == "llama";
+  NKV = llama && m.n_kv_head > 0 ? m.n_kv_head : NH;
+  F = llama ? (m.ffn_hidden > 0 ? m.ffn_hidden : int(llama_default_ffn(C))) : 4 * C;
+  if (!llama && m.n_kv_head > 0 && m.n_kv_head != NH)
+    throw Error("model.n_kv_head (" + std::to_string(m.n_kv_head) + ") needs model.arch = llama (GPT-2 has one key/value head per query head)");
+  if (!llama && m.ffn_hidden > 0 && m.ffn_hidden != F)
+    throw Error("model.ffn_hidden (" + std::to_string(m.ffn_hidden) + ") needs model.arch = llama (GPT-2's MLP is 4 d_model = " +
+                std::to_string(F) + " wide)");
+  if (llama) check_llama(m, tp_size);
+  NKVl = NKV / tp_size;
+  Fl = F / tp_size;
+  Qw = (NHl + 2 * NKVl) * hd;
+}
+
+// The Llama block's own constraints, one line each: grouped-query heads, RoPE's pairs, the TP split.
+void ModelDims::check_llama(const ModelConfig& m, int tp_size) const {
+  auto n = [](int v) { return std::to_string(v); };
+  if (NH % NKV != 0) throw Error("model.n_kv_head (" + n(NKV) + ") does not divide model.n_head (" + n(NH) + ")");
+  if (hd % 2 != 0)
+    throw Error("model.arch = llama: RoPE rotates pairs of a head's dimensions, but the head dimension d_model / n_head = " +
+                n(hd) + " is odd");
+  if (NKV % tp_size != 0)
+    throw Error("model.n_kv_head (" + n(NKV) + ") is not divisible by parallel.tp (" + n(tp_size) +
+                "): key/value heads are split over TP ranks, not replicated");
+  if (F % tp_size != 0)
+    throw Error("model.ffn_hidden (" + n(F) + ") is not divisible by parallel.tp (" + n(tp_size) + ")");
+  if (m.attention != "fused")
+    throw Error("model.arch = llama needs model.attention = fused (grouped-query heads and the grouped qkv layout)");
 }
 
 namespace {
@@ -29,6 +59,7 @@ std::string bname(int l, const char* leaf) { return "h." + std::to_string(l) + "
 }  // namespace
 
 std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size) {
+  if (cfg.arch == "llama") return llama_tensor_specs(cfg, stage, tp_rank, tp_size);  // src/model/llama_block.cpp
   const ModelDims d(cfg, tp_rank, tp_size);
   const int L = d.L, C = d.C, r = tp_rank;
   const double std0 = cfg.init_std, std_res = cfg.init_std / std::sqrt(2.0 * L);
@@ -81,7 +112,9 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
       stage_(stage),
       tp_(tp),
       store_(layout ? *layout : TensorLayout(model_tensor_specs(cfg, stage, tp.rank, tp.size), 1)),
-      recompute_(recompute) {
+      recompute_(recompute),
+      fused_(cfg.attention == "fused"),
+      norm_eps_(cfg.norm_eps) {
   const int C = d_.C;
   if (!layout) store_.allocate(seed);
 
@@ -89,7 +122,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
   const int nb = stage.block_end - stage.block_begin;
   acts_.resize(slots);
   if (recompute_ == Recompute::Full && nb > 0) shared_ = make_block_acts(false);
-  if (recompute_ == Recompute::Selective && nb > 0) shared_.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
+  if (recompute_ == Recompute::Selective && nb > 0 && !fused_) shared_.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
   for (auto& a : acts_) {
     a.x0 = DeviceView<T>("x0", BT * C);
     a.blocks.resize(nb);
@@ -99,7 +132,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
         b.res3 = DeviceView<T>("res3", BT * C);
       } else {
         b = make_block_acts(true);
-        if (recompute_ == Recompute::Selective) b.att = shared_.att;
+        if (recompute_ == Recompute::Selective && !fused_) b.att = shared_.att;
       }
     }
     if (stage.first()) a.inputs = Kokkos::View<int32_t*, mem_space>("inputs", BT);
@@ -107,7 +140,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
       a.token_groups = Kokkos::View<int32_t*, mem_space>("token_groups", token_groups_elems(BT));
     if (stage.last()) {
       a.targets = Kokkos::View<int32_t*, mem_space>("targets", BT);
-      a.lnf_mean = DeviceView<A>("lnf_mean", BT);
+      if (!d_.llama) a.lnf_mean = DeviceView<A>("lnf_mean", BT);
       a.lnf_rstd = DeviceView<A>("lnf_rstd", BT);
       a.dlnf = DeviceView<T>("dlnf", BT * C);
     }
@@ -123,33 +156,44 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
   dres_ = DeviceView<T>("dres", BT * C);
   dln_ = DeviceView<T>("dln", BT * C);
   if (nb > 0) {
-    dqkv_ = DeviceView<T>("dqkv", BT * 3 * d_.Cl);
+    dqkv_ = DeviceView<T>("dqkv", BT * d_.Qw);
     datty_ = DeviceView<T>("datty", BT * d_.Cl);
-    dfch_ = DeviceView<T>("dfch", BT * d_.Fl);
+    dfch_ = DeviceView<T>("dfch", BT * (d_.llama ? 2 : 1) * d_.Fl);  // Llama: [gate | up]
     dfchg_ = DeviceView<T>("dfchg", BT * d_.Fl);
-    att_scratch_ = DeviceView<T>("att_scratch", attention_scratch_elems(d_.NHl, d_.T));
+    if (fused_) fa_scratch_ = DeviceView<A>("fa_scratch", attention_fused_scratch_elems(B_, d_.NHl, d_.T, d_.hd));
+    else att_scratch_ = DeviceView<T>("att_scratch", attention_scratch_elems(d_.NHl, d_.T));
+    if (d_.llama) {
+      rope_cos_ = DeviceView<A>("rope_cos", long(d_.T) * d_.hd / 2);
+      rope_sin_ = DeviceView<A>("rope_sin", long(d_.T) * d_.hd / 2);
+      rope_tables(rope_cos_.data(), rope_sin_.data(), d_.T, d_.hd, cfg.rope_theta);
+    }
   }
   // Widest column sum over the B*T rows: LayerNorm's two C-wide gradients, the qkv and fc biases (3Cl, Fl).
-  const long colsum_cols = nb > 0 ? std::max({2L * C, 3L * d_.Cl, long(d_.Fl)}) : stage.last() ? 2L * C : 0L;
+  // Llama: RMSNorm's one C-wide gradient, no biases.
+  const long norm_cols = d_.llama ? C : 2L * C;
+  const long colsum_cols = nb > 0 ? (d_.llama ? norm_cols : std::max({norm_cols, 3L * d_.Cl, long(d_.Fl)}))
+                           : stage.last() ? norm_cols : 0L;
   colsum_ = DeviceView<A>("colsum_partials", colsum_partials_elems(BT, colsum_cols));
 }
 
-// One block's activation buffers (shapes: B*T rows of C, 3Cl, Cl, Fl; att (B, NHl, T, T)); res3 only with_res3.
+// One block's activation buffers (shapes: B*T rows of C, Qw (3Cl for GPT-2), Cl, Fl (2Fl for Llama's [gate | up]);
+// att (B, NHl, T, T) or lse (B, NHl, T)); res3 only with_res3.
 template <class T>
 typename GPT<T>::BlockActs GPT<T>::make_block_acts(bool with_res3) const {
   const long BT = long(B_) * d_.T, C = d_.C;
   BlockActs b;
   b.ln1 = DeviceView<T>("ln1", BT * C);
-  b.ln1_mean = DeviceView<A>("ln1_mean", BT);
+  if (!d_.llama) b.ln1_mean = DeviceView<A>("ln1_mean", BT);  // RMSNorm keeps rstd only
   b.ln1_rstd = DeviceView<A>("ln1_rstd", BT);
-  b.qkv = DeviceView<T>("qkv", BT * 3 * d_.Cl);
-  b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
+  b.qkv = DeviceView<T>("qkv", BT * d_.Qw);
+  if (fused_) b.lse = DeviceView<A>("lse", long(B_) * d_.NHl * d_.T);
+  else b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
   b.atty = DeviceView<T>("atty", BT * d_.Cl);
   b.res2 = DeviceView<T>("res2", BT * C);
   b.ln2 = DeviceView<T>("ln2", BT * C);
-  b.ln2_mean = DeviceView<A>("ln2_mean", BT);
+  if (!d_.llama) b.ln2_mean = DeviceView<A>("ln2_mean", BT);
   b.ln2_rstd = DeviceView<A>("ln2_rstd", BT);
-  b.fch = DeviceView<T>("fch", BT * d_.Fl);
+  b.fch = DeviceView<T>("fch", BT * (d_.llama ? 2 : 1) * d_.Fl);  // Llama: [gate | up]
   b.fchg = DeviceView<T>("fchg", BT * d_.Fl);
   if (with_res3) b.res3 = DeviceView<T>("res3", BT * C);
   return b;
@@ -159,14 +203,20 @@ template <class T>
 size_t GPT<T>::block_acts_bytes(const BlockActs& b) const {
   const size_t n = b.ln1.size() + b.qkv.size() + b.att.size() + b.atty.size() + b.res2.size() + b.ln2.size() +
                    b.fch.size() + b.fchg.size() + b.res3.size();
-  return n * sizeof(T) + (b.ln1_mean.size() + b.ln1_rstd.size() + b.ln2_mean.size() + b.ln2_rstd.size()) * sizeof(A);
+  return n * sizeof(T) +
+         (b.ln1_mean.size() + b.ln1_rstd.size() + b.ln2_mean.size() + b.ln2_rstd.size() + b.lse.size()) * sizeof(A);
 }
 
 namespace {
 // The twelve tensors of block l, in declaration order, from a name -> pointer lookup.
+// Llama's six (llama_tensor_specs) in the same slots: the norms' weights, qkv, proj, gate_up (fc) and down
+// (fc proj); no biases (null).
 template <class Tensors, class Get>
-Tensors block_tensors(int l, Get get) {
+Tensors block_tensors(int l, bool llama, Get get) {
   auto p = [&](const char* leaf) { return get(bname(l, leaf)); };
+  if (llama)
+    return {p("attn_norm.w"), nullptr, p("attn.qkv.w"), nullptr, p("attn.proj.w"), nullptr,
+            p("mlp_norm.w"), nullptr, p("mlp.gate_up.w"), nullptr, p("mlp.down.w"), nullptr};
   return {p("ln_1.w"), p("ln_1.b"), p("attn.qkv.w"), p("attn.qkv.b"), p("attn.proj.w"), p("attn.proj.b"),
           p("ln_2.w"), p("ln_2.b"), p("mlp.fc.w"), p("mlp.fc.b"), p("mlp.proj.w"), p("mlp.proj.b")};
 }
@@ -174,12 +224,12 @@ Tensors block_tensors(int l, Get get) {
 
 template <class T>
 typename GPT<T>::template BlockTensors<T> GPT<T>::block_params(int l) {
-  return block_tensors<BlockTensors<T>>(l, [&](const std::string& n) { return store_.param(n); });
+  return block_tensors<BlockTensors<T>>(l, d_.llama, [&](const std::string& n) { return store_.param(n); });
 }
 
 template <class T>
 typename GPT<T>::template BlockTensors<typename GPT<T>::A> GPT<T>::block_grads(int l) {
-  return block_tensors<BlockTensors<A>>(l, [&](const std::string& n) { return store_.grad(n); });
+  return block_tensors<BlockTensors<A>>(l, d_.llama, [&](const std::string& n) { return store_.grad(n); });
 }
 
 // Sum over the TP group. 16-bit activations are summed in fp32: widened into tp_sum_, reduced, rounded once.
@@ -232,12 +282,13 @@ T* GPT<T>::stage_output(int slot) {
 // in: x (B,T,C)   out: a.res3 (B,T,C), activations of the block kept in a
 template <class T>
 void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
+  if (d_.llama) return llama_block_forward(l, x, a);  // src/model/llama_block.cpp
   const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl;
   BlockTensors<T> p = block_params(l);
   // attention half: column-parallel qkv, local heads, row-parallel proj + one all-reduce
   layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p.ln1w, p.ln1b, BT, C);
   linear_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, BT, C, 3 * Cl);
-  attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
+  attention_core_forward(a);
   linear_forward(tmp_.data(), a.atty.data(), p.projw, static_cast<const T*>(nullptr), BT, Cl, C);
   tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
   residual_bias_forward(a.res2.data(), x, tmp_.data(), p.projb, BT, C);
@@ -247,6 +298,28 @@ void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
   linear_forward(tmp_.data(), a.fchg.data(), p.fcprojw, static_cast<const T*>(nullptr), BT, Fl, C);
   tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
   residual_bias_forward(a.res3.data(), a.res2.data(), tmp_.data(), p.fcprojb, BT, C);
+}
+
+template <class T>
+void GPT<T>::attention_core_forward(BlockActs& a) {
+  if (fused_)
+    attention_fused_forward(a.atty.data(), a.lse.data(), fa_scratch_.data(), a.qkv.data(), B_, d_.T, d_.NHl, d_.hd);
+  else
+    attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, d_.T, d_.NHl, d_.hd);
+}
+
+template <class T>
+void GPT<T>::attention_core_backward(BlockActs& a) {
+  const int B = B_, Tn = d_.T;
+  if (fused_) {  // the probabilities are recomputed tile by tile from qkv and lse: nothing for Selective to redo
+    attention_fused_backward(dqkv_.data(), fa_scratch_.data(), datty_.data(), a.qkv.data(), a.atty.data(),
+                             a.lse.data(), B, Tn, d_.NHl, d_.hd);
+    return;
+  }
+  // Selective: the probabilities again from the kept qkv (the shared att buffer holds another block's); the
+  // attention output they also give lands in tmp_, unused in backward (the kept atty is the same bits).
+  if (recompute_ == Recompute::Selective) attention_forward(tmp_.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
+  attention_backward(dqkv_.data(), att_scratch_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, Tn, d_.NHl, d_.hd);
 }
 
 // in: dres_ = dL/d(block output) (B,T,C)   out: dres_ = dL/dx; parameter grads accumulate
@@ -264,6 +337,7 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
     redo.res3 = DeviceView<T>(dln_.data(), dln_.size());
     block_forward(l, x, redo);
   }
+  if (d_.llama) return llama_block_backward(l, x, a);  // src/model/llama_block.cpp
   // MLP half (the residual path carries dres through unchanged; layernorm_backward adds the branch)
   bias_backward(g.fcprojb, part, dres, BT, C);
   linear_backward(dfchg_.data(), g.fcprojw, static_cast<A*>(nullptr), part, dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
@@ -275,10 +349,7 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   // attention half
   bias_backward(g.projb, part, dres, BT, C);
   linear_backward(datty_.data(), g.projw, static_cast<A*>(nullptr), part, dres, a.atty.data(), p.projw, BT, Cl, C);
-  // Selective: the probabilities again from the kept qkv (the shared att buffer holds another block's); the
-  // attention output they also give lands in tmp_, unused in backward (the kept atty is the same bits).
-  if (recompute_ == Recompute::Selective) attention_forward(tmp_.data(), a.att.data(), a.qkv.data(), B, Tn, d_.NHl, d_.hd);
-  attention_backward(dqkv_.data(), att_scratch_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, Tn, d_.NHl, d_.hd);
+  attention_core_backward(a);
   linear_backward(dln_.data(), g.qkvw, g.qkvb, part, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, 3 * Cl);
   tp_allreduce_sum(dln_.data(), size_t(BT) * C);
   layernorm_backward(dres, g.ln1w, g.ln1b, part, dln_.data(), x, p.ln1w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C);
@@ -289,9 +360,13 @@ template <class T>
 void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   const int C = d_.C, BT = B_ * d_.T, Vl = d_.Vl, v0 = d_.v0;
   const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
-  layernorm_forward(lnf_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"),
-                    store_.param("ln_f.b"), BT, C);
-  const T* wte = vocab_chunked() ? nullptr : store_.param("wte");
+  if (d_.llama)
+    rmsnorm_forward(lnf_.data(), a.lnf_rstd.data(), x, store_.param("norm_f.w"), BT, C, A(norm_eps_));
+  else
+    layernorm_forward(lnf_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"),
+                      store_.param("ln_f.b"), BT, C);
+  const char* head = d_.llama ? "lm_head.w" : "wte";  // Llama's head is its own (untied) matrix
+  const T* wte = vocab_chunked() ? nullptr : store_.param(head);
   if (vocab_chunked()) head_logits_chunked();
   else linear_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), BT, C, Vl);
   A* rowmax = ce_.data();
@@ -307,7 +382,7 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   if (vocab_chunked())  // wte's gradient waits for the embedding's backward (embedding_backward_chunked)
     head_dlnf_chunked(a);
   else
-    linear_backward(a.dlnf.data(), store_.grad("wte"), static_cast<A*>(nullptr), static_cast<A*>(nullptr),
+    linear_backward(a.dlnf.data(), store_.grad(head), static_cast<A*>(nullptr), static_cast<A*>(nullptr),
                     logits_.data(), lnf_.data(), wte, BT, C, Vl);
   tp_allreduce_sum(a.dlnf.data(), size_t(BT) * C);
 }
@@ -327,7 +402,7 @@ void GPT<T>::forward(int slot, bool with_grad, double loss_scale) {
                         C, d_.v0, d_.Vl);
     }
     tp_allreduce_sum(a.x0.data(), size_t(BT) * C);  // each TP rank looked up only its vocab shard
-    add_positions(a.x0.data(), store_.param("wpe"), BT, d_.T, C);
+    if (!d_.llama) add_positions(a.x0.data(), store_.param("wpe"), BT, d_.T, C);  // Llama: RoPE in the blocks
     time_unit(0, false);
   }
   const T* x = a.x0.data();
@@ -342,6 +417,7 @@ void GPT<T>::forward(int slot, bool with_grad, double loss_scale) {
   if (stage_.last()) {
     time_unit(d_.L + 1, true);
     if (vocab_chunked()) need_units(d_.L + 1);  // the chunks of wte are requested one by one
+    else if (d_.llama) need_units(d_.L + 1);  // lm_head.w is the head's own
     else need_units(d_.L + 1, store_.spec("wte").unit);
     head_forward(a, with_grad, A(loss_scale));
     time_unit(d_.L + 1, false);
@@ -368,8 +444,12 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     time_unit(d_.L + 1, true);
     fill(dres_.data(), long(BT) * C, T(0));
     need_units(d_.L + 1);
-    layernorm_backward(dres_.data(), store_.grad("ln_f.w"), store_.grad("ln_f.b"), colsum_.data(), a.dlnf.data(), x,
-                       store_.param("ln_f.w"), a.lnf_mean.data(), a.lnf_rstd.data(), BT, C);
+    if (d_.llama)
+      rmsnorm_backward(dres_.data(), store_.grad("norm_f.w"), colsum_.data(), a.dlnf.data(), x,
+                       store_.param("norm_f.w"), a.lnf_rstd.data(), BT, C);
+    else
+      layernorm_backward(dres_.data(), store_.grad("ln_f.w"), store_.grad("ln_f.b"), colsum_.data(), a.dlnf.data(),
+                         x, store_.param("ln_f.w"), a.lnf_mean.data(), a.lnf_rstd.data(), BT, C);
     time_unit(d_.L + 1, false);
     if (on_unit) on_unit(d_.L + 1);
   }
@@ -386,7 +466,8 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     embedding_backward_chunked(a, on_unit);
   } else if (stage_.first()) {
     time_unit(0, true);
-    embedding_backward(store_.grad("wte"), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl,
+    A* dwpe = d_.llama ? nullptr : store_.grad("wpe");  // Llama: no learned positions
+    embedding_backward(store_.grad("wte"), dwpe, dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl,
                        token_groups(a));
     time_unit(0, false);
     if (on_unit) on_unit(0);
@@ -396,6 +477,8 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
 template <class T>
 void GPT<T>::set_vocab_chunks(std::vector<size_t> row_starts, std::function<const void*(int c)> param,
                               std::function<float*(int c)> grad) {
+  if (d_.llama && !row_starts.empty())
+    throw Error("set_vocab_chunks: wte in chunks is the tied GPT-2 embedding's; a Llama model's wte and lm_head are separate");
   if (!row_starts.empty() && (!stage_.first() || !stage_.last() || row_starts.back() != size_t(d_.Vl)))
     throw Error("set_vocab_chunks: wte in chunks needs a one-stage model and chunks covering its " +
                 std::to_string(d_.Vl) + " local rows");
@@ -489,7 +572,7 @@ size_t GPT<T>::activation_bytes_per_slot() const {
   size_t n = BT * C, stats = 0;
   if (stage_.last()) {
     n += BT * C;
-    stats += 2 * BT;
+    stats += (d_.llama ? 1 : 2) * BT;  // ln_f's mean (GPT-2) and rstd
   }
   return n * sizeof(T) + per_block * blocks + stats * sizeof(A) + BT * 2 * sizeof(int32_t);
 }
@@ -498,13 +581,19 @@ template <class T>
 size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
              att_scratch_.size() + lnf_.size() + logits_.size();
-  return n * sizeof(T) + (ce_.size() + colsum_.size()) * sizeof(A) + loss_acc_.size() * sizeof(double) +
-         tp_sum_.size() * sizeof(float) + block_acts_bytes(shared_);
+  const size_t na = ce_.size() + colsum_.size() + fa_scratch_.size() + rope_cos_.size() + rope_sin_.size();
+  return n * sizeof(T) + na * sizeof(A) + loss_acc_.size() * sizeof(double) + tp_sum_.size() * sizeof(float) +
+         block_acts_bytes(shared_);
 }
 
 template class GPT<float>;
 template class GPT<double>;
 template class GPT<bf16_t>;
 template class GPT<fp16_t>;
+// used by the Llama block too (src/model/llama_block.cpp)
+template void GPT<float>::tp_allreduce_sum<float>(float*, size_t);
+template void GPT<double>::tp_allreduce_sum<double>(double*, size_t);
+template void GPT<bf16_t>::tp_allreduce_sum<bf16_t>(bf16_t*, size_t);
+template void GPT<fp16_t>::tp_allreduce_sum<fp16_t>(fp16_t*, size_t);
 
 }  // namespace gt

@@ -39,13 +39,24 @@ struct TensorParallel {
 struct ModelDims {
   int L, C, NH, hd, T, V;   // global
   int NHl, Cl, Fl, Vl, v0;  // per TP rank: heads, attention width, MLP width, vocab shard and its start
+  bool llama;               // model.arch = llama (docs/model.md)
+  int NKV = 0, NKVl = 0;    // key/value heads, global and per TP rank (GPT-2: NH, NHl)
+  int F = 0;                // MLP width (GPT-2: 4C; Llama: model.ffn_hidden or its default)
+  int Qw = 0;               // width of a local qkv row: (NHl + 2 NKVl) hd
   ModelDims(const ModelConfig& m, int tp_rank, int tp_size);
+
+ private:
+  void check_llama(const ModelConfig& m, int tp_size) const;
 };
 
 // The tensors of one stage on one TP rank, in storage (= forward) order, with global shapes and this rank's
 // slice. With the full stage range and tp_size 1 it lists the whole model in global shapes. The head's wte on
 // a last stage that is not also the first is declared tied to stage 0's.
 std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size);
+// model.arch = llama (src/model/llama_block.cpp): wte (first stage), per block attn_norm.w, attn.qkv.w
+// (NKV, G+2, hd, C: per key/value head its G query heads, key and value), attn.proj.w (C, NH hd), mlp_norm.w,
+// mlp.gate_up.w (2, F, C), mlp.down.w (C, F); norm_f.w and the untied lm_head.w (V, C) on the last stage.
+std::vector<TensorSpec> llama_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size);
 
 template <class T>
 class GPT final : public StageModel {
@@ -119,8 +130,9 @@ class GPT final : public StageModel {
 
  private:
   struct BlockActs {
-    DeviceView<T> ln1, qkv, att, atty, res2, ln2, fch, fchg, res3;
+    DeviceView<T> ln1, qkv, att, atty, res2, ln2, fch, fchg, res3;  // att: materialized attention only
     DeviceView<A> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;
+    DeviceView<A> lse;  // fused attention only: (B, NHl, T) log-sum-exp of each query's scores
   };
   struct Acts {
     DeviceView<T> x0;                        // stage input residual
@@ -141,6 +153,13 @@ class GPT final : public StageModel {
   template <class U>
   void tp_allreduce_sum(U* buf, size_t n);
   void block_forward(int l, const T* x, BlockActs& a);
+  // model.arch = llama: RMSNorm, qkv (grouped layout) + RoPE, fused GQA attention, SwiGLU (src/model/llama_block.cpp)
+  void llama_block_forward(int l, const T* x, BlockActs& a);
+  void llama_block_backward(int l, const T* x, BlockActs& a);
+  // The attention core on a.qkv, fused or materialized (model.attention): a.atty (and a.att or a.lse) set;
+  // backward: dqkv_ from datty_.
+  void attention_core_forward(BlockActs& a);
+  void attention_core_backward(BlockActs& a);
   void block_backward(int l, const T* x, BlockActs& a);
   BlockActs make_block_acts(bool with_res3) const;
   size_t block_acts_bytes(const BlockActs& b) const;
@@ -173,10 +192,14 @@ class GPT final : public StageModel {
   ParamStore<T> store_;
   std::vector<Acts> acts_;
   Recompute recompute_;
+  bool fused_;  // model.attention == "fused"
+  double norm_eps_;  // model.norm_eps (Llama's RMSNorm)
   BlockActs shared_;  // the buffers every block's BlockActs aliases under recompute (empty views otherwise)
   // shared buffers
   DeviceView<T> lnf_, logits_, tmp_, dres_, dln_, dqkv_, datty_, dfch_, dfchg_, att_scratch_;
   DeviceView<A> ce_;
+  DeviceView<A> fa_scratch_;  // the fused attention's scratch (linear in T); empty when materialized
+  DeviceView<A> rope_cos_, rope_sin_;  // Llama: RoPE's (T, hd/2) tables
   DeviceView<A> colsum_;  // the device split's column-sum partials (parameter gradients of LN and biases); empty on the host
   DeviceView<double> loss_acc_;  // last stage: summed token losses (double) since the last take_loss_sum
   DeviceView<float> tp_sum_;  // 16-bit T with tp > 1: the fp32 staging of the all-reduced activations

@@ -102,6 +102,9 @@ RunSample read_run(const std::string& dir) {
       if (const size_t hash = kv.find('#'); hash != std::string::npos) kv = kv.substr(0, hash);
       std::string key = kv.substr(0, kv.find('=')), val = kv.substr(kv.find('=') + 1);
       key.erase(key.find_last_not_of(" \t") + 1);
+      // the value trimmed too: a string (model.arch, model.attention) is read as quoted only without the blanks
+      val.erase(0, val.find_first_not_of(" \t"));
+      val.erase(val.find_last_not_of(" \t") + 1);
       cfg.set("model." + key + "=" + val, cfile);
     }
   }

@@ -3,11 +3,12 @@
 namespace gt::plan {
 
 const FrameworkTraits& traits(Framework f) {
+  // gridtrain: model.attention defaults to fused (docs/model.md)
   // ledger, even, pad, attention, SP, tp_ovl, pp_ovl, dp, interleave, cp, tp/pp, zero min/max/default, wire, bucket,
   // element-wise factor, selective recompute of every second GEMM, fp8
   // gridtrain interleaves when asked (parallel.schedule = interleaved; the planner's --virtual-stages), without
   // overlapped p2p
-  static const FrameworkTraits kGridtrain{true,  false, false, Attention::Materialized, false, false, false,
+  static const FrameworkTraits kGridtrain{true,  false, false, Attention::Fused, false, false, false,
                                           DpOverlap::Buckets, true, false, true, 0, 3, 0, 0, 0, 1, false, false};
   static const FrameworkTraits kMegatron{false, true, true, Attention::Materialized, true, false, false,
                                          DpOverlap::None, true, false, true, 0, 3, 0, 0, 0, 1, false, false};

@@ -56,8 +56,7 @@ Framework parse_framework(const std::string& s) {
 long ModelShape::ffn_width() const {
   if (ffn > 0) return ffn;
   if (!llama()) return 4 * h;
-  const long two_thirds = (8 * h + 2) / 3;  // 2/3 of 4h, rounded up, then to a multiple of 256 (Llama's rule)
-  return (two_thirds + 255) / 256 * 256;
+  return llama_default_ffn(h);  // src/core/config.hpp, as the trainer's model
 }
 
 double ModelShape::block_matmul_params() const {

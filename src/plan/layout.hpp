@@ -40,7 +40,16 @@ struct ModelShape {
   long ffn = 0;   // MLP hidden width; 0: 4h (GPT-2) or Llama's 2/3 4h rounded up to 256
   int tie = -1;   // tied head: -1 the architecture's own (GPT-2 tied, Llama untied), 0 untied, 1 tied
   Attention attention = Attention::Auto;
-  static ModelShape from(const ModelConfig& m) { return {m.n_layer, m.d_model, m.n_head, m.seq_len, m.vocab_size}; }
+  // The trainer's model (model.attention names the kernel: gridtrain's ledger counts the log-sum-exp and the
+  // fused scratch, or the (b, a, s, s) probabilities; kernels/work_sizes.hpp).
+  static ModelShape from(const ModelConfig& m) {
+    ModelShape r{m.n_layer, m.d_model, m.n_head, m.seq_len, m.vocab_size};
+    r.attention = m.attention == "fused" ? Attention::Fused : Attention::Materialized;
+    r.arch = m.arch == "llama" ? Arch::Llama : Arch::GPT2;
+    r.kv = r.llama() ? m.n_kv_head : 0;
+    r.ffn = r.llama() ? m.ffn_hidden : 0;  // 0: the architecture's default (ffn_width)
+    return r;
+  }
 
   bool llama() const { return arch == Arch::Llama; }
   bool tied() const { return tie < 0 ? !llama() : tie == 1; }

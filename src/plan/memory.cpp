@@ -30,6 +30,9 @@ MemoryBreakdown zero_states(double psi, StateBytes sb, int zero, int dp) {
 }
 
 namespace {
+// gridtrain's attention kernel for this shape: model.attention, or the trainer's default (fused) when not given.
+bool fused(const ModelShape& m) { return attention_of(m, Framework::Gridtrain) == Attention::Fused; }
+
 long padded_vocab(const ModelShape& m, int tp, Framework f) {
   if (!traits(f).pad_vocab) return m.V;
   const long q = 128L * tp;  // Megatron's --make-vocab-size-divisible-by 128, times tp
@@ -52,14 +55,22 @@ std::vector<int> stage_blocks(const ModelShape& m, int pp, Framework f) {
   return partition_by_cost(std::vector<double>(size_t(m.L), 1.0), pp, 0.0, head / block);
 }
 
-double stage_params(const ModelShape& m, int tp, int blocks, bool first, bool last, Framework f) {
-  const double h = double(m.h), t = tp;
-  // per block: the GEMM weights and the column-parallel biases (Q, K, V and the MLP's up) split over tp; the norms
-  // and the row-parallel biases (projection, MLP down) replicated, as model_tensor_specs places them
+namespace {
+// One block's parameters on one TP rank: the GEMM weights and the column-parallel biases (Q, K, V and the MLP's up)
+// split over tp; the norms and the row-parallel biases (projection, MLP down) replicated, as model_tensor_specs
+// places them (Llama: no biases, two RMSNorm gains).
+double block_params_per_rank(const ModelShape& m, int tp) {
+  const double h = double(m.h);
   const double split_bias = m.llama() ? 0.0 : (h + 2.0 * m.kv_dim()) + double(m.ffn_width());
   const double replicated = m.llama() ? 2.0 * h : 6.0 * h;
-  double n = blocks * ((m.block_matmul_params() + split_bias) / t + replicated);
-  const double emb = double(padded_vocab(m, tp, f)) * h / t;
+  return (m.block_matmul_params() + split_bias) / tp + replicated;
+}
+}  // namespace
+
+double stage_params(const ModelShape& m, int tp, int blocks, bool first, bool last, Framework f) {
+  const double h = double(m.h);
+  double n = blocks * block_params_per_rank(m, tp);
+  const double emb = double(padded_vocab(m, tp, f)) * h / tp;
   if (first) n += emb + (m.llama() ? 0.0 : double(m.s) * h);
   if (last && (!first || !m.tied())) n += emb;  // the head: the tied copy off the first stage, or its own matrix
   if (last) n += m.llama() ? h : 2.0 * h;       // the final norm
@@ -70,36 +81,77 @@ int in_flight(const Layout& l, int stage) {
   return l.gpipe ? l.micro_batches : std::min(l.micro_batches, l.pp - stage);
 }
 
-// Shapes (per TP rank): B micro-batch, T sequence, C width, Cl = C/t, Fl = 4C/t, NHl = heads/t.
+namespace {
+// The widths (per TP rank) of the buffers GPT<T> allocates (src/model/gpt.cpp): Cl = heads/t x head dim, Qw the
+// qkv row ((heads + 2 kv heads)/t x head dim: 3 Cl for GPT-2), Fl the MLP width / t, fc the stored MLP input
+// (GPT-2: Fl; Llama: [gate | up], 2 Fl), stats the per-row norm statistics of a block (LayerNorm's mean and rstd
+// twice; RMSNorm's rstd twice) and of the final norm, norm_cols the widest norm gradient column sum.
+struct BlockWidths {
+  double Cl, Qw, Fl, fc, stats, stats_f, norm_cols;
+};
+BlockWidths block_widths(const ModelShape& m, int tp) {
+  const double C = double(m.h), t = tp, hd = C / double(m.a);
+  BlockWidths w;
+  w.Cl = C / t;
+  w.Qw = w.Cl + 2.0 * double(m.kv_heads()) / t * hd;
+  w.Fl = double(m.ffn_width()) / t;
+  w.fc = m.gated() ? 2.0 * w.Fl : w.Fl;
+  w.stats = m.llama() ? 2.0 : 4.0;
+  w.stats_f = m.llama() ? 1.0 : 2.0;
+  w.norm_cols = m.llama() ? C : 2.0 * C;
+  return w;
+}
+// One block's stored activations in elements per row of B*T (ln1, qkv, atty, res2, ln2, fc, fchg, res3, stats).
+double block_row_elems(const ModelShape& m, const BlockWidths& w) {
+  return 4.0 * double(m.h) + w.Qw + w.Cl + w.fc + w.Fl + w.stats;
+}
+}  // namespace
+
+// Shapes (per TP rank): B micro-batch, T sequence, C width, NHl = heads/t; the rest block_widths.
 double gridtrain_activation_bytes_per_slot(const ModelShape& m, const Layout& l, int blocks, bool last) {
   const double e = elem_bytes(l.precision), B = l.micro_batch, T = m.s, C = m.h, t = l.tp;
-  const double BT = B * T, Cl = C / t, Fl = 4 * C / t, NHl = m.a / t;
-  double per_block = BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + B * NHl * T * T;
-  if (l.recompute == Recompute::Selective) per_block -= B * NHl * T * T;  // scores recomputed in backward
-  if (l.recompute == Recompute::Full) per_block = BT * C;                 // only the block input is kept
+  const double BT = B * T, NHl = m.a / t;
+  const BlockWidths w = block_widths(m, l.tp);
+  const double probs = fused(m) ? 0.0 : B * NHl * T * T;  // fused: none kept
+  double per_block = BT * block_row_elems(m, w) + probs;
+  if (l.recompute == Recompute::Selective) per_block -= probs;     // scores recomputed in backward
+  if (l.recompute == Recompute::Full) per_block = BT * C;          // only the block input is kept
   double n = BT * C + per_block * blocks;
-  if (last) n += BT * (C + 2);
-  return n * e + BT * 2 * 4.0;  // + int32 inputs and targets
+  if (last) n += BT * (C + w.stats_f);
+  // fused: each block keeps the fp32 log-sum-exp of its queries (B, NHl, T), in the shared set under full recompute
+  const double lse = fused(m) && l.recompute != Recompute::Full ? blocks * B * NHl * T * 4.0 : 0.0;
+  return n * e + BT * 2 * 4.0 + lse;  // + int32 inputs and targets
 }
 
 double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bool last) {
   const double e = elem_bytes(l.precision), B = l.micro_batch, T = m.s, C = m.h, t = l.tp;
-  const double BT = B * T, Cl = C / t, Fl = 4 * C / t, NHl = m.a / t;
+  const double BT = B * T, NHl = m.a / t;
+  const BlockWidths w = block_widths(m, l.tp);
   double n = 3 * BT * C;  // tmp, dres, dln
-  // attention's backward scratch: one head's T x T on the host split, all NHl heads' on the device split
-  if (blocks > 0) n += 3 * BT * Cl + BT * Cl + 2 * BT * Fl + attention_scratch_elems(int(NHl), int(T), l.device_split);
+  // attention's backward scratch: one head's T x T on the host split, all NHl heads' on the device split; fused,
+  // fp32 elements linear in T (kernels/work_sizes.hpp)
+  const double fused_scratch =
+      fused(m) && blocks > 0
+          ? 4.0 * attention_fused_scratch_elems(int(B), int(NHl), int(T), int(m.h / m.a), l.device_split) : 0.0;
+  if (blocks > 0) n += BT * (w.Qw + w.Cl + w.fc + w.Fl);  // dqkv, datty, dfch, dfchg
+  // Llama: RoPE's cos and sin tables, (T, head dim / 2) each in fp32
+  const double rope = m.llama() && blocks > 0 ? 4.0 * T * (C / m.a) : 0.0;
+  if (blocks > 0 && !fused(m)) n += attention_scratch_elems(int(NHl), int(T), l.device_split);
   if (last) n += BT * C + BT * (m.V / t) + 3 * BT;  // lnf, logits, ce
   // The device split's column-sum partials, fp32 in every precision (the gradient type), for the widest column sum
   // over the B*T rows: LayerNorm's two C-wide gradients, the qkv (3Cl) and fc (Fl) biases; ln_f's on a head-only
-  // stage. None on the host split.
-  const double cols = blocks > 0 ? std::max({2 * C, 3 * Cl, Fl}) : last ? 2 * C : 0;
+  // stage (Llama: RMSNorm's C, no biases). None on the host split.
+  const double widest = m.llama() ? w.norm_cols : std::max({w.norm_cols, w.Qw, w.Fl});
+  const double cols = blocks > 0 ? widest : last ? w.norm_cols : 0;
   const double partials = double(colsum_partials_elems(long(BT), long(cols), l.device_split));
   // Full recompute rebuilds one block's activations at a time during backward (one shared set, its output
   // into dln); selective refills one shared probability buffer.
-  if (l.recompute == Recompute::Full && blocks > 0)
-    n += BT * (4 * C + 3 * Cl + Cl + 2 * Fl + 4) + B * NHl * T * T - BT * C;
-  if (l.recompute == Recompute::Selective && blocks > 0) n += B * NHl * T * T;
-  return n * e + partials * 4.0 + (last ? 8.0 : 0.0);  // + the loss accumulator, one double
+  const double probs = fused(m) ? 0.0 : B * NHl * T * T;
+  const double shared_lse = fused(m) && l.recompute == Recompute::Full && blocks > 0 ? B * NHl * T * 4.0 : 0.0;
+  if (l.recompute == Recompute::Full && blocks > 0) n += BT * block_row_elems(m, w) + probs - BT * C;
+  if (l.recompute == Recompute::Selective && blocks > 0) n += probs;
+  // + the loss accumulator, one double
+  return n * e + partials * 4.0 + fused_scratch + shared_lse + rope + (last ? 8.0 : 0.0);
 }
 
 double in_flight_stages(const Layout& l, int stage) {
@@ -151,22 +203,25 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   const double psi = stage_params(m, l.tp, blocks, first, last, f);
   MemoryBreakdown r = zero_states(psi, state_bytes(l.precision), l.zero, l.shard_group());
   r.stage = stage;
-  // gridtrain's units (src/train/zero.hpp, ZeroUnit): the blocks, the embedding (wte + wpe) on the first stage,
-  // the head on the last (ln_f, and the tied wte's copy off the first stage).
+  // gridtrain's units (src/train/zero.hpp, ZeroUnit): the blocks, the embedding (wte + wpe; Llama: wte) on the
+  // first stage, the head on the last (the final norm, and the tied wte's copy off the first stage or Llama's own
+  // lm_head).
   const double emb = double(padded_vocab(m, l.tp, f)) * m.h / l.tp;
-  const double block = 12.0 * m.h * m.h / l.tp + 7.0 * m.h / l.tp + 6.0 * m.h;
+  const double block = block_params_per_rank(m, l.tp);
+  const double wpe = m.llama() ? 0.0 : double(m.s) * m.h, norm_f = m.llama() ? m.h : 2.0 * m.h;
   // Staged gradients (zero 2/3, one micro-batch, one stage) split the tied wte into chunks of as many rows as fit
-  // in the largest block (zero_units, wte_chunk_rows): the embedding unit is wpe alone, each chunk a unit.
+  // in the largest block (zero_units, wte_chunk_rows): the embedding unit is wpe alone, each chunk a unit. An
+  // untied wte stays whole (the trainer chunks only the tied one).
   const bool staged = f == Framework::Gridtrain && l.zero >= 2 && l.dp > 1 && l.micro_batches == 1 && l.pp == 1;
   std::vector<double> units(size_t(blocks), block);
-  if (first && staged) {
-    units.push_back(double(m.s) * m.h);
-    const double rows = std::max(1.0, std::floor((blocks > 0 ? block : 2.0 * m.h) / m.h));
+  if (first && staged && m.tied()) {
+    units.push_back(wpe);
+    const double rows = std::max(1.0, std::floor((blocks > 0 ? block : norm_f) / m.h));
     units.push_back(std::min(emb, rows * m.h));
   } else if (first) {
-    units.push_back(emb + double(m.s) * m.h);
+    units.push_back(emb + wpe);
   }
-  if (last) units.push_back(2.0 * m.h + (first ? 0.0 : emb));
+  if (last) units.push_back(norm_f + (first && m.tied() ? 0.0 : emb));
   std::sort(units.rbegin(), units.rend());
   // gridtrain's ZeRO-2/3 (src/train/zero.cpp, predicted_state_bytes): the gradient shard, plus either the staging
   // of one unit at a time (two buffers of the largest unit, src/train/zero_grads.hpp) or the full accumulation

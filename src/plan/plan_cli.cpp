@@ -261,7 +261,7 @@ ModelShape plan_model(Config& cfg, const std::vector<std::string>& overrides) {
     const std::string key = ov.substr(0, eq), val = ov.substr(eq + 1);
     ModelShape probe;
     if (apply_model_key(probe, key, val))
-      planner_keys.push_back({key, val});  // a key the planner knows and the engine does not have yet
+      planner_keys.push_back({key, val});  // the planner's own reading (auto attention, tie_embeddings, no engine limits)
     else
       cfg.set(ov);
   }

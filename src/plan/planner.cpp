@@ -25,10 +25,8 @@ std::string structural_problem(const ModelShape& m, const Cluster& c, const Layo
     return "tp " + num(l.tp) + " does not divide the " + num(m.kv_heads()) + " key/value heads";
   if (o.framework == Framework::Gridtrain && m.V % l.tp != 0)
     return "tp " + num(l.tp) + " does not divide the vocabulary " + num(m.V) + " (gridtrain does not pad it)";
-  if (o.framework == Framework::Gridtrain && m.llama())
-    return "gridtrain's engine has no Llama blocks yet (issue 23); plan them with another --framework";
-  if (o.framework == Framework::Gridtrain && attention_of(m, o.framework) == Attention::Fused)
-    return "gridtrain's engine has no fused attention yet (issue 23)";
+  if (o.framework == Framework::Gridtrain && m.llama() && attention_of(m, o.framework) != Attention::Fused)
+    return "gridtrain's Llama blocks run only the fused attention (model.attention = fused)";
   if (!tr.tensor_pipeline && (l.tp > 1 || l.pp > 1)) return fw + " has no tensor or pipeline parallelism";
   if (m.L < l.pp) return "pp " + num(l.pp) + " is more than the " + num(m.L) + " blocks";
   if (tr.even_layers && m.L % l.pp != 0)

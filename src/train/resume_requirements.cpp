@@ -9,18 +9,37 @@
 
 namespace gt {
 
+// The model kind and shape: a gpt2 run refuses a llama checkpoint and the other way round, with this string in
+// the message. GPT-2's is unchanged from before the Llama blocks, so older checkpoints still load; Llama's adds
+// what shapes or changes its function (the key/value heads, the resolved SwiGLU width, RoPE's base).
 std::string model_signature(const ModelConfig& m) {
-  return "gpt2 n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
-         " n_head=" + std::to_string(m.n_head) + " seq_len=" + std::to_string(m.seq_len) +
-         " vocab_size=" + std::to_string(m.vocab_size);
+  const std::string shape = " n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
+                            " n_head=" + std::to_string(m.n_head);
+  const std::string tail = " seq_len=" + std::to_string(m.seq_len) + " vocab_size=" + std::to_string(m.vocab_size);
+  if (m.arch != "llama") return "gpt2" + shape + tail;
+  char theta[32];
+  std::snprintf(theta, sizeof theta, "%.17g", m.rope_theta);
+  const long ffn = m.ffn_hidden > 0 ? m.ffn_hidden : llama_default_ffn(m.d_model);
+  return "llama" + shape + " n_kv_head=" + std::to_string(m.n_kv_head > 0 ? m.n_kv_head : m.n_head) +
+         " ffn_hidden=" + std::to_string(ffn) + tail + " rope_theta=" + theta;
 }
 
 std::optional<ModelConfig> parse_model_signature(const std::string& text) {
   ModelConfig m;
   char tail = 0;
-  if (std::sscanf(text.c_str(), "gpt2 n_layer=%d d_model=%d n_head=%d seq_len=%d vocab_size=%d%c", &m.n_layer,
-                  &m.d_model, &m.n_head, &m.seq_len, &m.vocab_size, &tail) != 5)
+  if (text.rfind("llama ", 0) == 0) {
+    m.arch = "llama";
+    if (std::sscanf(text.c_str(),
+                    "llama n_layer=%d d_model=%d n_head=%d n_kv_head=%d ffn_hidden=%d seq_len=%d vocab_size=%d "
+                    "rope_theta=%lf%c",
+                    &m.n_layer, &m.d_model, &m.n_head, &m.n_kv_head, &m.ffn_hidden, &m.seq_len, &m.vocab_size,
+                    &m.rope_theta, &tail) != 8 ||
+        m.n_kv_head <= 0 || m.ffn_hidden <= 0 || !(m.rope_theta > 0))
+      return std::nullopt;
+  } else if (std::sscanf(text.c_str(), "gpt2 n_layer=%d d_model=%d n_head=%d seq_len=%d vocab_size=%d%c", &m.n_layer,
+                         &m.d_model, &m.n_head, &m.seq_len, &m.vocab_size, &tail) != 5) {
     return std::nullopt;
+  }
   if (m.n_layer <= 0 || m.d_model <= 0 || m.n_head <= 0 || m.seq_len <= 0 || m.vocab_size <= 0) return std::nullopt;
   if (model_signature(m) != text) return std::nullopt;  // exactly the form this build writes
   return m;

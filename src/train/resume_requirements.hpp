@@ -11,7 +11,8 @@
 
 namespace gt {
 
-// "gpt2 n_layer=2 d_model=128 n_head=4 seq_len=64 vocab_size=256": the root attribute `model`.
+// "gpt2 n_layer=2 d_model=128 n_head=4 seq_len=64 vocab_size=256" or "llama n_layer=2 d_model=128 n_head=4
+// n_kv_head=2 ffn_hidden=352 seq_len=64 vocab_size=256 rope_theta=10000": the root attribute `model`.
 std::string model_signature(const ModelConfig& m);
 // The model of a signature; empty when the text is not one.
 std::optional<ModelConfig> parse_model_signature(const std::string& text);

@@ -87,7 +87,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   apply_zero_plan(*state_, zero_);
   // Staged gradients: the tied wte in chunks of rows no larger than a block, so neither its gradient nor (zero 3)
   // its gathered parameters are ever held whole (zero_units; GPT::set_vocab_chunks).
-  const size_t chunk_rows = !stage_grads ? 0
+  const size_t chunk_rows = !stage_grads || cfg_.model.arch == "llama" ? 0  // Llama's wte is not tied
                             : cfg_.parallel.wte_chunk_rows > 0 ? size_t(cfg_.parallel.wte_chunk_rows)
                                                                : wte_chunk_rows(state_->layout());
   const std::map<int, ZeroUnit> units = zero_units(state_->layout(), chunk_rows);
@@ -126,7 +126,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     std::vector<TensorSpec> tensors = state_->layout().tensors();
     // ZeRO-2 reduces the tied wte over DP before the embedding group could sum the two copies, so its bucket
     // waits for the end of backward, where that sum comes first (finish's before_rest).
-    if (zero_.stage >= 2 && grid_.embed())
+    if (zero_.stage >= 2 && tied_embed())
       for (TensorSpec& t : tensors)
         if (t.name == "wte") t.unit = -1;
     buckets_ = std::make_unique<GradBuckets>(tensors, static_cast<size_t>(cfg_.parallel.bucket_mb * 1048576.0),
@@ -210,7 +210,7 @@ size_t Trainer::activation_bytes() const {
 }
 
 StepStats Trainer::train_step() {
-  Comm* embed = grid_.embed();
+  Comm* embed = tied_embed();
   const double t0 = MPI_Wtime();
   const double tp0 = blocked(&grid_.tp()), pp0 = blocked(&grid_.pp()), dp0 = blocked(&grid_.dp());
   const double other0 = blocked(&grid_.mp()) + blocked(embed);

@@ -15,7 +15,9 @@ bool ZeroGradStaging::applies(const ZeroPlan& plan, int micro_batches, int pp) {
 ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model, size_t chunk_rows)
     : state_(state), plan_(plan), model_(model), units_(zero_units(state.layout(), chunk_rows)) {
   const TensorLayout& layout = state.layout();
-  if (layout.has("wte") && chunk_rows == 0) tied_unit_ = layout.spec("wte").unit;
+  // The tied wte (GPT-2, one stage) is written by the head first and the embedding last, so its unit stays staged
+  // through the whole backward; Llama's wte (its head is lm_head.w) only by the embedding: an ordinary unit.
+  if (layout.has("wte") && !layout.has("lm_head.w") && chunk_rows == 0) tied_unit_ = layout.spec("wte").unit;
   for (const auto& [id, u] : units_)
     if (id != tied_unit_) slots_[0].cap = slots_[1].cap = std::max(slots_[0].cap, u.elems);
   tied_.cap = tied_unit_ >= 0 ? units_.at(tied_unit_).elems : 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Restarts through the real command (issue #4):
 #   bitwise   steps 1..20 in one run == 1..10, stop, resume 11..20 (losses and final parameters bit for bit),
-#             on one rank and on tp=2 pp=2 dp=2
+#             on one rank and on tp=2 pp=2 dp=2; bitwise_llama: the Llama blocks on tp=2
+#   cross_model  a llama checkpoint refused by a gpt2 run and the other way round, one line naming both models
 #   bitwise_scaler  the same with the dynamic loss scaler (growth window 3) and an inf injected into one
 #             gradient at step 7 (skipped): losses, scales and skips per step, and the final state bit for bit
 #   bitwise_bf16, bitwise_fp16  bitwise in bf16 (dp=2 ZeRO-1) and in fp16 with the scaler and a skip
@@ -34,6 +35,8 @@ bad=[k for k in b if k not in a or abs(float(a[k])-float(b[k]))>float(sys.argv[3
 print("steps compared:", len(b), "worst rel:", max(abs(float(a[k])-float(b[k]))/abs(float(a[k])) for k in b if k in a) if b else 0)
 sys.exit(1 if bad or not b else 0)' "$1" "$2" "$3"; }
 final_ckpt() { ls "$1"/checkpoints/step_*.h5 | sort | tail -1; }
+# the tiny model as Llama blocks (model.arch = llama): 4 heads on 2 key/value heads, SwiGLU 88 wide
+llama=(model.arch=llama model.n_kv_head=2 model.ffn_hidden=88)
 
 bitwise() {  # ranks layout...
   local n=$1; shift
@@ -57,6 +60,24 @@ bitwise() {  # ranks layout...
 case $case in
   bitwise1) bitwise 1 ;;
   bitwise8) bitwise 8 parallel.tp=2 parallel.pp=2 parallel.dp=2 ;;
+  bitwise_llama) bitwise 2 parallel.tp=2 "${llama[@]}" ;;  # the grouped qkv weight saved and loaded in kv-head shards
+  cross_model)  # a llama checkpoint given to a gpt2 run of the same size, and a gpt2 one to a llama run
+    run 1 "$work/l" "${llama[@]}" train.steps=2 || fail "llama run failed: $(tail -3 "$work/l.log")"
+    run 1 "$work/g" train.steps=2 || fail "gpt2 run failed: $(tail -3 "$work/g.log")"
+    lck=$(final_ckpt "$work/l") gck=$(final_ckpt "$work/g")
+    before=$(md5sum "$lck" "$gck")
+    run 1 "$work/g2" checkpoint.resume="$lck"; code=$?
+    [ $code -ne 0 ] || fail "a gpt2 run resumed a llama checkpoint"
+    [ "$(grep -c '^gridtrain: error: ' "$work/g2.log")" -eq 1 ] || fail "expected one error line: $(cat "$work/g2.log")"
+    grep -q "^gridtrain: error: .*checkpoint of another model (llama n_layer=4 .*n_kv_head=2 ffn_hidden=88.*), this run is gpt2 n_layer=4" \
+      "$work/g2.log" || fail "the error does not name both models: $(grep error "$work/g2.log")"
+    run 1 "$work/l2" "${llama[@]}" checkpoint.resume="$gck"; code=$?
+    [ $code -ne 0 ] || fail "a llama run resumed a gpt2 checkpoint"
+    grep -q "^gridtrain: error: .*checkpoint of another model (gpt2 n_layer=4 .*), this run is llama n_layer=4" \
+      "$work/l2.log" || fail "the error does not name both models: $(grep error "$work/l2.log")"
+    [ ! -e "$work/g2/summary.json" ] && [ ! -e "$work/l2/summary.json" ] || fail "a refused run wrote summary.json"
+    [ "$before" = "$(md5sum "$lck" "$gck")" ] || fail "a refused resume changed the checkpoint it was given"
+    echo "ok: each model kind refuses the other's checkpoint with one line naming both" ;;
   bitwise_scaler)
     export GRIDTRAIN_TEST_INF_RANK=0 GRIDTRAIN_TEST_INF_STEP=7
     bitwise 1 train.loss_scale=dynamic train.loss_scale_initial=1024 train.loss_scale_window=3 \

@@ -74,6 +74,8 @@ TEST(PlanMemory, MonotoneInDp) {
 // gridtrain's own ledger: for every stage of several layouts, the planner's activation and work bytes equal
 // what GPT<float> reports for the same stage (the model's own functions), and its parameter count equals the
 // stage's parameter store. Exact: both count elements. On a CUDA build this compares the device split's ledger.
+// GPT-2 with either attention, and Llama (fused only) with grouped key/value heads (4 on 8 heads, so tp 4 leaves
+// one per rank) and a SwiGLU width that is not 4 d_model.
 TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   gt::ModelConfig mc;
   mc.n_layer = 5;
@@ -81,11 +83,18 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   mc.n_head = 4;
   mc.seq_len = 16;
   mc.vocab_size = 64;
-  const ModelShape m = ModelShape::from(mc);
   struct Case { int tp, pp, b, mb; bool gpipe; };
+  for (const char* attention : {"materialized", "fused", "llama"})
   for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
   for (Case k : {Case{1, 1, 2, 1, false}, Case{2, 1, 3, 2, false}, Case{1, 2, 2, 4, false}, Case{1, 3, 1, 4, true},
                  Case{4, 2, 2, 3, false}, Case{2, 5, 1, 8, false}}) {
+    const bool llama = std::string(attention) == "llama";
+    mc.attention = llama ? "fused" : attention;
+    mc.arch = llama ? "llama" : "gpt2";
+    mc.n_head = llama ? 8 : 4;  // head dim 6: even, as RoPE needs
+    mc.n_kv_head = llama ? 4 : 0;
+    mc.ffn_hidden = llama ? 72 : 0;
+    const ModelShape m = ModelShape::from(mc);
     Layout l;
     l.device_split = gt::kernels_on_device();  // the work split GPT<float> was built with (host here, GPU on CUDA)
     l.recompute = rc;
@@ -104,8 +113,8 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
       gt::GPT<float> model(mc, 1, k.b, st, gt::TensorParallel{0, k.tp, nullptr}, slots, nullptr, mrc);
       const MemoryBreakdown pm = stage_memory(m, l, Framework::Gridtrain, s);
       const double model_act = double(model.slots()) * model.activation_bytes_per_slot();
-      EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s;
-      EXPECT_DOUBLE_EQ(pm.workspace, double(model.work_bytes())) << l.str() << " stage " << s;
+      EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s << " " << attention;
+      EXPECT_DOUBLE_EQ(pm.workspace, double(model.work_bytes())) << l.str() << " stage " << s << " " << attention;
       // elements that belong to tensors (the flat buffers add a little alignment padding the planner ignores)
       EXPECT_DOUBLE_EQ(pm.params, 4.0 * model.store().layout().used()) << l.str() << " stage " << s;
     }
@@ -117,7 +126,8 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
 // sum (LayerNorm's 2h, the qkv bias 3h/t, the fc bias 4h/t; ln_f's 2h on a head-only stage; nothing on a stage
 // that only embeds). And the GPU cluster descriptions select the device split, the CPU one does not.
 TEST(PlanMemory, DeviceSplitScratch) {
-  const ModelShape m{4, 64, 8, 32, 96};  // L, h, a, s, V
+  ModelShape m{4, 64, 8, 32, 96};  // L, h, a, s, V
+  m.attention = Attention::Materialized;  // the s x s scratch counted below
   const double chunks = 2;               // b = 3: 96 rows, a full chunk of 64 and a partial one
   struct Case { int tp; Precision p; double attention, widest; };
   for (Case k : {Case{1, Precision::FP32, 4.0 * 7 * 32 * 32, 4 * 64},    // widest: the fc bias 4h

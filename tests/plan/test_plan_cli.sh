@@ -68,7 +68,7 @@ expect_error bad_arch "model.arch expects gpt2 or llama, got 'llama3'" -- --conf
 expect_error kv_not_dividing "model.n_kv_head = 3 does not divide model.n_head = 8" -- "${llama[@]}" model.n_kv_head=3 --cluster dgx-h100 --devices 8 --global-batch 8 --framework megatron-core-2024
 expect_error kv_zero "model.n_kv_head expects an integer from 1 to 16777216, got '0'" -- "${llama[@]}" model.n_kv_head=0 --cluster dgx-h100 --devices 8 --global-batch 8
 expect_error bad_attention "model.attention expects fused, materialized or auto, got 'flash'" -- "${llama[@]}" model.attention=flash --cluster dgx-h100 --devices 8 --global-batch 8
-expect_error gridtrain_llama "gridtrain's engine has no Llama blocks yet" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8
+expect_error gridtrain_llama_materialized "gridtrain's Llama blocks run only the fused attention" -- "${llama[@]}" model.attention=materialized --cluster dgx-h100 --devices 8 --global-batch 8
 expect_error bad_framework "unknown framework 'megatron-core'" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --framework megatron-core
 expect_error cp_seq "--cp 3 does not split model.seq_len = 512 into 2 x cp equal chunks" -- "${llama[@]}" --cluster dgx-h100 --devices 6 --global-batch 8 --cp 3 --framework megatron-core-2024
 expect_error cp_devices "--cp 16 is more than the 8 devices" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --cp 16 --framework megatron-core-2024
@@ -77,8 +77,8 @@ expect_error tp_overlap_value "--tp-overlap expects on or off, got 'yes'" -- "${
 expect_error llmc_no_tp "no layout of 8 devices fits.*llm.c has no tensor or pipeline parallelism" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --tp 2 --framework llm.c
 expect_error llmc_no_fp8 "no layout of 8 devices fits.*llm.c has no fp8 GEMMs" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --precision fp8 --framework llm.c
 expect_error mcore_no_zero3 "megatron-core-2024 has no ZeRO stage 3" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --zero 3 --framework megatron-core-2024
-# every framework plans the Llama shape (gridtrain aside) on a GPU cluster, with cp and interleaving where it has them
-for fw in megatron-core-2024 torchtitan-fsdp2 deepspeed-zero3 llm.c megatron; do
+# every framework plans the Llama shape on a GPU cluster, with cp and interleaving where it has them
+for fw in gridtrain megatron-core-2024 torchtitan-fsdp2 deepspeed-zero3 llm.c megatron; do
   extra=(); case $fw in megatron-core-2024|torchtitan-fsdp2) extra=(--cp 2) ;; esac
   if "$bin" plan "${llama[@]}" --cluster dgx-h100 --devices 16 --global-batch 16 --framework $fw "${extra[@]}" --precision bf16,fp8 --json >"$work/fw_$fw.json" 2>"$work/fw_$fw.err" &&
      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); b=j['fits'][0]; assert b['memory_gb']['total'] <= j['usable_memory_gb']; assert j['model']['arch']=='llama' and j['model']['n_kv_head']==2" "$work/fw_$fw.json"

@@ -1,6 +1,8 @@
-// One parallel layout (tp pp dp micro_batches schedule allreduce [precision], from the command line) against
+// One parallel layout (tp pp dp micro_batches schedule allreduce [precision [arch]], from the command line) against
 // the single-rank run in the same precision: five steps on the same global batch and seed give the single-rank
 // losses within 1e-5 relative (fp32; bf16: see the tolerances below), and the gathered final parameters match.
+// arch llama: the same with the Llama block (RMSNorm, SwiGLU, RoPE, 4 heads on 2 key/value heads, untied head),
+// whose TP splits the grouped qkv weight by key/value heads and whose head is not tied to the first stage's wte.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,7 @@
 
 namespace {
 int g_tp = 1, g_pp = 1, g_dp = 1, g_mb = 1;
-std::string g_sched = "1f1b", g_algo = "mpi", g_precision = "fp32";
+std::string g_sched = "1f1b", g_algo = "mpi", g_precision = "fp32", g_arch = "gpt2";
 constexpr int kGlobalBatch = 16;
 
 struct Result {
@@ -39,16 +41,17 @@ double diff_norm(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 TEST(Layouts, MatchesTheSingleRankRun) {
-  // Positional arguments left after gtest's own: tp pp dp micro_batches schedule allreduce [precision].
-  ASSERT_TRUE(gt_test::argc == 7 || gt_test::argc == 8)
-      << "usage: test_layouts tp pp dp micro_batches schedule allreduce [fp32|bf16|fp16]";
+  // Positional arguments left after gtest's own: tp pp dp micro_batches schedule allreduce [precision [arch]].
+  ASSERT_TRUE(gt_test::argc >= 7 && gt_test::argc <= 9)
+      << "usage: test_layouts tp pp dp micro_batches schedule allreduce [fp32|bf16|fp16 [gpt2|llama]]";
   g_tp = std::atoi(gt_test::argv[1]);
   g_pp = std::atoi(gt_test::argv[2]);
   g_dp = std::atoi(gt_test::argv[3]);
   g_mb = std::atoi(gt_test::argv[4]);
   g_sched = gt_test::argv[5];
   g_algo = gt_test::argv[6];
-  if (gt_test::argc == 8) g_precision = gt_test::argv[7];
+  if (gt_test::argc >= 8) g_precision = gt_test::argv[7];
+  if (gt_test::argc == 9) g_arch = gt_test::argv[8];
   int world = 0, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -63,6 +66,11 @@ TEST(Layouts, MatchesTheSingleRankRun) {
   c.train.micro_batches = g_mb;
   c.train.micro_batch_size = kGlobalBatch / (g_mb * g_dp);
   c.train.precision = g_precision;
+  if (g_arch == "llama") {
+    c.model.arch = "llama";
+    c.model.n_kv_head = 2;     // tp 2: one key/value head (and its 2 query heads) per rank
+    c.model.ffn_hidden = 88;   // 8 d_model / 3 rounded up to a multiple of 8: divisible by tp
+  }
   Result par = run(MPI_COMM_WORLD, c);
 
   int ok = 1;

@@ -41,6 +41,9 @@ TEST(Recompute, EqualsNoneBitwise) {
   c.train.micro_batches = 4;
   c.train.micro_batch_size = 4;
   c.train.precision = gt_test::argv[3];
+  // the materialized attention: its stored probabilities are what selective recompute rebuilds (the fused path's
+  // recompute modes: tests/train/test_attention_train.cpp)
+  c.model.attention = "materialized";
   c.output.dir = dir + "/none";
   const Result none = run(c);
   for (const char* mode : {"selective", "full"}) {

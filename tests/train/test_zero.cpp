@@ -16,6 +16,9 @@
 //    no buffer for all of the tied wte's gradient: wte goes in chunks of rows (parallel.wte_chunk_rows = 24,
 //    three chunks, within the tolerance; the default, one chunk for tiny, in the bitwise runs). With the shm
 //    all-reduce their reduce-scatters sum in rank order, zero 0's order: bitwise at any dp (zero_shm.hpp).
+//  - an optional 8th argument, the model's arch (llama, after the precision): the same with Llama blocks, whose
+//    untied wte is staged as an ordinary unit (no buffer for it through the whole backward) and whose lm_head is
+//    part of the head's unit.
 //  - checkpoints: a run stopped at step 3 and resumed on the same layout continues bitwise; resumed at zero=0 on
 //    one rank (world rank 0 alone, the same global batch) it continues within 1e-5 relative.
 // The 5th argument may list several stages ("1,3"): the zero=0 references of the layout (clipped, and unclipped
@@ -205,8 +208,8 @@ std::vector<int> stage_list(const std::string& text) {
 }  // namespace
 
 TEST(Zero, MatchesZeroStageZero) {
-  ASSERT_TRUE(gt_test::argc == 7 || gt_test::argc == 8)
-      << "usage: test_zero tp pp dp micro_batches zero[,zero...] allreduce [bf16]";
+  ASSERT_TRUE(gt_test::argc >= 7 && gt_test::argc <= 9)
+      << "usage: test_zero tp pp dp micro_batches zero[,zero...] allreduce [fp32|bf16 [gpt2|llama]]";
   const int tp = std::atoi(gt_test::argv[1]), pp = std::atoi(gt_test::argv[2]), dp = std::atoi(gt_test::argv[3]);
   const int mb = std::atoi(gt_test::argv[4]);
   const std::vector<int> stages = stage_list(gt_test::argv[5]);
@@ -225,9 +228,14 @@ TEST(Zero, MatchesZeroStageZero) {
   c.train.micro_batches = mb;
   c.train.micro_batch_size = kGlobalBatch / (mb * dp);
   c.train.grad_clip = 0.05;
-  if (gt_test::argc == 8) {
+  if (gt_test::argc >= 8 && std::string(gt_test::argv[7]) != "fp32") {
     c.train.precision = gt_test::argv[7];
     g_rel = 1e-2;
+  }
+  if (gt_test::argc == 9 && std::string(gt_test::argv[8]) == "llama") {
+    c.model.arch = "llama";
+    c.model.n_kv_head = 2;
+    c.model.ffn_hidden = 88;
   }
   gt::Config c0 = c;
   c0.output.dir = dir + "/z0";
