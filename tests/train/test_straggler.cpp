@@ -1,0 +1,93 @@
+// Unit tests of the straggler detector against hand-made sequences of per-rank compute seconds.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "src/train/straggler.hpp"
+
+namespace gridtrain {
+namespace {
+
+using V = std::vector<int>;
+
+TEST(Straggler, FlaggedOnlyAfterKOfWindowSteps) {
+  StragglerDetector d({}, {0, 0, 0, 0});
+  const std::vector<double> slow = {1.0, 1.0, 2.0, 1.0};  // rank 2 at 2x its peers' median
+  for (int s = 0; s < 3; ++s) EXPECT_TRUE(d.observe(slow).stragglers.empty()) << "step " << s;
+  const StragglerStep st = d.observe(slow);  // 4th slow step of 5: k = 4 reached
+  EXPECT_EQ(st.stragglers, V({2}));
+  EXPECT_EQ(st.became, V({2}));
+  EXPECT_EQ(st.slowest_rank, 2);
+  EXPECT_DOUBLE_EQ(st.slowest_ratio, 2.0);
+  EXPECT_TRUE(d.observe(slow).became.empty());  // already flagged: no second "became"
+  EXPECT_EQ(d.flagged_steps(), (std::vector<std::int64_t>{0, 0, 2, 0}));
+}
+
+TEST(Straggler, IsolatedSlowStepsAreNotAStraggler) {
+  StragglerDetector d({}, {0, 0});
+  const std::vector<double> slow = {1.0, 2.0}, even = {1.0, 1.0};
+  // 3 slow steps in every window of 5: never 4.
+  for (int s = 0; s < 20; ++s) EXPECT_TRUE(d.observe(s % 5 < 3 ? slow : even).stragglers.empty()) << s;
+}
+
+TEST(Straggler, HysteresisNeedsWindowStepsBelowExit) {
+  StragglerDetector d({}, {0, 0});
+  for (int s = 0; s < 4; ++s) d.observe({1.0, 2.0});
+  ASSERT_EQ(d.observe({1.0, 2.0}).stragglers, V({1}));
+  // 1.2x: below enter (1.25) but above exit (1.10): stays a straggler however long.
+  for (int s = 0; s < 10; ++s) EXPECT_EQ(d.observe({1.0, 1.2}).stragglers, V({1})) << s;
+  // 4 steps below exit, then one at 1.2x resets the run of low steps.
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(d.observe({1.0, 1.0}).stragglers, V({1}));
+  EXPECT_EQ(d.observe({1.0, 1.2}).stragglers, V({1}));
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(d.observe({1.0, 1.0}).stragglers, V({1}));
+  const StragglerStep st = d.observe({1.0, 1.0});  // 5th consecutive step below exit
+  EXPECT_TRUE(st.stragglers.empty());
+  EXPECT_EQ(st.stopped, V({1}));
+  // The window restarts: one more slow step does not re-flag at once.
+  EXPECT_TRUE(d.observe({1.0, 2.0}).stragglers.empty());
+}
+
+TEST(Straggler, TiesAndEqualRanksAreNeverStragglers) {
+  StragglerDetector d({}, {0, 0, 0});
+  for (int s = 0; s < 10; ++s) {
+    const StragglerStep st = d.observe({1.5, 1.5, 1.5});
+    EXPECT_TRUE(st.stragglers.empty());
+    EXPECT_EQ(st.slowest_rank, 0);  // ties go to the lowest rank
+    EXPECT_DOUBLE_EQ(st.slowest_ratio, 1.0);
+  }
+  // Exactly at the threshold is not above it.
+  StragglerDetector e({}, {0, 0});
+  for (int s = 0; s < 10; ++s) EXPECT_TRUE(e.observe({1.0, 1.25}).stragglers.empty());
+}
+
+TEST(Straggler, OneRankHasNoPeers) {
+  StragglerDetector d({}, {0});
+  for (int s = 0; s < 10; ++s) {
+    const StragglerStep st = d.observe({5.0});
+    EXPECT_TRUE(st.stragglers.empty());
+    EXPECT_EQ(st.slowest_rank, 0);
+    EXPECT_DOUBLE_EQ(st.slowest_ratio, 1.0);
+  }
+}
+
+TEST(Straggler, PipelineStagesAreComparedWithinTheStage) {
+  // pp = 2, dp = 2: ranks 0,1 in stage 0, ranks 2,3 in stage 1. Stage 1 holds more blocks (3x the time) by
+  // design: not a straggler. Rank 3 at 2x its stage peer is.
+  StragglerDetector d({}, {0, 0, 1, 1});
+  StragglerStep st;
+  for (int s = 0; s < 5; ++s) st = d.observe({1.0, 1.0, 3.0, 6.0});
+  EXPECT_EQ(st.stragglers, V({3}));
+  EXPECT_EQ(st.slowest_rank, 3);
+  EXPECT_DOUBLE_EQ(st.slowest_ratio, 2.0);
+}
+
+TEST(Straggler, BadInputIsRefused) {
+  StragglerDetector d({}, {0, 0});
+  EXPECT_THROW(d.observe({1.0}), std::invalid_argument);
+  StragglerConfig bad;
+  bad.k = 6;  // more than the window
+  EXPECT_THROW(StragglerDetector(bad, {0, 0}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gridtrain
