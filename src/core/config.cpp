@@ -105,6 +105,7 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"parallel.rebalance", Kind::String, &c.parallel.rebalance, "auto: re-partition the pipeline once from measured block times (docs/planner.md)", names<RebalanceMode>()},
       {"parallel.rebalance_after", Kind::Int, &c.parallel.rebalance_after, "steps timed before the rebalance decides"},
       {"parallel.rebalance_gain", Kind::Double, &c.parallel.rebalance_gain, "re-partition when the slowest stage would shrink by at least this fraction"},
+      {"parallel.adapt", Kind::String, &c.parallel.adapt, "monitor: name the ranks whose compute is consistently slower than their peers' (metrics.jsonl, the log; docs/adaptive.md); rebalance and full are not built yet", names<AdaptMode>()},
       {"parallel.stage_blocks", Kind::String, &c.parallel.stage_blocks, "blocks per pipeline stage, as \"3,2,2,1\" (count = pp, sum = n_layer); empty: the cost model's split"},
       {"data.source", Kind::String, &c.data.source, "synthetic: a learnable token rule with noise; hdf5: a token dataset made by gridtrain prepare (docs/data.md)", names<DataSourceKind>()},
       {"data.path", Kind::String, &c.data.path, "the HDF5 token dataset for source = hdf5"},
@@ -516,6 +517,10 @@ ConfigChoices Config::choices() const {
   t.grad_reduce_dtype = typed<GradWire>("parallel.grad_reduce_dtype", parallel.grad_reduce_dtype);
   t.layout = typed<LayoutMode>("parallel.layout", parallel.layout);
   t.rebalance = typed<RebalanceMode>("parallel.rebalance", parallel.rebalance);
+  t.adapt = typed<AdaptMode>("parallel.adapt", parallel.adapt);
+  if (t.adapt == AdaptMode::Rebalance || t.adapt == AdaptMode::Full)
+    throw Error("config: parallel.adapt = \"" + parallel.adapt + "\" is not implemented yet; only \"monitor\" "
+                "(straggler detection, docs/adaptive.md) and \"off\" are");
   t.data_source = typed<DataSourceKind>("data.source", data.source);
   t.gemm = typed<GemmChoice>("kernels.gemm", kernels.gemm);
   t.compress = typed<CompressMethod>("compress.method", compress.method);

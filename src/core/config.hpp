@@ -94,6 +94,7 @@ struct ParallelConfig {
   std::string rebalance = "off";      // "auto": re-partition the pipeline from measured block times, once
   int rebalance_after = 3;            // steps timed before deciding
   double rebalance_gain = 0.1;        // re-partition when slowest stage now / after >= 1 + this
+  std::string adapt = "off";          // "monitor": name straggling ranks per step (docs/adaptive.md)
   std::string stage_blocks;           // blocks per pipeline stage, "3,2,2,1"; empty: the cost model's split
   // Not keys: what layout = auto chose at start (src/cli/auto_layout.hpp), for the start line and summary.json.
   std::string auto_choice, auto_runner_up, auto_cluster;
@@ -164,6 +165,7 @@ struct ConfigChoices {
   GradWire grad_reduce_dtype = GradWire::FP32;
   LayoutMode layout = LayoutMode::Manual;
   RebalanceMode rebalance = RebalanceMode::Off;
+  AdaptMode adapt = AdaptMode::Off;
   DataSourceKind data_source = DataSourceKind::Synthetic;
   GemmChoice gemm = GemmChoice::Auto;
   CompressMethod compress = CompressMethod::None;

@@ -33,6 +33,8 @@ enum class GradWire { FP32, BF16 };
 enum class LayoutMode { Manual, Auto };
 // parallel.rebalance: re-partition the pipeline once from measured block times.
 enum class RebalanceMode { Off, Auto };
+// parallel.adapt: adaptive parallelism at run time (issue 25); only monitoring is built.
+enum class AdaptMode { Off, Monitor, Rebalance, Full };
 // data.source.
 enum class DataSourceKind { Synthetic, Hdf5 };
 // kernels.gemm: the host GEMM library.
@@ -79,6 +81,8 @@ GT_ENUM_NAMES(CommChoice, {"auto", CommChoice::Auto}, {"mpi", CommChoice::Mpi}, 
 GT_ENUM_NAMES(GradWire, {"fp32", GradWire::FP32}, {"bf16", GradWire::BF16})
 GT_ENUM_NAMES(LayoutMode, {"manual", LayoutMode::Manual}, {"auto", LayoutMode::Auto})
 GT_ENUM_NAMES(RebalanceMode, {"off", RebalanceMode::Off}, {"auto", RebalanceMode::Auto})
+GT_ENUM_NAMES(AdaptMode, {"off", AdaptMode::Off}, {"monitor", AdaptMode::Monitor}, {"rebalance", AdaptMode::Rebalance},
+              {"full", AdaptMode::Full})
 GT_ENUM_NAMES(DataSourceKind, {"synthetic", DataSourceKind::Synthetic}, {"hdf5", DataSourceKind::Hdf5})
 GT_ENUM_NAMES(GemmChoice, {"auto", GemmChoice::Auto}, {"onednn", GemmChoice::OneDNN},
               {"openblas", GemmChoice::OpenBLAS})

@@ -18,6 +18,9 @@
 //                                     copy, as on a GPU build (src/train/host_mirror.hpp)
 //   GRIDTRAIN_TEST_SLOW_BLOCK=l:ms,.. block l takes ms longer in each forward and        tests/plan/test_rebalance_run.sh
 //                                     backward (a slower device; src/train/block_timer.cpp)
+//   GRIDTRAIN_TEST_SLOW_RANK=r:k      world rank r computes k times slower: it sleeps     tests/cli/test_straggler.sh
+//                                     (k - 1) x its last compute each step (a throttled
+//                                     device; src/train/straggler_monitor.cpp)
 //   GRIDTRAIN_TEST_MEMAVAILABLE_MB=m  the memory pre-check sees m MiB available          tests/cli/test_memory_check.sh
 //   GRIDTRAIN_TEST_DEVICE_FREE_MB=m   ... and m MiB of free device memory                tests/cli/test_memory_check.sh
 //   GRIDTRAIN_TEST_DEVICE_MEMORY=cuda a CPU build checks the communicator choice as a     tests/cli/test_bad_input.sh
@@ -93,6 +96,28 @@ inline bool host_mirror_copy() {
 
 // GRIDTRAIN_TEST_SLOW_BLOCK=l:ms[,l:ms...]: (block, extra seconds) pairs; throws gt::Error naming the
 // variable on a malformed list (the caller checks the block range, which it knows).
+// GRIDTRAIN_TEST_SLOW_RANK=r:k: rank r is k (>= 1) times slower; {-1, 1} when unset. Throws gt::Error naming
+// the variable on a malformed value.
+struct SlowRank {
+  int rank = -1;
+  double factor = 1;
+};
+inline SlowRank slow_rank() {
+  SlowRank out;
+  const char* e = value("GRIDTRAIN_TEST_SLOW_RANK");
+  if (!e) return out;
+  const std::string text = e;
+  const size_t colon = text.find(':');
+  char* end = nullptr;
+  const long r = colon == std::string::npos ? -1 : std::strtol(text.c_str(), &end, 10);
+  const double k = colon == std::string::npos ? 0 : std::atof(text.c_str() + colon + 1);
+  if (colon == 0 || r < 0 || end != text.c_str() + colon || !(k >= 1))
+    throw Error("GRIDTRAIN_TEST_SLOW_RANK expects RANK:FACTOR with FACTOR >= 1, got '" + text + "'");
+  out.rank = int(r);
+  out.factor = k;
+  return out;
+}
+
 inline std::vector<std::pair<int, double>> slow_blocks() {
   std::vector<std::pair<int, double>> out;
   const char* e = value("GRIDTRAIN_TEST_SLOW_BLOCK");

@@ -17,6 +17,14 @@
 
 namespace gt {
 
+namespace {
+std::string int_list(const std::vector<int>& v) {  // a JSON array of integers
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out + "]";
+}
+}  // namespace
+
 RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     : cfg_(cfg), grid_(grid), tokens_per_step_(double(global_batch) * cfg.model.seq_len) {
   StageLayout whole{0, 1, 0, cfg.model.n_layer};
@@ -99,6 +107,13 @@ void RunReport::log_step(int step, const StepStats& s) const {
     std::printf("\n");
     std::fflush(stdout);
   }
+  for (int r : s.straggler.became)  // every change of the verdict gets its line, whatever output.log_every says
+    std::printf("gridtrain: step %d: rank %d is a straggler: its compute above %.2fx its peers' median in %d of the "
+                "last %d steps (slowest now: rank %d at %.2fx; parallel.adapt = monitor)\n", step, r,
+                StragglerConfig{}.enter_ratio, StragglerConfig{}.k, StragglerConfig{}.window, s.straggler.slowest_rank,
+                s.straggler.slowest_ratio);
+  for (int r : s.straggler.stopped)
+    std::printf("gridtrain: step %d: rank %d is no longer a straggler\n", step, r);
   if (!s.bad.empty())  // every bad step gets its line, whatever output.log_every says
     std::printf("gridtrain: warning: step %d: %s; %s (train.nonfinite = %s)\n", step, s.bad.c_str(),
                 s.rolled_back_to >= 0 ? ("rolled back to step " + std::to_string(s.rolled_back_to)).c_str()
@@ -121,6 +136,9 @@ void RunReport::log_step(int step, const StepStats& s) const {
   if (!s.bad.empty()) j.str("bad_step", s.bad);
   if (s.rolled_back_to >= 0) j.integer("rolled_back_to", s.rolled_back_to);
   if (s.energy_j >= 0) j.num("energy_j", s.energy_j).num("joules_per_token", s.energy_j / tokens_per_step_);
+  if (s.straggler_monitored)
+    j.raw("stragglers", int_list(s.straggler.stragglers)).integer("slowest_rank", s.straggler.slowest_rank)
+        .num("slowest_ratio", s.straggler.slowest_ratio);
   std::ofstream out(cfg_.output.dir + "/metrics.jsonl", std::ios::app);
   out << j.dump() << "\n";
 }
@@ -197,6 +215,12 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
     for (const StepStats& s : h) bytes += s.wire_bytes, ratio += s.compression_ratio;
     j.num("wire_bytes_per_step", bytes / double(h.size())).num("compression_ratio", ratio / double(h.size()));
     if (h.back().residual_norm >= 0) j.num("residual_norm", h.back().residual_norm);
+  }
+  if (!h.empty() && h.back().straggler_monitored) {  // steps each rank was a straggler, this invocation
+    std::vector<int> steps(size_t(grid_.world_size()), 0);
+    for (const StepStats& s : h)
+      for (int r : s.straggler.stragglers) steps[size_t(r)] += 1;
+    j.raw("straggler_steps_per_rank", int_list(steps));
   }
   if (cfg_.choices().sparsity == SparsityPattern::TwoFour) {
     // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one

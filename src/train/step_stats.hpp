@@ -5,6 +5,7 @@
 #include <string>
 
 #include "src/comm/comm.hpp"
+#include "src/train/straggler.hpp"
 
 namespace gt {
 
@@ -39,6 +40,9 @@ struct StepStats {
   // (-1: no DP reduction), a dense fp32 all-reduce's bytes over those, the error-feedback residual's norm
   // (-1: no residual). Not reduced over ranks.
   double wire_bytes = -1, compression_ratio = 0, residual_norm = -1;
+  // parallel.adapt = monitor: the straggler detector's verdict after this step (the same on every rank).
+  bool straggler_monitored = false;
+  StragglerStep straggler;
 
   double comm_ms() const { return comm_tp_ms + comm_pp_ms + comm_dp_ms + comm_other_ms; }
 };

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-namespace gridtrain {
+namespace gt {
 
 StragglerDetector::StragglerDetector(StragglerConfig cfg, std::vector<int> stage_of_rank)
     : cfg_(cfg), stage_of_rank_(std::move(stage_of_rank)) {
@@ -69,4 +69,4 @@ StragglerStep StragglerDetector::observe(const std::vector<double>& compute_s) {
   return out;
 }
 
-}  // namespace gridtrain
+}  // namespace gt

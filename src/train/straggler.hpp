@@ -6,7 +6,7 @@
 #include <deque>
 #include <vector>
 
-namespace gridtrain {
+namespace gt {
 
 struct StragglerConfig {
   // 1.25x: step-to-step compute jitter of a healthy rank on shared cores stays well under 25%; a throttled or
@@ -52,4 +52,4 @@ class StragglerDetector {
   std::vector<std::int64_t> flagged_steps_;
 };
 
-}  // namespace gridtrain
+}  // namespace gt

@@ -81,6 +81,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                             choice.recompute);
   model_->bind(state_->params(), grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
+  if (cfg_.choices().adapt == AdaptMode::Monitor) straggler_ = std::make_unique<StragglerMonitor>(grid_);
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
@@ -212,6 +213,7 @@ size_t Trainer::activation_bytes() const {
 StepStats Trainer::train_step() {
   Comm* embed = tied_embed();
   const double t0 = MPI_Wtime();
+  if (straggler_) straggler_->before_step();  // inside the step's time: the slow-rank test hook
   const double tp0 = blocked(&grid_.tp()), pp0 = blocked(&grid_.pp()), dp0 = blocked(&grid_.dp());
   const double other0 = blocked(&grid_.mp()) + blocked(embed);
   loader_->take_wait_seconds();  // what validation waited is not this step's
@@ -289,6 +291,7 @@ StepStats Trainer::train_step() {
   s.wire_bytes = buckets_ ? wire.bytes : -1;  // this rank's (logged: world rank 0, DP rank 0 of stage 0)
   s.compression_ratio = wire.bytes > 0 ? wire.dense_fp32_bytes / wire.bytes : 0;
   s.residual_norm = wire.residual_norm;
+  if (straggler_) straggler_->after_step(t, &s);
   if (bad.empty() && !overflow) bad = guard_->judge_loss(s.loss);  // the loss: known on every rank only now
   s.bad = bad;
   const BadStepAction act = guard_->settle(progress_.step + 1, bad, s.grad_norm, s.loss, !skip);  // may throw

@@ -31,6 +31,7 @@
 #include "src/train/sparsity.hpp"
 #include "src/train/step_guard.hpp"
 #include "src/train/step_stats.hpp"
+#include "src/train/straggler_monitor.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
 #include "src/train/zero_gather.hpp"
@@ -102,6 +103,7 @@ class Trainer {
   TrainProgress progress_;
   std::vector<StepStats> history_;  // the steps of this invocation
   std::unique_ptr<Rebalancer> rebalancer_;
+  std::unique_ptr<StragglerMonitor> straggler_;  // parallel.adapt = monitor
   std::string repartition_;
 };
 

@@ -5,7 +5,7 @@
 
 #include "src/train/straggler.hpp"
 
-namespace gridtrain {
+namespace gt {
 namespace {
 
 using V = std::vector<int>;
@@ -90,4 +90,4 @@ TEST(Straggler, BadInputIsRefused) {
 }
 
 }  // namespace
-}  // namespace gridtrain
+}  // namespace gt

@@ -1,0 +1,35 @@
+#pragma once
+// parallel.adapt = monitor (issue 25, docs/adaptive.md): each step, every rank's compute time is gathered over
+// the world and fed to the StragglerDetector, so every rank holds the same verdict (no rank can disagree about
+// who straggles: the input is one gathered array and the detector is pure). Also owns the test hook that makes
+// one rank a straggler (GRIDTRAIN_TEST_SLOW_RANK, src/core/test_hooks.hpp).
+#include "src/comm/comm.hpp"
+#include "src/grid/grid.hpp"
+#include "src/train/step_stats.hpp"
+#include "src/train/straggler.hpp"
+
+namespace gt {
+
+class StragglerMonitor {
+ public:
+  // Collective over the grid's world (gathers each rank's pipeline stage: ranks are compared within a stage).
+  explicit StragglerMonitor(Grid& grid);
+
+  // At the start of a step, inside its timing: the hook's rank sleeps (k - 1) x its last step's own compute, as
+  // a device k times slower would take. Nothing without the hook.
+  void before_step();
+
+  // Collective over the world, after the step's figures are known: gathers compute_ms, observes, and writes the
+  // verdict into s (s->straggler, s->straggler_monitored).
+  void after_step(const StepTimes& t, StepStats* s);
+
+ private:
+  Grid& grid_;
+  StragglerDetector detector_;
+  int slow_rank_ = -1;
+  double slow_factor_ = 1;
+  double slept_ms_ = 0;         // the hook's sleep in the current step
+  double own_compute_ms_ = 0;   // this rank's last compute, the sleep left out (so the sleep does not compound)
+};
+
+}  // namespace gt
