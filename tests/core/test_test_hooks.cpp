@@ -93,4 +93,17 @@ TEST(TestHooks, SlowBlocks) {
   }
 }
 
+TEST(TestHooks, SlowRank) {
+  EXPECT_EQ(th::slow_rank().rank, -1);  // unset: nobody is slowed
+  {
+    Env s("GRIDTRAIN_TEST_SLOW_RANK", "1:3");
+    EXPECT_EQ(th::slow_rank().rank, 1);
+    EXPECT_DOUBLE_EQ(th::slow_rank().factor, 3.0);
+  }
+  for (const char* bad : {"1", ":3", "1:0.5", "-1:2", "x:2", "1:"}) {
+    Env s("GRIDTRAIN_TEST_SLOW_RANK", bad);
+    EXPECT_THROW(th::slow_rank(), gt::Error) << bad;
+  }
+}
+
 }  // namespace
