@@ -23,6 +23,14 @@ std::string int_list(const std::vector<int>& v) {  // a JSON array of integers
   for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
   return out + "]";
 }
+
+// parallel.adapt = monitor: the steps of this invocation each rank was flagged as a straggler.
+std::vector<int> straggler_steps_per_rank(const std::vector<StepStats>& h, int ranks) {
+  std::vector<int> steps(size_t(ranks), 0);
+  for (const StepStats& s : h)
+    for (int r : s.straggler.stragglers) steps[size_t(r)] += 1;
+  return steps;
+}
 }  // namespace
 
 RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
@@ -216,12 +224,8 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
     j.num("wire_bytes_per_step", bytes / double(h.size())).num("compression_ratio", ratio / double(h.size()));
     if (h.back().residual_norm >= 0) j.num("residual_norm", h.back().residual_norm);
   }
-  if (!h.empty() && h.back().straggler_monitored) {  // steps each rank was a straggler, this invocation
-    std::vector<int> steps(size_t(grid_.world_size()), 0);
-    for (const StepStats& s : h)
-      for (int r : s.straggler.stragglers) steps[size_t(r)] += 1;
-    j.raw("straggler_steps_per_rank", int_list(steps));
-  }
+  if (!h.empty() && h.back().straggler_monitored)
+    j.raw("straggler_steps_per_rank", int_list(straggler_steps_per_rank(h, grid_.world_size())));
   if (cfg_.choices().sparsity == SparsityPattern::TwoFour) {
     // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
     // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the
