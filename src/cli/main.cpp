@@ -212,7 +212,8 @@ int cmd_train(const std::vector<std::string>& args) {
   // restart: the grid and the world stay as they are, only stage boundaries move, so nothing needs a new job,
   // and it works the same under mpiexec alone as in the Slurm chain (docs/planner.md, "Adaptive").
   // From here a rank blocked in one communication call for train.watchdog_s names the missing ranks and aborts.
-  gt::watchdog::Watchdog watchdog(cfg.train.watchdog_s, cfg.output.dir + "/heartbeat", grid.world_rank());
+  gt::watchdog::Watchdog watchdog(cfg.train.watchdog_s, cfg.output.dir + "/heartbeat", grid.world_rank(),
+                                  cfg.output.dir + "/watchdog.log");
   for (;;) {
     gt::Trainer trainer(cfg, grid, cfg.to_toml());
     const int code = trainer.run();

@@ -1,6 +1,7 @@
 #include "src/comm/watchdog.hpp"
 
 #include <mpi.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,7 +149,7 @@ std::string not_arrived(const std::string& heartbeat_dir, double period_s, int s
 
 struct Watchdog::Impl {
   double timeout_s, period_s;
-  std::string dir;
+  std::string dir, report_path;
   int rank;
   std::string host;
   std::mutex mu;
@@ -183,11 +184,26 @@ struct Watchdog::Impl {
     std::string missing;
     if (g) missing = not_arrived(dir, period_s, rank, what ? what : "", *g);
     if (missing.empty()) missing = "none by their heartbeats (every rank of the group waits: a deadlock or a lost message)";
-    std::fprintf(stderr,
-                 "gridtrain: error: watchdog: rank %d has waited %.0f s in %s on the %s; not arrived: %s; aborting the "
-                 "job (train.watchdog_s = %g)\n",
-                 rank, waited, what ? what : "?", g ? g->describe().c_str() : "?", missing.c_str(), timeout_s);
+    char head[512];
+    std::snprintf(head, sizeof head, "gridtrain: error: watchdog: rank %d has waited %.0f s in %s on the %s; not arrived: ",
+                  rank, waited, what ? what : "?", g ? g->describe().c_str() : "?");
+    char tail[128];
+    std::snprintf(tail, sizeof tail, "; aborting the job (train.watchdog_s = %g)\n", timeout_s);
+    const std::string line = head + missing + tail;
+    std::fputs(line.c_str(), stderr);
     std::fflush(stderr);
+    if (!report_path.empty()) {
+      // one write(2) with O_APPEND: lines of several ranks firing at once do not interleave
+      const int fd = ::open(report_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ssize_t put = ::write(fd, line.data(), line.size());
+        (void)put;  // nothing better to do on a failed write: stderr has the line already
+        ::fsync(fd);
+        ::close(fd);
+      }
+    }
+    // give the launcher's forwarder a moment to deliver the line before the abort tears the job down
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     alarm(15);  // should the abort itself hang in the stuck library: SIGALRM's default action ends the process
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -214,10 +230,12 @@ struct Watchdog::Impl {
   }
 };
 
-Watchdog::Watchdog(double timeout_s, const std::string& heartbeat_dir, int world_rank) {
+Watchdog::Watchdog(double timeout_s, const std::string& heartbeat_dir, int world_rank,
+                   const std::string& report_path) {
   if (!(timeout_s > 0)) return;
   impl_ = new Impl;
   impl_->timeout_s = timeout_s;
+  impl_->report_path = report_path;
   impl_->period_s = std::clamp(timeout_s / 4, 0.25, 5.0);  // fresh enough that staleness means "not running"
   impl_->dir = heartbeat_dir;
   impl_->rank = world_rank;

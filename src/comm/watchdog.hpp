@@ -12,6 +12,8 @@
 //     whose heartbeat is stale is stopped, hung or dead (a SIGSTOPped process writes nothing); a rank whose
 //     heartbeat is fresh is alive and its line says where it is. Then MPI_Abort (and, should the abort itself
 //     hang, SIGALRM's default action a few seconds later).
+//   - The report is also appended to a file (<output.dir>/watchdog.log): MPI_Abort may end the launcher before
+//     it forwards the rank's stderr (seen under load in CI), and a batch system's output file can be lost too.
 // The heartbeat directory must be on a file system the ranks share (the checkpoint directory has to be anyway);
 // without one the report says that a rank's heartbeat is missing and the job is still aborted.
 // Process-wide state by necessity: like a signal handler, the watchdog observes the whole process.
@@ -41,7 +43,8 @@ std::string not_arrived(const std::string& heartbeat_dir, double period_s, int s
 // Starts the helper thread (collective only in that every rank should call it). timeout_s <= 0: nothing runs.
 class Watchdog {
  public:
-  Watchdog(double timeout_s, const std::string& heartbeat_dir, int world_rank);
+  // report_path: where the report line is appended besides stderr ("" for stderr only).
+  Watchdog(double timeout_s, const std::string& heartbeat_dir, int world_rank, const std::string& report_path = "");
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
