@@ -10,70 +10,11 @@
 
 #include "src/core/config.hpp"
 #include "src/core/deck.hpp"
+#include "src/core/json.hpp"
 #include "src/core/error.hpp"
 #include "src/plan/step_time.hpp"
 
 namespace gt::plan {
-
-std::map<std::string, std::string> parse_flat_json(const std::string& text, const std::string& file) {
-  // summary.json is flat but for a few nested records (bad_steps: {...}); a nested object's members come out as
-  // "outer.inner" keys and an array is skipped whole (the calibration reads numbers and strings at the top).
-  std::map<std::string, std::string> out;
-  size_t i = 0;
-  auto ws = [&] { while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i; };
-  auto bad = [&](const std::string& what) { return Error(file + ": " + what + " at byte " + std::to_string(i)); };
-  auto str = [&] {
-    if (i >= text.size() || text[i] != '"') throw bad("expected a string");
-    std::string s;
-    for (++i; i < text.size() && text[i] != '"'; ++i) {
-      if (text[i] == '\\' && i + 1 < text.size()) ++i;  // escapes kept as the escaped character
-      s += text[i];
-    }
-    if (i >= text.size()) throw bad("unterminated string");
-    ++i;
-    return s;
-  };
-  auto skip_array = [&] {  // balanced brackets, strings respected
-    int depth = 0;
-    do {
-      if (i >= text.size()) throw bad("unterminated array");
-      if (text[i] == '"') { str(); continue; }
-      if (text[i] == '[') ++depth;
-      if (text[i] == ']') --depth;
-      ++i;
-    } while (depth > 0);
-  };
-  auto object = [&](auto&& self, const std::string& prefix) -> void {
-    ws();
-    if (i >= text.size() || text[i++] != '{') throw bad("expected '{'");
-    for (;;) {
-      ws();
-      if (i < text.size() && text[i] == '}') { ++i; return; }
-      const std::string key = prefix + str();
-      ws();
-      if (i >= text.size() || text[i++] != ':') throw bad("expected ':'");
-      ws();
-      if (i < text.size() && text[i] == '"') {
-        out[key] = str();
-      } else if (i < text.size() && text[i] == '{') {
-        self(self, key + ".");
-      } else if (i < text.size() && text[i] == '[') {
-        skip_array();
-      } else {
-        const size_t b = i;
-        while (i < text.size() && text[i] != ',' && text[i] != '}' && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-        if (i == b) throw bad("expected a value");
-        out[key] = text.substr(b, i - b);
-      }
-      ws();
-      if (i < text.size() && text[i] == ',') { ++i; continue; }
-      if (i < text.size() && text[i] == '}') { ++i; return; }
-      throw bad("expected ',' or '}'");
-    }
-  };
-  object(object, "");
-  return out;
-}
 
 RunSample read_run(const std::string& dir) {
   const std::string sfile = dir + "/summary.json", cfile = dir + "/config.toml";
