@@ -31,25 +31,6 @@ void make_dirs(const std::string& path) {
   }
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-    if (w < 0) {
-      ::close(fd);
-      throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
-    }
-    done += static_cast<size_t>(w);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-}
-
 double peak_rss_bytes() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);

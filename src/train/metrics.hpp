@@ -7,12 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "src/core/json.hpp"  // JsonObject, json_escape: what the reports write with
+#include "src/core/json.hpp"              // JsonObject, json_escape: what the reports write with
+#include "src/io/checkpoint_files.hpp"  // write_file_atomic: summaries and config.toml as checkpoints' `latest`
 
 namespace gt {
 
-// Writes `text` to `path` atomically (tmp file + fsync + rename), so a reader never sees a partial file.
-void write_file_atomic(const std::string& path, const std::string& text);
 void make_dirs(const std::string& path);
 
 // Peak resident set size of this process in bytes.

@@ -191,7 +191,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);
-    write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
+    io::write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
   }
   grid_.world().barrier();
   if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them
