@@ -115,9 +115,9 @@ int main(int argc, char** argv) try {
   const double acc = evaluate(net, test, test_lab, aug, n_eval, &test_loss);
   const double ips = double(o.steps) * o.batch / train_s;
   const std::string backend = conv_backend_name(conv_backend());
-  std::printf("resnet20 fashion-mnist: %d steps x %d images, %.1f img/s (train step, conv %s), test top-1 %.4f "
+  std::printf("resnet20 (%zu parameters) fashion-mnist: %d steps x %d images, %.1f img/s (train step, conv %s), test top-1 %.4f "
               "loss %.4f on %d images, final train loss %.4f\n",
-              o.steps, o.batch, ips, backend.c_str(), acc, test_loss, n_eval, last_loss);
+              net.params().size(), o.steps, o.batch, ips, backend.c_str(), acc, test_loss, n_eval, last_loss);
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "{\"model\": \"resnet20\", \"steps\": %d, \"batch\": %d, \"lr\": %g, \"img_per_s\": %.2f, "
