@@ -3,6 +3,7 @@
 // the file; a failed write leaves nothing behind and does not touch an existing good file.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <functional>
@@ -10,6 +11,7 @@
 
 #include "src/core/error.hpp"
 #include "src/vision/image_dataset.hpp"
+#include "src/vision/prepare_images.hpp"
 
 using namespace gt::vision;
 
@@ -97,4 +99,42 @@ TEST(VisionImageDataset, DamageTokenDatasetsAndBadLabelsAreRefused) {
   write_image_dataset(tmp("keep.h5"), sample());
   expect_error([&] { write_image_dataset(tmp("keep.h5"), bad); }, "is outside");
   EXPECT_EQ(read_image_dataset(tmp("keep.h5")).test.labels, sample().test.labels);
+}
+
+namespace {
+
+void write_idx(const std::string& path, unsigned magic, const std::vector<unsigned>& dims,
+               const std::vector<std::uint8_t>& data) {
+  std::vector<unsigned char> v;
+  v.insert(v.end(), {0, 0, 8, (unsigned char)magic});  // idx magic: 0, 0, type 8 (uint8), number of dims
+  for (unsigned d : dims)
+    for (int s = 24; s >= 0; s -= 8) v.push_back((d >> s) & 0xff);
+  v.insert(v.end(), data.begin(), data.end());
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, v.data(), unsigned(v.size()));
+  gzclose(f);
+}
+
+}  // namespace
+
+TEST(VisionImageDataset, PrepareCommandFromIdxFiles) {
+  const std::string dir = tmp("idx");
+  std::filesystem::create_directories(dir);
+  std::vector<std::uint8_t> px(5 * 28 * 28), lab = {0, 9, 3, 3, 1};
+  for (size_t i = 0; i < px.size(); ++i) px[i] = std::uint8_t(i * 7);
+  for (const char* p : {"train", "t10k"}) {
+    write_idx(dir + "/" + p + "-images-idx3-ubyte.gz", 3, {5, 28, 28}, px);
+    write_idx(dir + "/" + p + "-labels-idx1-ubyte.gz", 1, {5}, lab);
+  }
+  const std::string out = tmp("fm.h5");
+  ASSERT_EQ(prepare_images_main({"--images", "fashion-mnist", "--images-dir", dir, "--out", out}), 0);
+  const ImageDataset ds = read_image_dataset(out);
+  EXPECT_EQ(ds.train.pixels, px);
+  EXPECT_EQ(ds.test.labels, (std::vector<std::int32_t>{0, 9, 3, 3, 1}));
+  EXPECT_EQ(prepare_images_main({"--images=cifar10", "--out", out}), 2);  // unknown set: usage error
+  EXPECT_EQ(prepare_images_main({"--images", "fashion-mnist"}), 2);       // no --out
+  // labels count differs from images: refused, and the good file from before is kept
+  write_idx(dir + "/t10k-labels-idx1-ubyte.gz", 1, {4}, {0, 1, 2, 3});
+  EXPECT_EQ(prepare_images_main({"--images", "fashion-mnist", "--images-dir=" + dir, "--out", out}), 1);
+  EXPECT_EQ(read_image_dataset(out).test.labels, (std::vector<std::int32_t>{0, 9, 3, 3, 1}));
 }
