@@ -274,6 +274,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
     gt::inspect_dataset(args[0], std::cout);
     return 0;
   }
+  if (kind == "image_dataset")  // issue 21: the format is in src/vision/image_dataset.hpp
+    throw gt::Error(args[0] + ": an image dataset; inspect does not read those yet (h5ls -r shows its layout)");
   throw gt::Error(args[0] + ": not a gridtrain checkpoint or dataset (no gridtrain_kind attribute)");
 }
 
