@@ -59,6 +59,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   const GridShape& g = grid_.shape();
   const ConfigChoices choice = cfg_.choices();
   const std::vector<int> partition = stage_partition(cfg_, g.pp);
+  partition_ = partition;
   // The stage's model chunks (one but under the interleaved schedule: stage_chunks.hpp); stage_ spans them.
   const std::vector<StageLayout> chunks = stage_chunks(cfg_, g.pp, grid_.pp_rank(), partition);
   stage_ = StageLayout{grid_.pp_rank(), g.pp, chunks.front().block_begin, chunks.back().block_end};
@@ -81,7 +82,12 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                             choice.recompute);
   model_->bind(state_->params(), grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
-  if (cfg_.choices().adapt == AdaptMode::Monitor) straggler_ = std::make_unique<StragglerMonitor>(grid_);
+  if (choice.adapt == AdaptMode::Monitor || choice.adapt == AdaptMode::Rebalance)
+    straggler_ = std::make_unique<StragglerMonitor>(grid_);
+  if (choice.adapt == AdaptMode::Rebalance) {
+    check_adapt_rebalance(cfg_, g.pp);
+    adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition, AdaptCarry{});
+  }
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
@@ -350,6 +356,7 @@ void Trainer::finish(const std::string& status) {
   in.zero_stage = zero_.stage;
   in.activation_bytes = activation_bytes();
   in.activation_dtype = cfg_.train.precision;
+  if (adapter_) in.adapt_decisions_json = adapter_->decisions_json();
   report_->write_summary(in);
 }
 
@@ -381,9 +388,16 @@ int Trainer::run() {
     }
     const int step = progress_.step;
     if (cfg_.data.val_every > 0 && step % cfg_.data.val_every == 0) history_.back().val_loss = validate();
+    // parallel.adapt = rebalance: decided (and agreed) here, logged in this step's line, moved after its checkpoint
+    const bool move = adapter_ && step < steps && adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back());
     report_->log_step(step, history_.back());
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
+    if (move) {  // main.cpp builds the trainer on the new partition, which adopts this state (no disk)
+      handoff_ = hand_off();
+      repartition_ = stage_blocks_text(adapter_->proposed());
+      return kExitOk;
+    }
     if (step < steps && rebalancer_->after_step(int(history_.size()))) {
       // A re-partition is a resume (checkpoints hold global shapes): main.cpp builds the trainer again on the
       // new partition and it resumes from this checkpoint.
@@ -408,6 +422,33 @@ int Trainer::run() {
 }
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather("master"); }
+
+std::unique_ptr<StateHandoff> Trainer::hand_off() {
+  auto h = std::make_unique<StateHandoff>();
+  h->master = gather("master");
+  h->adam_m = gather("adam_m");
+  h->adam_v = gather("adam_v");
+  h->progress = progress_;
+  h->history = history_;
+  if (adapter_) h->adapt = adapter_->carry();
+  return h;
+}
+
+void Trainer::adopt(StateHandoff h) {
+  // The fp32 state of this rank's elements from the global tensors; the working copy follows the master as
+  // after a resume (rounded for 16-bit, the ZeRO shards gathered).
+  const bool master = state_->has_buffer("master");
+  scatter_global(*state_, master ? "master" : "params", h.master, mirror_mode_);
+  scatter_global(*state_, "adam_m", h.adam_m, mirror_mode_);
+  scatter_global(*state_, "adam_v", h.adam_v, mirror_mode_);
+  if (master) state_->refresh_params(state_->buffer("master").extent);
+  allgather_params(*state_, zero_, grid_.dp(), zero_shm_.get());
+  if (gather_) gather_->invalidate();
+  progress_ = h.progress;
+  history_ = std::move(h.history);
+  scaler_->restore(progress_.scaler);
+  if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
+}
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const std::string& buffer) {
   StageLayout whole{0, 1, 0, cfg_.model.n_layer};

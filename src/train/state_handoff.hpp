@@ -1,0 +1,35 @@
+#pragma once
+// The in-memory move of a live rebalance (parallel.adapt = rebalance, docs/adaptive.md): what one trainer hands
+// the trainer rebuilt on the new pipeline partition, with no disk round trip. The fp32 parameters and the AdamW
+// moments in their global shapes (as a checkpoint holds them, so any partition, TP split or ZeRO shard selects its
+// elements from them as a resume selects its hyperslabs), the progress counters, this invocation's step history
+// and the adapter's own state. Simple rather than lean: every rank holds every tensor three times over while the
+// move runs (Trainer::gather all-reduces each tensor over the world), fine for the models this machine trains and
+// stated as a limit in docs/adaptive.md; sending only the moving blocks point to point is the next step.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/train/checkpointer.hpp"
+#include "src/train/pipeline_adapter.hpp"
+#include "src/train/step_stats.hpp"
+#include "src/train/train_state.hpp"
+
+namespace gt {
+
+using GlobalTensors = std::vector<std::pair<std::string, std::vector<float>>>;  // name -> row-major global values
+
+struct StateHandoff {
+  GlobalTensors master, adam_m, adam_v;  // Trainer::gather's "master", "adam_m", "adam_v"
+  TrainProgress progress;
+  std::vector<StepStats> history;
+  AdaptCarry adapt;
+};
+
+// Writes into the fp32 buffer `buffer` of `state` (over the extent it holds: all of the layout, or a ZeRO shard)
+// each local element's value from the global tensors. Throws gt::Error when a tensor of the layout is missing or
+// has another global size (the handoff came from another model).
+void scatter_global(TrainState& state, const std::string& buffer, const GlobalTensors& tensors, MirrorMode mode);
+
+}  // namespace gt
