@@ -25,6 +25,7 @@ struct StateHandoff {
   TrainProgress progress;
   std::vector<StepStats> history;
   AdaptCarry adapt;
+  double started = 0;  // MPI_Wtime when the old trainer began the handoff (the move's time is logged on adopt)
 };
 
 // Writes into the fp32 buffer `buffer` of `state` (over the extent it holds: all of the layout, or a ZeRO shard)

@@ -425,6 +425,7 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params()
 
 std::unique_ptr<StateHandoff> Trainer::hand_off() {
   auto h = std::make_unique<StateHandoff>();
+  h->started = MPI_Wtime();
   h->master = gather("master");
   h->adam_m = gather("adam_m");
   h->adam_v = gather("adam_v");
@@ -448,6 +449,10 @@ void Trainer::adopt(StateHandoff h) {
   history_ = std::move(h.history);
   scaler_->restore(progress_.scaler);
   if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
+  grid_.world().barrier();
+  if (grid_.world_rank() == 0)  // the gathers, the rebuild on the new partition and the scatter
+    std::printf("gridtrain: adapt: continuing at step %d on blocks %s; the move took %.3f s\n", progress_.step,
+                stage_blocks_text(partition_).c_str(), MPI_Wtime() - h.started);
 }
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const std::string& buffer) {
@@ -468,15 +473,28 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const st
     grid_.dp().allgather(whole_buffer.data() + extent.begin, whole_buffer.data(), extent.size(), DType::F32);
     master = whole_buffer.data();
   }
-  for (const TensorSpec& g : model_tensor_specs(cfg_.model, whole, 0, 1)) {
-    std::vector<float> full(static_cast<size_t>(g.global_size()), 0.0f);
+  // Every global tensor at its place in one flat buffer and one all-reduce for all of them: one per tensor cost
+  // seconds for a few hundred tensors with ranks sharing cores (each all-reduce ~10 ms there), and the live
+  // rebalance's move gathers three buffers (state_handoff.hpp).
+  const std::vector<TensorSpec> globals = model_tensor_specs(cfg_.model, whole, 0, 1);
+  size_t total = 0;
+  for (const TensorSpec& g : globals) total += size_t(g.global_size());
+  std::vector<float> flat(total, 0.0f);
+  size_t at = 0;
+  for (const TensorSpec& g : globals) {
     if (layout.has(g.name)) {
       const TensorSpec& s = layout.spec(g.name);
       if (grid_.dp_rank() == 0 && owner(s, grid_))
-        for (size_t i = 0; i < s.size; ++i) full[static_cast<size_t>(s.global_index(int64_t(i)))] = master[s.offset + i];
+        for (size_t i = 0; i < s.size; ++i) flat[at + size_t(s.global_index(int64_t(i)))] = master[s.offset + i];
     }
-    grid_.world().allreduce(full.data(), full.size(), DType::F32, ReduceOp::Sum);
-    out.emplace_back(g.name, std::move(full));
+    at += size_t(g.global_size());
+  }
+  grid_.world().allreduce(flat.data(), flat.size(), DType::F32, ReduceOp::Sum);
+  at = 0;
+  for (const TensorSpec& g : globals) {
+    const size_t n = size_t(g.global_size());
+    out.emplace_back(g.name, std::vector<float>(flat.begin() + long(at), flat.begin() + long(at + n)));
+    at += n;
   }
   return out;
 }
