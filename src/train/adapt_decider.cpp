@@ -100,6 +100,12 @@ AdaptDecision AdaptDecider::observe(int step, const std::vector<double>& compute
   AdaptDecision d = propose(med);
   d.evaluated = true;
   d.move = d.gain >= 1.0 + s_.gain_threshold && d.proposed != d.current;
+  if (s_.total_steps > 0) {  // the move must pay for itself over the steps left (see the header)
+    const double now = *std::max_element(d.stage_ms.begin(), d.stage_ms.end());
+    d.cost_ms = history_.move_cost_ms >= 0 ? history_.move_cost_ms : 4.0 * now;
+    d.saved_ms = (now - now / d.gain) * double(std::max(0, s_.total_steps - step));
+    d.move = d.move && d.saved_ms > 2.0 * d.cost_ms;
+  }
   history_.last_evaluation = step;
   return d;
 }

@@ -19,6 +19,10 @@
 //     partition also waits `interval` steps, so a borderline case is not logged every step);
 //   - the evaluation uses each rank's median over the window (one disturbed step does not decide), and moves
 //     when the predicted gain is >= 1 + gain_threshold and the proposal differs from the current partition;
+//   - a move must pay for itself: the predicted saving (slowest stage now - predicted, per step) times the steps
+//     left must exceed twice the move's cost (the last move's measured time; before any, 4 x the slowest stage's
+//     time, about what a move took here: docs/adaptive.md). Twice, for the prediction's error. Late in a run,
+//     and for small gains that noise on a shared machine produces, the partition stays;
 //   - a partition this run has measured within the last 4 x interval steps is predicted by that measurement
 //     instead of the model (measurement beats model: a stage whose extra work the model misjudges cannot make
 //     the decider move back and forth between two partitions); older measurements expire, so a rank that
@@ -35,6 +39,7 @@ struct AdaptSettings {
   double gain_threshold = 0.1;  // parallel.rebalance_gain
   int window = 5, k = 4;        // as the straggler detector (straggler.hpp)
   int interval = 10;            // parallel.adapt_interval: steps between two evaluations
+  int total_steps = 0;          // train.steps (0: unknown, the move's cost is not weighed)
 };
 
 struct AdaptDecision {
@@ -45,11 +50,14 @@ struct AdaptDecision {
   std::vector<double> predicted_ms;    // per stage on `proposed`
   double gain = 1;                     // slowest measured stage / slowest predicted stage
   bool predicted_from_measurement = false;  // `proposed` was measured earlier (see the header)
+  double saved_ms = 0;  // predicted saving over the steps left (0 when total_steps is unknown)
+  double cost_ms = 0;   // the move's expected cost (measured or estimated)
 };
 
 // What a decider carries from one partition to the next (the trainer is rebuilt on each move).
 struct AdaptHistory {
   int last_evaluation = -1000000;  // step of the last evaluation
+  double move_cost_ms = -1;        // the last move's measured time (-1: none yet)
   // partition (stage_blocks text) -> (step measured, slowest stage ms)
   std::map<std::string, std::pair<int, double>> measured;
 };

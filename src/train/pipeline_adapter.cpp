@@ -20,6 +20,7 @@ AdaptSettings settings(const Config& cfg) {
   AdaptSettings s;
   s.gain_threshold = cfg.parallel.rebalance_gain;
   s.interval = cfg.parallel.adapt_interval;
+  s.total_steps = cfg.train.steps;
   return s;
 }
 
@@ -38,7 +39,8 @@ std::string decision_json(int step, const AdaptDecision& d) {
   j.integer("step", step).str("action", d.move ? "move" : "keep").str("from_blocks", stage_blocks_text(d.current))
       .str("to_blocks", stage_blocks_text(d.proposed)).raw("stage_ms", ms_list(d.stage_ms))
       .raw("predicted_ms", ms_list(d.predicted_ms)).num("predicted_gain", d.gain)
-      .str("predicted_by", d.predicted_from_measurement ? "measurement" : "model");
+      .str("predicted_by", d.predicted_from_measurement ? "measurement" : "model")
+      .num("saved_ms_over_steps_left", d.saved_ms).num("move_cost_ms", d.cost_ms);
   return j.dump();
 }
 
@@ -76,11 +78,12 @@ bool PipelineAdapter::after_step(int step, const std::vector<double>& compute_ms
   decisions_.push_back(s->adapt_json);
   if (grid_.world_rank() == 0) {
     std::printf("gridtrain: step %d: adapt: stage compute %s ms on blocks %s; balanced for the measured speeds: %s ms "
-                "on blocks %s (predicted by the %s); gain %.2f, threshold %.2f: %s\n",
+                "on blocks %s (predicted by the %s); gain %.2f, threshold %.2f; saves %.0f ms over the steps left, a move "
+                "costs %.0f ms: %s\n",
                 step, ms_list(mine.stage_ms).c_str(), stage_blocks_text(mine.current).c_str(),
                 ms_list(mine.predicted_ms).c_str(), stage_blocks_text(mine.proposed).c_str(),
                 mine.predicted_from_measurement ? "measurement of that partition" : "model", mine.gain,
-                1.0 + threshold_, mine.move ? "moving blocks" : "keeping the partition");
+                1.0 + threshold_, mine.saved_ms, mine.cost_ms, mine.move ? "moving blocks" : "keeping the partition");
     std::fflush(stdout);
   }
   if (mine.move) proposed_ = mine.proposed;

@@ -37,6 +37,8 @@ class PipelineAdapter {
   bool after_step(int step, const std::vector<double>& compute_ms, StepStats* s);
   const std::vector<int>& proposed() const { return proposed_; }
   AdaptCarry carry() const { return {decider_.history(), decisions_}; }
+  // The carry with the measured time of the move it is handed over in (the next decisions weigh it).
+  static void set_move_cost(AdaptCarry* c, double ms) { c->history.move_cost_ms = ms; }
   std::string decisions_json() const;  // "[{...}, ...]"
 
  private:

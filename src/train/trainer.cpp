@@ -448,11 +448,14 @@ void Trainer::adopt(StateHandoff h) {
   progress_ = h.progress;
   history_ = std::move(h.history);
   scaler_->restore(progress_.scaler);
-  if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
   grid_.world().barrier();
-  if (grid_.world_rank() == 0)  // the gathers, the rebuild on the new partition and the scatter
+  double took = MPI_Wtime() - h.started;  // the gathers, the rebuild on the new partition and the scatter
+  grid_.world().allreduce(&took, 1, DType::F64, ReduceOp::Max);  // one figure on every rank: decisions agree
+  if (grid_.world_rank() == 0)
     std::printf("gridtrain: adapt: continuing at step %d on blocks %s; the move took %.3f s\n", progress_.step,
-                stage_blocks_text(partition_).c_str(), MPI_Wtime() - h.started);
+                stage_blocks_text(partition_).c_str(), took);
+  PipelineAdapter::set_move_cost(&h.adapt, took * 1e3);
+  if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
 }
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const std::string& buffer) {

@@ -13,7 +13,9 @@
 #                    each, non-zero exit, no metrics written.
 # Margins: a 3x stage measures ~3x its modelled share (the hook's sleep is real time), predicted gain ~1.5 (pp=2)
 # and ~1.4 (pp=4) against the 1.1 threshold; a move needs 4 of 5 steps above it, so a loaded machine that
-# disturbs single steps does not prevent it. The runs use parallel.allreduce = mpi (docs/adaptive.md: the shm
+# disturbs single steps does not prevent it. The move must also pay for itself (adapt_decider.hpp): at step 6,
+# 28 steps left, saving 1 - 1/gain of the slowest stage per step against twice the estimated cost of 4 x the
+# slowest stage, which any gain above 1.4 does; hence 34 steps, on a smaller model (d 64, T 32: ~11 s in all). The runs use parallel.allreduce = mpi (docs/adaptive.md: the shm
 # all-reduce's fixed rank-0 overhead).
 #   test_adapt_rebalance.sh GRIDTRAIN MPIEXEC
 set -u
@@ -21,8 +23,9 @@ bin=$1 mpiexec=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_adapt_XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-steps=14
-common=(train --config tiny train.micro_batch_size=4 train.micro_batches=4 train.steps=$steps output.peak_gflops=1
+steps=34
+common=(train --config tiny model.d_model=64 model.seq_len=32 train.micro_batch_size=4 train.micro_batches=4
+        train.steps=$steps output.peak_gflops=1
         output.log_every=100 parallel.allreduce=mpi checkpoint.save_final=false parallel.adapt_interval=6)
 
 # run NAME RANKS SLOW_RANK overrides...: MPMD, the hook in the environment of SLOW_RANK only

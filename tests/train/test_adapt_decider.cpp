@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "src/core/error.hpp"
@@ -113,6 +114,33 @@ TEST(AdaptDecider, BadInput) {
   EXPECT_THROW(d.observe(1, {1, 1, 1}), Error);
   EXPECT_THROW(d.observe(1, {1, NAN, 1, 1}), Error);
   EXPECT_THROW(AdaptDecider({}, {0, 4}, unit_blocks(), {0, 2, 4, 6, 8}), Error);  // stage 4 of 4 stages
+}
+
+}  // namespace
+}  // namespace gt
+
+namespace gt {
+namespace {
+
+// The move must pay for itself: the case of the first test (2,2,2,2 -> 2,1,2,3 at step 6, 4 ms -> 3 ms a step)
+// with the run's length known. No move measured yet: the cost is estimated at 4 x 4 ms = 16 ms; the saving is
+// 1 ms per step left. 40 steps: 34 ms > 32 ms, a move. 20 steps: 14 ms < 32, keep. A measured cost of 100 ms
+// (carried from an earlier move) keeps it even at 40 steps.
+TEST(AdaptDecider, AMoveMustPayForItself) {
+  for (const auto& [total, cost, move] : std::vector<std::tuple<int, double, bool>>{{40, -1, true}, {20, -1, false},
+                                                                                    {40, 100, false}}) {
+    AdaptSettings s;
+    s.total_steps = total;
+    AdaptHistory h;
+    h.move_cost_ms = cost;
+    AdaptDecider d = four_stages(s, {0, 2, 4, 6, 8}, h);
+    AdaptDecision m;
+    for (int step = 1; step <= 6; ++step) m = d.observe(step, {2, 4, 2, 2});
+    ASSERT_TRUE(m.evaluated);
+    EXPECT_EQ(m.move, move) << total << " steps, cost " << cost;
+    EXPECT_DOUBLE_EQ(m.saved_ms, 1.0 * (total - 6));
+    EXPECT_DOUBLE_EQ(m.cost_ms, cost >= 0 ? cost : 16.0);
+  }
 }
 
 }  // namespace
