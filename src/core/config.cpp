@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "src/core/enums.hpp"
+#include "src/core/deck.hpp"
 #include "src/core/error.hpp"
 
 namespace gt {
@@ -149,22 +150,7 @@ std::vector<Field> schema(Config& c) {
   return all;
 }
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-// Strip a trailing `# comment` that is not inside a quoted string.
-std::string strip_comment(const std::string& s) {
-  bool in_str = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '"' && (i == 0 || s[i - 1] != '\\')) in_str = !in_str;
-    if (s[i] == '#' && !in_str) return s.substr(0, i);
-  }
-  return s;
-}
+std::string trim(const std::string& s) { return deck_trim(s); }
 
 // A string value holds no double quote: to_toml() writes strings as "..." without escapes (the deck reader
 // knows none), and a quote followed by '#' came back from a run's config.toml as another value (the '#'
@@ -261,23 +247,6 @@ void set_key(Config& c, const std::string& key, const std::string& value, const 
 
 }  // namespace
 
-namespace {
-// TOML allows no control characters but tab (a NUL or an escape byte in a deck is damage, not a value); a
-// trailing CR of a CRLF file is accepted in a deck line (line_end), never in a command-line override, which has
-// no line ending: there the CR would become part of the value and the run's config.toml would not load again
-// (found by tests/fuzz/fuzz_overrides with "output.dir=a\r").
-void check_characters(const std::string& line, const std::string& where, bool line_end = true) {
-  for (size_t i = 0; i < line.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(line[i]);
-    if ((c < 0x20 && c != '\t' && !(line_end && c == '\r' && i + 1 == line.size())) || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "0x%02x", c);
-      throw Error(where + ": control character " + buf + " at column " + std::to_string(i + 1) +
-                  (line_end ? " (not allowed in a deck)" : " (not allowed in a command-line override)"));
-    }
-  }
-}
-}  // namespace
 
 void Config::load_file(const std::string& path) {
   struct stat st;
@@ -285,41 +254,11 @@ void Config::load_file(const std::string& path) {
     throw Error("input deck '" + path + "' is a directory, not a file");
   std::ifstream in(path);
   if (!in) throw Error("cannot open input deck '" + path + "'");
-  std::string line, section;
-  // Where each key and section was first given: TOML makes a repeated key or table an error, and silently
-  // letting the last one win (or merging the tables) hid typos and stale copies in long decks.
-  std::map<std::string, int> key_line, section_line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    const std::string where = path + ":" + std::to_string(lineno);
-    check_characters(line, where);
-    std::string s = trim(strip_comment(line));
-    if (s.empty()) continue;
-    if (s.front() == '[') {
-      if (s.back() != ']') throw Error(where + ": malformed section header '" + s + "'");
-      section = trim(s.substr(1, s.size() - 2));
-      if (section.empty()) throw Error(where + ": empty section name");
-      if (const auto it = section_line.find(section); it != section_line.end())
-        throw Error(where + ": duplicate section [" + section + "] (first on line " + std::to_string(it->second) + ")");
-      section_line[section] = lineno;
-      continue;
-    }
-    size_t eq = s.find('=');
-    if (eq == std::string::npos) throw Error(where + ": expected 'key = value', got '" + s + "'");
-    std::string key = trim(s.substr(0, eq));
-    if (key.empty()) throw Error(where + ": missing key before '='");
-    if (!section.empty()) key = section + "." + key;
-    if (const auto it = key_line.find(key); it != key_line.end())
-      throw Error(where + ": duplicate key '" + key + "' (first set on line " + std::to_string(it->second) + ")");
-    key_line[key] = lineno;
-    set_key(*this, key, s.substr(eq + 1), where);
-  }
-  if (in.bad()) throw Error("cannot read input deck '" + path + "'");
+  for (const DeckEntry& e : read_deck(in, path)) set_key(*this, e.key, e.value, e.where);
 }
 
 void Config::set(const std::string& assignment, const std::string& origin) {
-  check_characters(assignment, origin, false);
+  deck_check_characters(assignment, origin, false);
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw Error(origin + ": expected section.key=value, got '" + assignment + "'");

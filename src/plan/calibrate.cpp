@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "src/core/config.hpp"
+#include "src/core/deck.hpp"
 #include "src/core/error.hpp"
 #include "src/plan/step_time.hpp"
 
@@ -86,28 +87,15 @@ RunSample read_run(const std::string& dir) {
     if (it == j.end()) throw Error("calibrate: '" + sfile + "' has no '" + k + "'");
     return std::strtod(it->second.c_str(), nullptr);
   };
-  // Only the [model] section matters here; it is read key by key so that a resolved deck whose sections
-  // repeat (Config::to_toml groups keys by schema order) still reads.
+  // Only the [model] section matters here; read leniently (a repeated section allowed) so that run directories
+  // from before Config::to_toml wrote one [section] each still read.
   Config cfg;
   std::ifstream deck(cfile);
   if (!deck) throw Error("calibrate: cannot open '" + cfile + "'");
-  std::string line, section;
-  while (std::getline(deck, line)) {
-    const size_t b = line.find_first_not_of(" \t");
-    if (b == std::string::npos || line[b] == '#') continue;
-    if (line[b] == '[') {
-      section = line.substr(b + 1, line.find(']') - b - 1);
-    } else if (section == "model" && line.find('=') != std::string::npos) {
-      std::string kv = line.substr(b);
-      if (const size_t hash = kv.find('#'); hash != std::string::npos) kv = kv.substr(0, hash);
-      std::string key = kv.substr(0, kv.find('=')), val = kv.substr(kv.find('=') + 1);
-      key.erase(key.find_last_not_of(" \t") + 1);
-      // the value trimmed too: a string (model.arch, model.attention) is read as quoted only without the blanks
-      val.erase(0, val.find_first_not_of(" \t"));
-      val.erase(val.find_last_not_of(" \t") + 1);
-      cfg.set("model." + key + "=" + val, cfile);
-    }
-  }
+  DeckRules lenient;
+  lenient.strict = false;
+  for (const DeckEntry& e : read_deck(deck, cfile, lenient))
+    if (e.key.rfind("model.", 0) == 0) cfg.set(e.key + "=" + e.value, e.where);
   RunSample r;
   r.dir = dir;
   r.model = ModelShape::from(cfg.model);

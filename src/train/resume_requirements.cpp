@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "src/core/deck.hpp"
 #include "src/core/error.hpp"
 #include "src/model/gpt.hpp"
 #include "src/train/sparsity.hpp"
@@ -62,18 +63,10 @@ namespace {
 std::optional<Config> config_of(const std::string& text) {
   Config cfg;
   std::istringstream in(text);
-  std::string line, section;
+  DeckRules lenient;  // checkpoints written before to_toml gave each section once
+  lenient.strict = false;
   try {
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      if (line[0] == '[') {
-        section = line.substr(1, line.find(']') - 1);
-        continue;
-      }
-      const size_t eq = line.find(" = ");
-      if (eq == std::string::npos) return std::nullopt;
-      cfg.set(section + "." + line.substr(0, eq) + "=" + line.substr(eq + 3), "checkpoint config");
-    }
+    for (const DeckEntry& e : read_deck(in, "checkpoint config", lenient)) cfg.set(e.key + "=" + e.value, e.where);
     cfg.validate();
   } catch (const Error&) {
     return std::nullopt;
