@@ -10,9 +10,10 @@
 # mathematical update, the gradient summed over another number of ranks and micro-batches (another fp32 order:
 # ~1e-7 relative per step, growing over 4 AdamW steps; measured 2026-12-05: 5e-9). Also: --on-loss without
 # a ranks file is one error line.
-#   test_continue_after_loss.sh SOURCE_DIR GRIDTRAIN
+#   test_continue_after_loss.sh SOURCE_DIR GRIDTRAIN MPIEXEC
 set -u
 src=$1 bin=$2
+export GT_MPIEXEC=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_loss_XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
