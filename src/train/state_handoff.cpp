@@ -5,6 +5,7 @@
 
 #include "src/core/error.hpp"
 #include "src/train/host_mirror.hpp"
+#include "src/train/stage_chunks.hpp"
 
 namespace gt {
 
@@ -27,6 +28,21 @@ void scatter_global(TrainState& state, const std::string& buffer, const GlobalTe
       local[i - b.extent.begin] = global[size_t(s.global_index(int64_t(i - s.offset)))];
   }
   mirror.push();
+}
+
+std::set<std::string> tensors_of_stage(const Config& cfg, int pp, int stage, const std::vector<int>& partition,
+                                       int tp_rank, int tp_size) {
+  std::set<std::string> names;
+  for (const TensorSpec& s : stage_tensor_specs(cfg.model, stage_chunks(cfg, pp, stage, partition), tp_rank, tp_size))
+    names.insert(s.name);
+  return names;
+}
+
+void keep_only(GlobalTensors* tensors, const std::set<std::string>& names) {
+  GlobalTensors kept;
+  for (auto& t : *tensors)
+    if (names.count(t.first)) kept.push_back(std::move(t));
+  *tensors = std::move(kept);
 }
 
 }  // namespace gt

@@ -394,7 +394,7 @@ int Trainer::run() {
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
     if (move) {  // main.cpp builds the trainer on the new partition, which adopts this state (no disk)
-      handoff_ = hand_off();
+      handoff_ = hand_off(adapter_->proposed());
       repartition_ = stage_blocks_text(adapter_->proposed());
       return kExitOk;
     }
@@ -423,12 +423,15 @@ int Trainer::run() {
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather("master"); }
 
-std::unique_ptr<StateHandoff> Trainer::hand_off() {
+std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partition) {
   auto h = std::make_unique<StateHandoff>();
   h->started = MPI_Wtime();
-  h->master = gather("master");
-  h->adam_m = gather("adam_m");
-  h->adam_v = gather("adam_v");
+  const std::set<std::string> mine =
+      tensors_of_stage(cfg_, grid_.shape().pp, grid_.pp_rank(), partition, grid_.tp_rank(), grid_.shape().tp);
+  for (auto [buffer, into] : {std::pair{"master", &h->master}, {"adam_m", &h->adam_m}, {"adam_v", &h->adam_v}}) {
+    *into = gather(buffer);
+    keep_only(into, mine);  // before the next gather: only one buffer's whole model is held at a time
+  }
   h->progress = progress_;
   h->history = history_;
   if (adapter_) h->adapt = adapter_->carry();

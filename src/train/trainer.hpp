@@ -114,7 +114,8 @@ class Trainer {
   std::unique_ptr<PipelineAdapter> adapter_;     // parallel.adapt = rebalance
   std::unique_ptr<StateHandoff> handoff_;        // set by a live move, for the next trainer
   std::vector<int> partition_;                   // first block of every stage
-  std::unique_ptr<StateHandoff> hand_off();      // collective: this trainer's state in global shapes
+  // Collective: this trainer's state in global shapes, the tensors this rank holds on `partition`.
+  std::unique_ptr<StateHandoff> hand_off(const std::vector<int>& partition);
   std::string repartition_;
 };
 
