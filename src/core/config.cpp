@@ -49,8 +49,8 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"model.n_layer", Kind::Int, &c.model.n_layer, "transformer blocks (L)"},
       {"model.d_model", Kind::Int, &c.model.d_model, "width of the residual stream (C); divisible by n_head"},
       {"model.n_head", Kind::Int, &c.model.n_head, "attention heads"},
-      {"model.attention", Kind::String, &c.model.attention, "fused: causal attention without the T x T probabilities (memory linear in seq_len); materialized: the probabilities stored per block; the same function to rounding (docs/model.md)", {"fused", "materialized"}},
-      {"model.arch", Kind::String, &c.model.arch, "gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU, RoPE, grouped-query attention, untied head, no biases; docs/model.md)", {"gpt2", "llama"}},
+      {"model.attention", Kind::String, &c.model.attention, "fused: causal attention without the T x T probabilities (memory linear in seq_len); materialized: the probabilities stored per block; the same function to rounding (docs/model.md)", names<AttentionKernel>()},
+      {"model.arch", Kind::String, &c.model.arch, "gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU, RoPE, grouped-query attention, untied head, no biases; docs/model.md)", names<ModelArch>()},
       {"model.n_kv_head", Kind::Int, &c.model.n_kv_head, "llama: key/value heads (grouped-query attention); divides n_head, divisible by parallel.tp; 0: n_head"},
       {"model.ffn_hidden", Kind::Int, &c.model.ffn_hidden, "llama: SwiGLU width; divisible by parallel.tp; 0: 2/3 of 4 d_model rounded up to a multiple of 256"},
       {"model.rope_theta", Kind::Double, &c.model.rope_theta, "llama: RoPE base (angle t theta^(-2i/head dim))"},
@@ -445,6 +445,9 @@ E typed(const char* key, const std::string& v) {
   throw Error(std::string("config key '") + key + "' must be one of " + list + ", got \"" + v + "\"");
 }
 }  // namespace
+
+ModelArch ModelConfig::arch_kind() const { return typed<ModelArch>("model.arch", arch); }
+AttentionKernel ModelConfig::attention_kernel() const { return typed<AttentionKernel>("model.attention", attention); }
 
 ConfigChoices Config::choices() const {
   ConfigChoices t;

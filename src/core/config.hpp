@@ -28,6 +28,13 @@ struct ModelConfig {
   int ffn_hidden = 0;         // llama: SwiGLU width (0: 8 d_model / 3 rounded up to a multiple of 256, as Llama)
   double rope_theta = 10000;  // llama: RoPE base
   double norm_eps = 1e-5;     // llama: RMSNorm epsilon
+
+  // The typed views of arch and attention (code outside src/core never compares their text); they throw
+  // gt::Error naming the key for a name outside the table (Config::validate reports it first).
+  ModelArch arch_kind() const;
+  AttentionKernel attention_kernel() const;
+  bool llama() const { return arch_kind() == ModelArch::Llama; }
+  bool fused_attention() const { return attention_kernel() == AttentionKernel::Fused; }
 };
 
 // Llama's default SwiGLU width for d_model C: 2/3 of 4C rounded up, then up to a multiple of 256 (Meta's reference

@@ -17,7 +17,7 @@ std::string model_signature(const ModelConfig& m) {
   const std::string shape = " n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
                             " n_head=" + std::to_string(m.n_head);
   const std::string tail = " seq_len=" + std::to_string(m.seq_len) + " vocab_size=" + std::to_string(m.vocab_size);
-  if (m.arch != "llama") return "gpt2" + shape + tail;
+  if (!m.llama()) return "gpt2" + shape + tail;
   char theta[32];
   std::snprintf(theta, sizeof theta, "%.17g", m.rope_theta);
   const long ffn = m.ffn_hidden > 0 ? m.ffn_hidden : llama_default_ffn(m.d_model);

@@ -237,7 +237,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
         .num("sparse_flops_skipped_per_token", skipped)
         .num("sparse_skipped_flop_fraction", skipped / flops_per_token_);
   }
-  write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
+  io::write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
 }
 
 }  // namespace gt

@@ -94,7 +94,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   apply_zero_plan(*state_, zero_);
   // Staged gradients: the tied wte in chunks of rows no larger than a block, so neither its gradient nor (zero 3)
   // its gathered parameters are ever held whole (zero_units; GPT::set_vocab_chunks).
-  const size_t chunk_rows = !stage_grads || cfg_.model.arch == "llama" ? 0  // Llama's wte is not tied
+  const size_t chunk_rows = !stage_grads || cfg_.model.llama() ? 0  // Llama's wte is not tied
                             : cfg_.parallel.wte_chunk_rows > 0 ? size_t(cfg_.parallel.wte_chunk_rows)
                                                                : wte_chunk_rows(state_->layout());
   const std::map<int, ZeroUnit> units = zero_units(state_->layout(), chunk_rows);
@@ -197,7 +197,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);
-    write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
+    io::write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
   }
   grid_.world().barrier();
   if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them

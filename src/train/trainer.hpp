@@ -79,7 +79,7 @@ class Trainer {
   StepStats train_step();
   // The group of the first and last pipeline stages that sums the tied wte's two gradients; null when this rank
   // is in neither, and for model.arch = llama, whose head is not tied to the embedding.
-  Comm* tied_embed() { return cfg_.model.arch == "llama" ? nullptr : grid_.embed(); }
+  Comm* tied_embed() { return cfg_.model.llama() ? nullptr : grid_.embed(); }
   size_t activation_bytes() const;  // this rank's activation ledger (stored activations + work buffers)
   double validate();
   void save(const std::string& reason);
