@@ -241,11 +241,19 @@ int cmd_train(const std::vector<std::string>& args) {
   // From here a rank blocked in one communication call for train.watchdog_s names the missing ranks and aborts.
   gt::watchdog::Watchdog watchdog(cfg.train.watchdog_s, cfg.output.dir + "/heartbeat", grid.world_rank(),
                                   cfg.output.dir + "/watchdog.log");
+  // parallel.adapt = rebalance moves blocks the same way but hands the state over in memory (no checkpoint): the
+  // next trainer is built without a resume and adopts it.
+  std::unique_ptr<gt::StateHandoff> handoff;
   for (;;) {
-    gt::Trainer trainer(cfg, grid, cfg.to_toml());
+    gt::Config build = cfg;
+    if (handoff) build.checkpoint.resume = "none";
+    gt::Trainer trainer(build, grid, cfg.to_toml());
+    if (handoff) trainer.adopt(std::move(*handoff));
     const int code = trainer.run();
     if (trainer.repartition().empty()) return code;
     cfg.parallel.stage_blocks = trainer.repartition();
+    handoff = trainer.take_handoff();
+    if (handoff) continue;
     cfg.parallel.rebalance = "off";  // once per run; the run's config.toml keeps the partition for restarts
     cfg.parallel.rebalanced_from = trainer.rebalance_report();
     cfg.checkpoint.resume = "auto";  // the checkpoint just written is the newest

@@ -105,8 +105,9 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"parallel.cluster", Kind::String, &c.parallel.cluster, "layout = auto only: a cluster description (name in inputs/clusters/ or a path); empty: this machine, measured at start"},
       {"parallel.rebalance", Kind::String, &c.parallel.rebalance, "auto: re-partition the pipeline once from measured block times (docs/planner.md)", names<RebalanceMode>()},
       {"parallel.rebalance_after", Kind::Int, &c.parallel.rebalance_after, "steps timed before the rebalance decides"},
+      {"parallel.adapt_interval", Kind::Int, &c.parallel.adapt_interval, "parallel.adapt = rebalance: at least this many steps between two evaluations of the pipeline partition (moves)"},
       {"parallel.rebalance_gain", Kind::Double, &c.parallel.rebalance_gain, "re-partition when the slowest stage would shrink by at least this fraction"},
-      {"parallel.adapt", Kind::String, &c.parallel.adapt, "monitor: name the ranks whose compute is consistently slower than their peers' (metrics.jsonl, the log; docs/adaptive.md); rebalance and full are not built yet", names<AdaptMode>()},
+      {"parallel.adapt", Kind::String, &c.parallel.adapt, "monitor: name the ranks whose compute is consistently slower than their peers' (metrics.jsonl, the log; docs/adaptive.md); rebalance: and move pipeline blocks between stages when a stage stays slower (in memory, losses unchanged); full is not built yet", names<AdaptMode>()},
       {"parallel.stage_blocks", Kind::String, &c.parallel.stage_blocks, "blocks per pipeline stage, as \"3,2,2,1\" (count = pp, sum = n_layer); empty: the cost model's split"},
       {"data.source", Kind::String, &c.data.source, "synthetic: a learnable token rule with noise; hdf5: a token dataset made by gridtrain prepare (docs/data.md)", names<DataSourceKind>()},
       {"data.path", Kind::String, &c.data.path, "the HDF5 token dataset for source = hdf5"},
@@ -327,6 +328,7 @@ void validate_model_train_parallel(const Config& c) {
   positive("parallel.virtual_stages", c.parallel.virtual_stages);
   if (c.parallel.layout != "auto") c.check_interleaving(c.parallel.pp);  // auto: the trainer checks the chosen pp
   positive("parallel.rebalance_after", c.parallel.rebalance_after);
+  positive("parallel.adapt_interval", c.parallel.adapt_interval);
   nonneg("parallel.rebalance_gain", c.parallel.rebalance_gain);
   if (!c.parallel.stage_blocks.empty()) {
     const std::vector<int> blocks = c.parallel.stage_block_counts();  // throws on a bad list
@@ -460,9 +462,9 @@ ConfigChoices Config::choices() const {
   t.layout = typed<LayoutMode>("parallel.layout", parallel.layout);
   t.rebalance = typed<RebalanceMode>("parallel.rebalance", parallel.rebalance);
   t.adapt = typed<AdaptMode>("parallel.adapt", parallel.adapt);
-  if (t.adapt == AdaptMode::Rebalance || t.adapt == AdaptMode::Full)
-    throw Error("config: parallel.adapt = \"" + parallel.adapt + "\" is not implemented yet; only \"monitor\" "
-                "(straggler detection, docs/adaptive.md) and \"off\" are");
+  if (t.adapt == AdaptMode::Full)
+    throw Error("config: parallel.adapt = \"" + parallel.adapt + "\" is not implemented yet; only \"off\", "
+                "\"monitor\" (straggler detection) and \"rebalance\" (live pipeline rebalancing) are (docs/adaptive.md)");
   t.data_source = typed<DataSourceKind>("data.source", data.source);
   t.gemm = typed<GemmChoice>("kernels.gemm", kernels.gemm);
   t.compress = typed<CompressMethod>("compress.method", compress.method);

@@ -101,7 +101,9 @@ struct ParallelConfig {
   std::string rebalance = "off";      // "auto": re-partition the pipeline from measured block times, once
   int rebalance_after = 3;            // steps timed before deciding
   double rebalance_gain = 0.1;        // re-partition when slowest stage now / after >= 1 + this
-  std::string adapt = "off";          // "monitor": name straggling ranks per step (docs/adaptive.md)
+  std::string adapt = "off";          // "monitor": name straggling ranks per step; "rebalance": and move pipeline
+                                      // blocks between stages during the run (docs/adaptive.md)
+  int adapt_interval = 10;            // adapt = rebalance: steps between two evaluations (moves) at least
   std::string stage_blocks;           // blocks per pipeline stage, "3,2,2,1"; empty: the cost model's split
   // Not keys: what layout = auto chose at start (src/cli/auto_layout.hpp), for the start line and summary.json.
   std::string auto_choice, auto_runner_up, auto_cluster;

@@ -29,6 +29,7 @@ struct RunSummaryInputs {
   double ledger_predicted[3] = {0, 0, 0}, ledger_allocated[3] = {0, 0, 0};
   int zero_stage = 0;
   std::string activation_dtype = "fp32";  // the element type activation_bytes counts (train.precision's)
+  std::string adapt_decisions_json;        // parallel.adapt = rebalance: every evaluation of the run ("[...]")
 };
 
 class RunReport {
