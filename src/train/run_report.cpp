@@ -207,6 +207,14 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .raw("bad_steps", JsonObject().str("policy", in.nonfinite_policy).integer("bad", in.bad_steps.bad)
                             .integer("skipped", in.bad_steps.skipped).integer("rollbacks", in.bad_steps.rollbacks)
                             .integer("spikes", in.bad_steps.spikes).dump());
+  add_feature_fields(j, in, mfu);
+  io::write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
+}
+
+// The summary's fields of the features a run may have on: energy, the sgemm MFU, the auto layout, the DP wire,
+// stragglers and adaptation, 2:4 sparsity.
+void RunReport::add_feature_fields(JsonObject& j, const RunSummaryInputs& in, double mfu) const {
+  const std::vector<StepStats>& h = *in.history;
   // Energy over this invocation's steps, warm-up included (every joule was spent); "n/a (no counter: ...)" where
   // some rank had none: never an estimate.
   double joules = 0;
@@ -237,7 +245,6 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
         .num("sparse_flops_skipped_per_token", skipped)
         .num("sparse_skipped_flop_fraction", skipped / flops_per_token_);
   }
-  io::write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
 }
 
 }  // namespace gt

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/core/config.hpp"
+#include "src/core/json.hpp"
 #include "src/energy/energy_meter.hpp"
 #include "src/grid/grid.hpp"
 #include "src/train/step_guard.hpp"
@@ -44,6 +45,7 @@ class RunReport {
   double step_energy_j();
 
  private:
+  void add_feature_fields(JsonObject& j, const RunSummaryInputs& in, double mfu) const;  // write_summary's tail
   const Config& cfg_;
   Grid& grid_;
   double tokens_per_step_ = 0;
