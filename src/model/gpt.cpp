@@ -24,7 +24,7 @@ ModelDims::ModelDims(const ModelConfig& m, int tp_rank, int tp_size)
   Cl = NHl * hd;
   Vl = V / tp_size;
   v0 = tp_rank * Vl;
-  llama = m.arch == "llama";
+  llama = m.llama();
   NKV = llama && m.n_kv_head > 0 ? m.n_kv_head : NH;
   F = llama ? (m.ffn_hidden > 0 ? m.ffn_hidden : int(llama_default_ffn(C))) : 4 * C;
   if (!llama && m.n_kv_head > 0 && m.n_kv_head != NH)
@@ -50,7 +50,7 @@ void ModelDims::check_llama(const ModelConfig& m, int tp_size) const {
                 "): key/value heads are split over TP ranks, not replicated");
   if (F % tp_size != 0)
     throw Error("model.ffn_hidden (" + n(F) + ") is not divisible by parallel.tp (" + n(tp_size) + ")");
-  if (m.attention != "fused")
+  if (!m.fused_attention())
     throw Error("model.arch = llama needs model.attention = fused (grouped-query heads and the grouped qkv layout)");
 }
 
@@ -59,7 +59,7 @@ std::string bname(int l, const char* leaf) { return "h." + std::to_string(l) + "
 }  // namespace
 
 std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size) {
-  if (cfg.arch == "llama") return llama_tensor_specs(cfg, stage, tp_rank, tp_size);  // src/model/llama_block.cpp
+  if (cfg.llama()) return llama_tensor_specs(cfg, stage, tp_rank, tp_size);  // src/model/llama_block.cpp
   const ModelDims d(cfg, tp_rank, tp_size);
   const int L = d.L, C = d.C, r = tp_rank;
   const double std0 = cfg.init_std, std_res = cfg.init_std / std::sqrt(2.0 * L);
@@ -113,7 +113,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
       tp_(tp),
       store_(layout ? *layout : TensorLayout(model_tensor_specs(cfg, stage, tp.rank, tp.size), 1)),
       recompute_(recompute),
-      fused_(cfg.attention == "fused"),
+      fused_(cfg.fused_attention()),
       norm_eps_(cfg.norm_eps),
       sp_(tp.sequence, tp.rank, tp.size, tp.comm, long(micro_batch_size) * cfg.seq_len, cfg.d_model) {
   const int C = d_.C;

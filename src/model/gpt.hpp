@@ -211,7 +211,7 @@ class GPT final : public StageModel {
   ParamStore<T> store_;
   std::vector<Acts> acts_;
   Recompute recompute_;
-  bool fused_;  // model.attention == "fused"
+  bool fused_;  // model.attention = fused
   double norm_eps_;  // model.norm_eps (Llama's RMSNorm)
   BlockActs shared_;  // the buffers every block's BlockActs aliases under recompute (empty views otherwise)
   // shared buffers
