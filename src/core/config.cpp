@@ -81,6 +81,7 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"train.spike_window", Kind::Int, &c.train.spike_window, "good steps in the spike detector's window"},
       {"train.watchdog_s", Kind::Double, &c.train.watchdog_s, "a rank blocked this long in one communication call names the missing ranks and aborts the job; 0: off (docs/reliability.md)"},
       {"parallel.tp", Kind::Int, &c.parallel.tp, "tensor-parallel ranks (Megatron split of attention and MLP)"},
+      {"parallel.sequence_parallel", Kind::Bool, &c.parallel.sequence_parallel, "with tp > 1: the norms, residual adds and the activations between the tensor-parallel regions are split over the tp ranks along the token rows (Korthikanti et al. 2022): an all-gather before each column-parallel GEMM and a reduce-scatter after each row-parallel one instead of all-reduces; needs seq_len divisible by tp; a no-op with tp = 1 (docs/model.md)"},
       {"parallel.pp", Kind::Int, &c.parallel.pp, "pipeline stages"},
       {"parallel.dp", Kind::Int, &c.parallel.dp, "data-parallel ranks; 0: the rest of the world (world size / (tp x pp))"},
       {"train.precision", Kind::String, &c.train.precision, "working type of weights and stored activations; masters, gradients and optimizer stay fp32 (docs/precision.md)", names<Precision>()},

@@ -83,6 +83,7 @@ struct TrainConfig {
 
 struct ParallelConfig {
   int tp = 1;
+  bool sequence_parallel = false;     // tp > 1: norms and residuals split along the token rows (docs/model.md)
   int pp = 1;
   int dp = 0;                         // 0: world size / (tp * pp)
   std::string schedule = "1f1b";      // "1f1b", "gpipe" or "interleaved" (1F1B over virtual_stages chunks per stage)

@@ -68,7 +68,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                                                                            : Schedule::OneFOneB;
   std::vector<PipeOp> ops =
       pipeline_schedule(kind, g.pp, grid_.pp_rank(), cfg_.train.micro_batches, cfg_.pipeline_chunks());
-  TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr};
+  TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
+                    cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
 
   // The ZeRO plan first: the state is allocated as shards directly (no full buffer exists even at start-up).
