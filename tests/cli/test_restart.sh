@@ -8,6 +8,7 @@
 #   bitwise_bf16, bitwise_fp16  bitwise in bf16 (dp=2 ZeRO-1) and in fp16 with the scaler and a skip
 #   cross_precision  an fp32 checkpoint resumed in bf16 and a bf16 one in fp32: losses near the fp32 run
 #   reshard   saved at tp=2 dp=2, resumed at tp=1 pp=2 dp=2 and at one rank: losses within fp32 tolerance
+#   reshard_sp  a Llama run saved at tp=2 with sequence parallelism, resumed without it and at one rank: same bound
 #   sigkill   killed inside the step-20 checkpoint write: resume picks step 10 and finishes bit for bit
 #   corrupt   newest checkpoint with flipped bytes under resume=auto: reported, the previous one used
 #   stop      stop requests: a stop file (one rank, and on two ranks where only rank 0 looks), SIGUSR1 during
@@ -126,6 +127,24 @@ case $case in
       [ "$(wc -l <"$work/b$n")" -eq 10 ] || fail "expected 10 resumed steps"
       close "$work/a" "$work/b$n" 1e-5 || fail "losses after resharding to $n ranks ($*) are not within 1e-5"
       echo "ok: resharded tp=2 dp=2 -> $n ranks ($*)"
+    done ;;
+  reshard_sp)
+    # Sequence parallelism changes where activations live, not the parameters: a Llama run saved at tp=2 with it
+    # resumes without it, and at one rank (the checkpoint's tensors are in global shapes either way).
+    run 2 "$work/full" "${llama[@]}" parallel.tp=2 parallel.sequence_parallel=true || fail "uninterrupted run failed"
+    run 2 "$work/src" "${llama[@]}" parallel.tp=2 parallel.sequence_parallel=true train.max_steps_per_run=10
+    [ $? -eq 75 ] || fail "first half"
+    losses "$work/full" >"$work/a"
+    for target in "2 parallel.tp=2 parallel.sequence_parallel=false" "1 parallel.tp=1"; do
+      set -- $target; n=$1; shift
+      dir="$work/to$n"
+      run "$n" "$dir" "${llama[@]}" "$@" checkpoint.resume="$work/src/checkpoints/step_00000010.h5" \
+        || fail "resume on $n ranks ($*) failed: $(tail -3 "$dir.log")"
+      losses "$dir" >"$work/b$n"
+      [ "$(wc -l <"$work/b$n")" -eq 10 ] || fail "expected 10 resumed steps"
+      # 1e-5: the reshard case's bound (fp32; the TP sums and the sequence split only reorder additions)
+      close "$work/a" "$work/b$n" 1e-5 || fail "losses after resuming a sequence-parallel run on $n ranks ($*) are not within 1e-5"
+      echo "ok: tp=2 sequence parallel -> $n ranks ($*)"
     done ;;
   sigkill)
     run 1 "$work/full" checkpoint.every=10 || fail "uninterrupted run failed"
