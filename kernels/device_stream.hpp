@@ -10,7 +10,8 @@ void* device_stream();
 // must know it without compiling through Kokkos: the memory ledger of src/train/memory_check.cpp).
 bool kernels_on_device();
 // Free memory of this rank's device in bytes (cudaMemGetInfo) on CUDA builds; -1 on host builds or when the runtime
-// cannot say. GRIDTRAIN_TEST_DEVICE_FREE_MB replaces it on any build, so the device refusal of the memory pre-check
+// cannot say. The test hook test_hooks::device_free_bytes() (src/core/test_hooks.hpp)
+// replaces it on any build, so the device refusal of the memory pre-check
 // (src/train/memory_check.cpp) is tested on CPU-only CI too.
 double device_free_bytes();
 // GPUs this process can see (cudaGetDeviceCount, after CUDA_VISIBLE_DEVICES); 0 on host builds. Ranks beyond it on

@@ -188,9 +188,9 @@ void print_start_line(const gt::Config& cfg, gt::Grid& grid, const std::string& 
 // Before any training time is spent: the test hook's lone failure, the memory check, writable directories with
 // room for a checkpoint; returns the lock that keeps other runs out of the checkpoint directory until the end.
 std::unique_ptr<gt::io::RunDirLock> preflight(const gt::Config& cfg, gt::Grid& grid) {
-  // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the
+  // Test hook test_hooks::fail_hook() (rank r, no step): world rank r fails alone here while the others go on into the
   // trainer's first collectives (the abort path of fail()).
-  // (With GRIDTRAIN_TEST_FAIL_STEP the trainer's hook fails instead; src/core/test_hooks.hpp.)
+  // (With a step the trainer's hook fails instead; src/core/test_hooks.hpp.)
   if (gt::test_hooks::fail_hook().fails_at_start(grid.world_rank()))
     throw gt::Error("test hook: rank " + std::to_string(grid.world_rank()) + " failed alone");
   gt::stop_point(grid.world_mpi(), "the memory check");
@@ -218,7 +218,7 @@ int cmd_train(const std::vector<std::string>& args) {
 #else
   constexpr bool device_is_cuda = false;
 #endif
-  // GRIDTRAIN_TEST_DEVICE_MEMORY=cuda: the CPU build checks the communicator choice as a CUDA build would (the
+  // test_hooks::device_memory_as_cuda(): the CPU build checks the communicator choice as a CUDA build would (the
   // refusal of MPI on device memory is tested without a GPU); nothing else changes.
   const bool check_as_cuda = device_is_cuda || gt::test_hooks::device_memory_as_cuda();
   if (choice.layout == gt::LayoutMode::Auto) apply_auto_layout(cfg);

@@ -19,7 +19,7 @@ namespace gt {
 
 // How bytes move between the device buffers a caller passes and host memory. The CUDA implementation
 // (staging_cuda.cpp) allocates pinned memory and copies on the compute stream; the host one (plain memcpy) is
-// what CPU builds use when a test asks for device-memory behaviour (GRIDTRAIN_TEST_DEVICE_MEMORY=cuda), so the
+// what CPU builds use when a test asks for device-memory behaviour (test_hooks::device_memory_as_cuda(), src/core/test_hooks.hpp), so the
 // staging logic is tested without a GPU.
 class HostStaging {
  public:

@@ -118,9 +118,10 @@ inline SlowRank slow_rank() {
   return out;
 }
 
+inline constexpr const char* kSlowBlock = "GRIDTRAIN_TEST_SLOW_BLOCK";  // named in the caller's range error
 inline std::vector<std::pair<int, double>> slow_blocks() {
   std::vector<std::pair<int, double>> out;
-  const char* e = value("GRIDTRAIN_TEST_SLOW_BLOCK");
+  const char* e = value(kSlowBlock);
   if (!e) return out;
   const std::string text = e;
   size_t p = 0;

@@ -61,7 +61,7 @@ CheckpointMeta broadcast_meta(MPI_Comm comm, const CheckpointMeta& meta) {
   return out;
 }
 
-// Test hook: GRIDTRAIN_CRASH_IN_CHECKPOINT=<step> kills every rank halfway through writing that step.
+// Test hook test_hooks::crash_in_checkpoint_step(): every rank is killed halfway through writing that step.
 bool crash_requested(int64_t step) {
   return test_hooks::crash_in_checkpoint_step() == step;  // src/core/test_hooks.hpp
 }

@@ -82,7 +82,7 @@ int serve_probe_if_asked(int argc, char** argv) {
   // the file is called damaged, instead of the child taking the node's memory next to the training ranks.
   const rlimit heap{kProbeHeapBytes, kProbeHeapBytes};
   ::setrlimit(RLIMIT_DATA, &heap);
-  // Test hook: GRIDTRAIN_TEST_H5_PROBE_SLEEP_S makes the child hang as libhdf5 does on some files, whatever the
+  // Test hook test_hooks::h5_probe_sleep_s(): the child hangs as libhdf5 does on some files, whatever the
   // library does with the file at hand (the time limit is tested without depending on a libhdf5 bug).
   if (const double s = test_hooks::h5_probe_sleep_s(); s > 0)  // src/core/test_hooks.hpp
     std::this_thread::sleep_for(std::chrono::duration<double>(s));

@@ -15,13 +15,13 @@
 namespace gt {
 
 BlockTimer::BlockTimer(int n_layer) : step_(size_t(n_layer) + 2, 0.0), best_(size_t(n_layer) + 2, 0.0) {
-  // Test hook (tests/plan/test_rebalance_run.sh): GRIDTRAIN_TEST_SLOW_BLOCK=l:ms[,l:ms...] makes block l take
+  // Test hook test_hooks::slow_blocks() (src/core/test_hooks.hpp; tests/plan/test_rebalance_run.sh): block l takes
   // ms milliseconds longer in each forward and each backward, as a block on a slower device would; the real
   // clock measures it, so the whole path from timing to the new partition is exercised.
   slow_s_.assign(step_.size(), 0.0);
   for (const auto& [l, seconds] : test_hooks::slow_blocks()) {  // src/core/test_hooks.hpp
     if (l < 0 || l >= n_layer)
-      throw Error("GRIDTRAIN_TEST_SLOW_BLOCK names block " + std::to_string(l) + ", the model has " +
+      throw Error(std::string(test_hooks::kSlowBlock) + " names block " + std::to_string(l) + ", the model has " +
                   std::to_string(n_layer));
     slow_s_[size_t(l) + 1] = seconds;
   }

@@ -21,7 +21,7 @@ class BlockTimer {
   std::vector<double> step_, best_;
   double started_ = 0;
   int steps_ = 0;
-  std::vector<double> slow_s_;  // per unit: test hook GRIDTRAIN_TEST_SLOW_BLOCK (see the constructor)
+  std::vector<double> slow_s_;  // per unit: test_hooks::slow_blocks() (see the constructor)
 };
 
 }  // namespace gt

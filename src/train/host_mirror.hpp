@@ -5,7 +5,7 @@
 //     pull() and push() only fence);
 //   - GPU builds: a host allocation of the same size; pull() copies device -> host, push() host -> device.
 // Mode::Copy allocates a separate host copy on any build, so the CPU tests run the copy path a GPU build takes
-// (GRIDTRAIN_TEST_HOST_MIRROR=copy, read by the trainer: host_mirror_mode_from_env()).
+// (the test hook test_hooks::host_mirror_copy(), src/core/test_hooks.hpp, read by the trainer).
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +17,7 @@ namespace gt {
 
 enum class MirrorMode { Auto, Copy };
 
-// Test hook GRIDTRAIN_TEST_HOST_MIRROR=copy (src/core/test_hooks.hpp): every host mirror of the trainer is a
+// Test hook test_hooks::host_mirror_copy() (src/core/test_hooks.hpp): every host mirror of the trainer is a
 // separate copy.
 inline MirrorMode host_mirror_mode_from_env() {
   return test_hooks::host_mirror_copy() ? MirrorMode::Copy : MirrorMode::Auto;

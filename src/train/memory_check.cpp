@@ -20,8 +20,8 @@ namespace gt {
 
 namespace {
 
-// A "Key:   123 kB" line of a /proc file, in bytes; -1 when absent. GRIDTRAIN_TEST_MEMAVAILABLE_MB replaces
-// MemAvailable (tests of the refusal that do not depend on the machine's free memory).
+// A "Key:   123 kB" line of a /proc file, in bytes; -1 when absent. The test hook
+// test_hooks::mem_available_bytes() replaces MemAvailable (tests of the refusal that do not depend on the machine's free memory).
 double proc_kb(const char* file, const char* key) {
   if (std::string(key) == "MemAvailable:" && test_hooks::mem_available_bytes() >= 0)
     return test_hooks::mem_available_bytes();

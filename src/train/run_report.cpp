@@ -85,7 +85,7 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
     if (!peak_provenance_.empty()) std::printf("gridtrain: peak from %s\n", peak_provenance_.c_str());
   }
   // Energy: the GPU's NVML counter on GPU builds, the CPU package's RAPL counter otherwise (collective).
-  // The test hooks GRIDTRAIN_TEST_POWERCAP_ROOT / _CPU_ROOT point the RAPL reader at a fake tree.
+  // The test hooks test_hooks::powercap_root() / cpu_sysfs_root() point the RAPL reader at a fake tree.
   energy_ = make_run_meter(grid_.world_mpi(), exec_on_host ? "" : device_pci_bus_id(),
                            test_hooks::powercap_root(), test_hooks::cpu_sysfs_root());
   if (grid_.world_rank() == 0) std::printf("gridtrain: energy: %s\n", energy_->source().c_str());

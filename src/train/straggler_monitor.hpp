@@ -2,7 +2,7 @@
 // parallel.adapt = monitor (issue 25, docs/adaptive.md): each step, every rank's compute time is gathered over
 // the world and fed to the StragglerDetector, so every rank holds the same verdict (no rank can disagree about
 // who straggles: the input is one gathered array and the detector is pure). Also owns the test hook that makes
-// one rank a straggler (GRIDTRAIN_TEST_SLOW_RANK, src/core/test_hooks.hpp).
+// one rank a straggler (test_hooks::slow_rank(), src/core/test_hooks.hpp).
 #include <vector>
 
 #include "src/comm/comm.hpp"

@@ -26,7 +26,7 @@ namespace {
 
 double blocked(Comm* c) { return c ? c->stats().blocked_seconds : 0.0; }
 
-// Test hook GRIDTRAIN_TEST_FAIL_RANK/_STEP (src/core/test_hooks.hpp): world rank r fails alone as step s
+// Test hook test_hooks::fail_hook() (src/core/test_hooks.hpp): world rank r fails alone as step s
 // begins, while the other ranks go on into that step's collectives.
 void test_fail_hook(int world_rank, int step) {
   static const test_hooks::FailHook h = test_hooks::fail_hook();
@@ -34,7 +34,7 @@ void test_fail_hook(int world_rank, int step) {
     throw Error("test hook: rank " + std::to_string(h.rank) + " failed alone in step " + std::to_string(step));
 }
 
-// Test hook GRIDTRAIN_TEST_INF_* (src/core/test_hooks.hpp): an inf, a NaN or a given value in one gradient
+// Test hook test_hooks::gradient_hook() (src/core/test_hooks.hpp): an inf, a NaN or a given value in one gradient
 // element of one rank as a step begins; backward accumulates onto it, the reductions carry it.
 void test_overflow_hook(int world_rank, int step, float* grads) {
   static const test_hooks::GradientHook h = test_hooks::gradient_hook();

@@ -99,7 +99,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<StepGuard> guard_;  // the bad-step policy (train.nonfinite)
   ZeroPlan zero_;
-  // How the host reads device state (checkpoints, gathers); Copy only under GRIDTRAIN_TEST_HOST_MIRROR=copy.
+  // How the host reads device state (checkpoints, gathers); Copy only under the test hook test_hooks::host_mirror_copy().
   MirrorMode mirror_mode_ = host_mirror_mode_from_env();
   std::unique_ptr<ZeroShm> zero_shm_;   // ZeRO-2/3 on one node: gathers and reduce-scatters in shared memory
   std::unique_ptr<ZeroGather> gather_;  // ZeRO-3: the units' parameters gathered before use
