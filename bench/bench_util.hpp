@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "src/core/json.hpp"
+
 namespace gt::bench {
 
 // The command's standard output, trailing newlines and spaces removed ("" if it cannot run).
@@ -29,13 +31,6 @@ inline void write_text(const std::string& path, const std::string& text, const c
   }
 }
 
-inline std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
+using ::gt::json_escape;  // src/core/json.hpp: one escape for every JSON this project writes
 
 }  // namespace gt::bench

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""The peer a user would pick instead: the same GPT-2 model and training step in PyTorch (Debian's
+"""The peer a user would pick instead: the same GPT-2 or Llama model and training step in PyTorch (Debian's
 python3-torch 1.13, CPU), for side-by-side figures with gridtrain (issues #2, #3 and 20).
 
   python3 scripts/bench_pytorch.py --preset small --threads 1 --steps 5            # single process
   python3 scripts/bench_pytorch.py --preset small --ddp 2 --steps 5                # DDP, gloo, 2 ranks pinned one per core
   python3 scripts/bench_pytorch.py --preset small --autocast bf16 --batch 2         # CPU bf16 autocast, batch override
+  python3 scripts/bench_pytorch.py --preset llama-125m --seq-len 1024 --batch 1       # the Llama peer (issue 23)
   python3 scripts/bench_pytorch.py --preset small --tune none                      # PyTorch as installed, the model as first written
 
 The peer runs as fast as PyTorch 1.13 honestly gets on a CPU (issue 20: an independent script of the same model
@@ -122,6 +123,62 @@ def build(torch, L, C, H, T, V, fused_mask):
     return GPT()
 
 
+def build_llama(torch, L, C, H, KV, F, T, V, theta, eps, fused_mask):
+    """Llama blocks as gridtrain's model.arch = llama has them (docs/model.md): RMSNorm, SwiGLU, RoPE on q and k
+    (on halves, as gridtrain: pair (i, i + hd/2) of each head rotated by t theta^(-2i/hd)), grouped-query attention (KV heads, each serving
+    H/KV query heads), no biases, an untied head. Attention is materialized (PyTorch 1.13 has no fused CPU
+    attention): the additive causal mask in the batched GEMM, as the GPT peer's 'mask' setting."""
+    nn, hd = torch.nn, C // H
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(C))
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * self.weight
+    inv = theta ** (-torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+    ang = torch.arange(T, dtype=torch.float32)[:, None] * inv[None, :]  # (T, hd/2)
+    cos, sin = ang.cos(), ang.sin()
+    def rope(x):  # x: (B, heads, T, hd)
+        x1, x2 = x[..., : hd // 2], x[..., hd // 2 :]
+        return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n1, self.n2 = RMSNorm(), RMSNorm()
+            self.qkv = nn.Linear(C, C + 2 * KV * hd, bias=False)
+            self.proj = nn.Linear(C, C, bias=False)
+            self.gate_up = nn.Linear(C, 2 * F, bias=False)
+            self.down = nn.Linear(F, C, bias=False)
+            self.bias = torch.full((T, T), float("-inf")).triu(1)
+            self.mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        def forward(self, x):
+            B = x.shape[0]
+            q, k, v = self.qkv(self.n1(x)).split([C, KV * hd, KV * hd], dim=2)
+            q = rope(q.view(B, T, H, hd).transpose(1, 2))
+            k = rope(k.view(B, T, KV, hd).transpose(1, 2)).repeat_interleave(H // KV, dim=1)
+            v = v.view(B, T, KV, hd).transpose(1, 2).repeat_interleave(H // KV, dim=1)
+            if fused_mask:
+                att = torch.baddbmm(self.bias, q.reshape(B * H, T, hd), k.reshape(B * H, T, hd).transpose(1, 2),
+                                    alpha=1.0 / math.sqrt(hd)).softmax(dim=-1).view(B, H, T, T)
+            else:
+                att = ((q @ k.transpose(-2, -1)) / math.sqrt(hd)).masked_fill(~self.mask, float("-inf")).softmax(-1)
+            x = x + self.proj((att @ v).transpose(1, 2).contiguous().view(B, T, C))
+            g, u = self.gate_up(self.n2(x)).chunk(2, dim=-1)
+            return x + self.down(torch.nn.functional.silu(g) * u)
+    class Llama(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(V, C)
+            self.blocks = nn.ModuleList([Block() for _ in range(L)])
+            self.norm_f, self.head = RMSNorm(), nn.Linear(C, V, bias=False)
+        def forward(self, idx, tgt):
+            x = self.wte(idx)
+            for b in self.blocks:
+                x = b(x)
+            return torch.nn.functional.cross_entropy(self.head(self.norm_f(x)).view(-1, V), tgt.view(-1))
+    return Llama()
+
+
 def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--preset", default="small")
@@ -134,6 +191,7 @@ def parse_args():
     ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
                     help="bf16: forward under torch.autocast('cpu', bfloat16) (fp32 weights, bf16 matmuls)")
     ap.add_argument("--batch", type=int, default=0, help="micro-batch size instead of the preset's")
+    ap.add_argument("--seq-len", type=int, default=0, help="sequence length instead of the preset's")
     ap.add_argument("--tune", default="default",
                     help="comma-separated settings from " + ",".join(TUNES) + "; 'default' (" +
                          ",".join(DEFAULT_TUNES) + "), 'all' or 'none'")
@@ -174,8 +232,17 @@ def main():
     torch.manual_seed(0)
     c = read_preset(a.preset)
     L, C, H, T, V = (int(c["model." + k]) for k in ("n_layer", "d_model", "n_head", "seq_len", "vocab_size"))
+    T = a.seq_len or T
     B = a.batch or int(c.get("train.micro_batch_size", 4))
-    model = build(torch, L, C, H, T, V, "mask" in a.tunes)
+    if c.get("model.arch") == "llama":  # the shapes gridtrain resolves (src/model: n_kv_head 0 = n_head)
+        KV = int(c.get("model.n_kv_head", 0)) or H
+        F = int(c.get("model.ffn_hidden", 0)) or 256 * math.ceil(8 * C / 3 / 256)
+        model = build_llama(torch, L, C, H, KV, F, T, V, float(c.get("model.rope_theta", 10000)),
+                            float(c.get("model.norm_eps", 1e-5)), "mask" in a.tunes)
+        n_matmul = L * (2 * C * C + 2 * C * KV * (C // H) + 3 * C * F) + V * C
+    else:
+        model = build(torch, L, C, H, T, V, "mask" in a.tunes)
+        n_matmul = 12 * L * C * C + V * C
     if a.ddp:
         import torch.distributed as dist
         dist.init_process_group("gloo", rank=a.rank, world_size=a.ddp)
@@ -184,7 +251,7 @@ def main():
     idx = torch.randint(0, V, (B, T))
     tgt = torch.randint(0, V, (B, T))
     n_params = sum(p.numel() for p in model.parameters())
-    flops = B * T * (6 * (12 * L * C * C + V * C) + 12 * L * T * C)  # src/core/model_flops.hpp
+    flops = B * T * (6 * n_matmul + 12 * L * T * C)  # src/core/model_flops.hpp: 6 N_matmul + 12 L T h
     times, cpu = [], []
     for it in range(a.warmup + a.steps):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -203,7 +270,7 @@ def main():
     world = max(1, a.ddp)
     settings = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
                                            "GLIBC_TUNABLES", "ATEN_CPU_CAPABILITY") if k in os.environ}
-    res = {"preset": a.preset, "mode": f"ddp{a.ddp}" if a.ddp else f"threads{a.threads}", "ms_per_step": ms,
+    res = {"preset": a.preset, "seq_len": T, "mode": f"ddp{a.ddp}" if a.ddp else f"threads{a.threads}", "ms_per_step": ms,
            "tokens_per_s": world * B * T / (ms * 1e-3), "gflops_per_rank": flops / (ms * 1e-3) * 1e-9,
            "params": n_params, "torch": torch.__version__, "load": open("/proc/loadavg").read().strip(),
            "autocast": a.autocast, "batch": B, "cpu_ms_per_step": 1e3 * statistics.mean(cpu),

@@ -12,6 +12,7 @@ build=${GRIDTRAIN_BUILD:-$here/build}
 packages=(build-essential cmake pkg-config mpich libmpich-dev libhdf5-mpich-dev hdf5-tools
           libtrilinos-kokkos-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libgtest-dev python3 python3-matplotlib
           slurm-wlm munge procps iproute2
+          dataset-fashion-mnist  # the idx files `gridtrain prepare --images fashion-mnist` reads (issue 21)
           clang libclang-rt-14-dev)  # the sanitizer and fuzzing step (scripts/sanitize.sh): ASan, UBSan, libFuzzer
 
 missing=()

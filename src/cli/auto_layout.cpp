@@ -120,7 +120,8 @@ AutoLayout choose_auto_layout(const Config& cfg, MPI_Comm world) {
                                                        : plan::load_cluster(plan::resolve_cluster(cfg.parallel.cluster));
   const int tp = cfg.parallel.tp > 1 ? cfg.parallel.tp : 0, pp = cfg.parallel.pp > 1 ? cfg.parallel.pp : 0;
   const plan::AutoChoice a = plan::choose_layout(plan::ModelShape::from(cfg.model), c, size,
-                                                 cfg.train.micro_batch_size, cfg.train.micro_batches, tp, pp);
+                                                 cfg.train.micro_batch_size, cfg.train.micro_batches, tp, pp,
+                                                 cfg.parallel.sequence_parallel);
   if (cfg.parallel.dp > 0 && cfg.parallel.dp != a.best.layout.dp)
     throw Error("parallel.layout = auto chose dp " + std::to_string(a.best.layout.dp) + " (" + describe(a.best) +
                 ") but the deck fixes parallel.dp = " + std::to_string(cfg.parallel.dp) + "; leave dp at 0");

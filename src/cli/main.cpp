@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -111,32 +112,33 @@ MPI_Comm g_error_comm = MPI_COMM_NULL;
   std::exit(code);
 }
 
-int cmd_train(const std::vector<std::string>& args) {
-  gt::Config cfg;
+// `gridtrain train`'s arguments: the deck (a preset name or a path) and the section.key=value overrides.
+struct TrainArgs {
   std::string deck = "tiny";
   std::vector<std::string> overrides;
+};
+TrainArgs parse_train_args(const std::vector<std::string>& args) {
+  TrainArgs t;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--config" || a == "-c") {
       if (i + 1 >= args.size()) throw UsageError("--config needs a preset name or a deck path");
-      deck = args[++i];
+      t.deck = args[++i];
     } else if (a.rfind("--config=", 0) == 0) {
-      deck = a.substr(9);
+      t.deck = a.substr(9);
     } else if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
-      overrides.push_back(a.substr(2));  // --section.key=value works too
+      t.overrides.push_back(a.substr(2));  // --section.key=value works too
     } else if (a.find('=') != std::string::npos) {
-      overrides.push_back(a);
+      t.overrides.push_back(a);
     } else {
       throw UsageError("unexpected argument '" + a + "' (expected section.key=value)");
     }
   }
-  const std::string deck_path = gt::resolve_deck(deck);
-  cfg.load_file(deck_path);
-  for (const auto& o : overrides) cfg.set(o);
-  const gt::ConfigChoices choice = cfg.validate();
-  // Before the grid's first collectives: every rank must run the same build with the same configuration.
-  gt::io::check_config_agreement(MPI_COMM_WORLD, cfg.to_map(), gt::io::build_identity());
-  gt::stop_point(MPI_COMM_WORLD, "the layout and the process grid");
+  return t;
+}
+
+// The GEMM library and its thread count (kernels.gemm, parallel.blas_threads), before any kernel runs.
+void select_gemm(const gt::Config& cfg, const gt::ConfigChoices& choice) {
   gt::gemm_set_threads(cfg.parallel.blas_threads);
   try {
     gt::gemm_select(choice.gemm == gt::GemmChoice::OneDNN     ? gt::GemmBackend::OneDNN
@@ -145,6 +147,71 @@ int cmd_train(const std::vector<std::string>& args) {
   } catch (const std::exception& e) {
     throw gt::Error(std::string("config key 'kernels.gemm': ") + e.what());
   }
+}
+
+// parallel.layout = auto: the planner's choice, the same on every rank (it agrees over MPI_COMM_WORLD).
+void apply_auto_layout(gt::Config& cfg) {
+  const gt::AutoLayout a = gt::choose_auto_layout(cfg, MPI_COMM_WORLD);
+  cfg.parallel.tp = a.tp;
+  cfg.parallel.pp = a.pp;
+  cfg.parallel.dp = a.dp;
+  cfg.parallel.auto_choice = a.choice;
+  cfg.parallel.auto_runner_up = a.runner_up;
+  cfg.parallel.auto_cluster = a.cluster;
+}
+
+// Rank 0's start line: the deck, the grid, the model, the batch, the communication path and the GEMM library.
+void print_start_line(const gt::Config& cfg, gt::Grid& grid, const std::string& deck_path,
+                      const gt::ConfigChoices& choice) {
+  if (grid.world_rank() != 0) return;
+  const char* fallback = std::getenv("GRIDTRAIN_BLAS_FALLBACK");
+  std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d"
+              " | comm %s | BLAS %s%s%s | GEMM %s%s\n",
+              deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
+              cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
+              cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp,
+              grid.backend() == gt::CommBackend::Nccl
+                  ? "nccl"
+                  : (std::string(gt::comm_backend_name(grid.backend())) + "/" + algo_name(grid.dp().allreduce_algo()) +
+                     (grid.backend() == gt::CommBackend::MpiStaged ? " (device buffers through pinned host copies)" : ""))
+                        .c_str(),
+              gt::blas_core_name(),
+              fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "",
+              gt::gemm_describe().c_str(),
+              choice.layout == gt::LayoutMode::Auto ? (" | layout auto on " + cfg.parallel.auto_cluster + ": " +
+                                               cfg.parallel.auto_choice + "; runner-up " + cfg.parallel.auto_runner_up)
+                                                  .c_str()
+                                            : "");
+  std::fflush(stdout);
+}
+
+// Before any training time is spent: the test hook's lone failure, the memory check, writable directories with
+// room for a checkpoint; returns the lock that keeps other runs out of the checkpoint directory until the end.
+std::unique_ptr<gt::io::RunDirLock> preflight(const gt::Config& cfg, gt::Grid& grid) {
+  // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the
+  // trainer's first collectives (the abort path of fail()).
+  // (With GRIDTRAIN_TEST_FAIL_STEP the trainer's hook fails instead; src/core/test_hooks.hpp.)
+  if (gt::test_hooks::fail_hook().fails_at_start(grid.world_rank()))
+    throw gt::Error("test hook: rank " + std::to_string(grid.world_rank()) + " failed alone");
+  gt::stop_point(grid.world_mpi(), "the memory check");
+  gt::check_memory_fits(cfg, grid);  // before anything is allocated: one line instead of a failed allocation
+  gt::stop_point(grid.world_mpi(), "the directory checks");
+  gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(),
+                         gt::io::checkpoint_file_bytes(gt::checkpoint_file_shape(cfg, grid.world_size())));
+  return std::make_unique<gt::io::RunDirLock>(grid.world_mpi(), cfg.checkpoint_dir());
+}
+
+int cmd_train(const std::vector<std::string>& args) {
+  gt::Config cfg;
+  const TrainArgs targs = parse_train_args(args);
+  const std::string deck_path = gt::resolve_deck(targs.deck);
+  cfg.load_file(deck_path);
+  for (const auto& o : targs.overrides) cfg.set(o);
+  const gt::ConfigChoices choice = cfg.validate();
+  // Before the grid's first collectives: every rank must run the same build with the same configuration.
+  gt::io::check_config_agreement(MPI_COMM_WORLD, cfg.to_map(), gt::io::build_identity());
+  gt::stop_point(MPI_COMM_WORLD, "the layout and the process grid");
+  select_gemm(cfg, choice);
 
 #if defined(KOKKOS_ENABLE_CUDA)
   constexpr bool device_is_cuda = true;
@@ -154,15 +221,7 @@ int cmd_train(const std::vector<std::string>& args) {
   // GRIDTRAIN_TEST_DEVICE_MEMORY=cuda: the CPU build checks the communicator choice as a CUDA build would (the
   // refusal of MPI on device memory is tested without a GPU); nothing else changes.
   const bool check_as_cuda = device_is_cuda || gt::test_hooks::device_memory_as_cuda();
-  if (choice.layout == gt::LayoutMode::Auto) {  // the planner's choice, the same on every rank
-    const gt::AutoLayout a = gt::choose_auto_layout(cfg, MPI_COMM_WORLD);
-    cfg.parallel.tp = a.tp;
-    cfg.parallel.pp = a.pp;
-    cfg.parallel.dp = a.dp;
-    cfg.parallel.auto_choice = a.choice;
-    cfg.parallel.auto_runner_up = a.runner_up;
-    cfg.parallel.auto_cluster = a.cluster;
-  }
+  if (choice.layout == gt::LayoutMode::Auto) apply_auto_layout(cfg);
   // NCCL needs a GPU per rank: with more ranks than GPUs on a node (tests, or several ranks on a workstation's one
   // GPU) auto takes host-staged MPI.
   const bool sharing = check_as_cuda && gt::ranks_share_device(MPI_COMM_WORLD, gt::device_count());
@@ -172,40 +231,8 @@ int cmd_train(const std::vector<std::string>& args) {
                 gt::device_allreduce_algo(gt::parse_allreduce_algo(cfg.parallel.allreduce), backend, device_is_cuda),
                 backend);
   cfg.parallel.dp = grid.shape().dp;
-  if (grid.world_rank() == 0) {
-    const char* fallback = std::getenv("GRIDTRAIN_BLAS_FALLBACK");
-    std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d"
-                " | comm %s | BLAS %s%s%s | GEMM %s%s\n",
-                deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
-                cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
-                cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp,
-                grid.backend() == gt::CommBackend::Nccl
-                    ? "nccl"
-                    : (std::string(gt::comm_backend_name(grid.backend())) + "/" + algo_name(grid.dp().allreduce_algo()) +
-                       (grid.backend() == gt::CommBackend::MpiStaged ? " (device buffers through pinned host copies)" : ""))
-                          .c_str(),
-                gt::blas_core_name(),
-                fallback ? " (library chose " : "", fallback ? (std::string(fallback) + ")").c_str() : "",
-                gt::gemm_describe().c_str(),
-                choice.layout == gt::LayoutMode::Auto ? (" | layout auto on " + cfg.parallel.auto_cluster + ": " +
-                                                 cfg.parallel.auto_choice + "; runner-up " + cfg.parallel.auto_runner_up)
-                                                    .c_str()
-                                              : "");
-    std::fflush(stdout);
-  }
-  // Test hook: GRIDTRAIN_TEST_FAIL_RANK=r makes world rank r fail alone here while the others go on into the
-  // trainer's first collectives (the abort path of fail()).
-  // (With GRIDTRAIN_TEST_FAIL_STEP the trainer's hook fails instead; src/core/test_hooks.hpp.)
-  if (gt::test_hooks::fail_hook().fails_at_start(grid.world_rank()))
-    throw gt::Error("test hook: rank " + std::to_string(grid.world_rank()) + " failed alone");
-  // Before any training time is spent: the directories are writable with room for a checkpoint, and no other
-  // run uses the checkpoint directory (held until the run ends).
-  gt::stop_point(grid.world_mpi(), "the memory check");
-  gt::check_memory_fits(cfg, grid);  // before anything is allocated: one line instead of a failed allocation
-  gt::stop_point(grid.world_mpi(), "the directory checks");
-  gt::io::check_run_dirs(grid.world_mpi(), cfg.output.dir, cfg.checkpoint_dir(),
-                         gt::io::checkpoint_file_bytes(gt::checkpoint_file_shape(cfg, grid.world_size())));
-  gt::io::RunDirLock lock(grid.world_mpi(), cfg.checkpoint_dir());
+  print_start_line(cfg, grid, deck_path, choice);
+  const auto lock = preflight(cfg, grid);
   gt::stop_point(grid.world_mpi(), "building the model");
   // parallel.rebalance = auto may end a trainer's run to continue on a new pipeline partition: the next trainer
   // resumes from the checkpoint the first just wrote. In this process rather than through exit code 75 and a
@@ -214,11 +241,19 @@ int cmd_train(const std::vector<std::string>& args) {
   // From here a rank blocked in one communication call for train.watchdog_s names the missing ranks and aborts.
   gt::watchdog::Watchdog watchdog(cfg.train.watchdog_s, cfg.output.dir + "/heartbeat", grid.world_rank(),
                                   cfg.output.dir + "/watchdog.log");
+  // parallel.adapt = rebalance moves blocks the same way but hands the state over in memory (no checkpoint): the
+  // next trainer is built without a resume and adopts it.
+  std::unique_ptr<gt::StateHandoff> handoff;
   for (;;) {
-    gt::Trainer trainer(cfg, grid, cfg.to_toml());
+    gt::Config build = cfg;
+    if (handoff) build.checkpoint.resume = "none";
+    gt::Trainer trainer(build, grid, cfg.to_toml());
+    if (handoff) trainer.adopt(std::move(*handoff));
     const int code = trainer.run();
     if (trainer.repartition().empty()) return code;
     cfg.parallel.stage_blocks = trainer.repartition();
+    handoff = trainer.take_handoff();
+    if (handoff) continue;
     cfg.parallel.rebalance = "off";  // once per run; the run's config.toml keeps the partition for restarts
     cfg.parallel.rebalanced_from = trainer.rebalance_report();
     cfg.checkpoint.resume = "auto";  // the checkpoint just written is the newest
@@ -247,6 +282,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
     gt::inspect_dataset(args[0], std::cout);
     return 0;
   }
+  if (kind == "image_dataset")  // issue 21: the format is in src/vision/image_dataset.hpp
+    throw gt::Error(args[0] + ": an image dataset; inspect does not read those yet (h5ls -r shows its layout)");
   throw gt::Error(args[0] + ": not a gridtrain checkpoint or dataset (no gridtrain_kind attribute)");
 }
 

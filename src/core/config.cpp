@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "src/core/enums.hpp"
+#include "src/core/deck.hpp"
 #include "src/core/error.hpp"
 
 namespace gt {
@@ -48,8 +49,8 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"model.n_layer", Kind::Int, &c.model.n_layer, "transformer blocks (L)"},
       {"model.d_model", Kind::Int, &c.model.d_model, "width of the residual stream (C); divisible by n_head"},
       {"model.n_head", Kind::Int, &c.model.n_head, "attention heads"},
-      {"model.attention", Kind::String, &c.model.attention, "fused: causal attention without the T x T probabilities (memory linear in seq_len); materialized: the probabilities stored per block; the same function to rounding (docs/model.md)", {"fused", "materialized"}},
-      {"model.arch", Kind::String, &c.model.arch, "gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU, RoPE, grouped-query attention, untied head, no biases; docs/model.md)", {"gpt2", "llama"}},
+      {"model.attention", Kind::String, &c.model.attention, "fused: causal attention without the T x T probabilities (memory linear in seq_len); materialized: the probabilities stored per block; the same function to rounding (docs/model.md)", names<AttentionKernel>()},
+      {"model.arch", Kind::String, &c.model.arch, "gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU, RoPE, grouped-query attention, untied head, no biases; docs/model.md)", names<ModelArch>()},
       {"model.n_kv_head", Kind::Int, &c.model.n_kv_head, "llama: key/value heads (grouped-query attention); divides n_head, divisible by parallel.tp; 0: n_head"},
       {"model.ffn_hidden", Kind::Int, &c.model.ffn_hidden, "llama: SwiGLU width; divisible by parallel.tp; 0: 2/3 of 4 d_model rounded up to a multiple of 256"},
       {"model.rope_theta", Kind::Double, &c.model.rope_theta, "llama: RoPE base (angle t theta^(-2i/head dim))"},
@@ -80,6 +81,7 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"train.spike_window", Kind::Int, &c.train.spike_window, "good steps in the spike detector's window"},
       {"train.watchdog_s", Kind::Double, &c.train.watchdog_s, "a rank blocked this long in one communication call names the missing ranks and aborts the job; 0: off (docs/reliability.md)"},
       {"parallel.tp", Kind::Int, &c.parallel.tp, "tensor-parallel ranks (Megatron split of attention and MLP)"},
+      {"parallel.sequence_parallel", Kind::Bool, &c.parallel.sequence_parallel, "with tp > 1: the norms, residual adds and the activations between the tensor-parallel regions are split over the tp ranks along the token rows (Korthikanti et al. 2022): an all-gather before each column-parallel GEMM and a reduce-scatter after each row-parallel one instead of all-reduces; needs seq_len divisible by tp; a no-op with tp = 1 (docs/model.md)"},
       {"parallel.pp", Kind::Int, &c.parallel.pp, "pipeline stages"},
       {"parallel.dp", Kind::Int, &c.parallel.dp, "data-parallel ranks; 0: the rest of the world (world size / (tp x pp))"},
       {"train.precision", Kind::String, &c.train.precision, "working type of weights and stored activations; masters, gradients and optimizer stay fp32 (docs/precision.md)", names<Precision>()},
@@ -104,8 +106,9 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"parallel.cluster", Kind::String, &c.parallel.cluster, "layout = auto only: a cluster description (name in inputs/clusters/ or a path); empty: this machine, measured at start"},
       {"parallel.rebalance", Kind::String, &c.parallel.rebalance, "auto: re-partition the pipeline once from measured block times (docs/planner.md)", names<RebalanceMode>()},
       {"parallel.rebalance_after", Kind::Int, &c.parallel.rebalance_after, "steps timed before the rebalance decides"},
+      {"parallel.adapt_interval", Kind::Int, &c.parallel.adapt_interval, "parallel.adapt = rebalance: at least this many steps between two evaluations of the pipeline partition (moves)"},
       {"parallel.rebalance_gain", Kind::Double, &c.parallel.rebalance_gain, "re-partition when the slowest stage would shrink by at least this fraction"},
-      {"parallel.adapt", Kind::String, &c.parallel.adapt, "monitor: name the ranks whose compute is consistently slower than their peers' (metrics.jsonl, the log; docs/adaptive.md); rebalance and full are not built yet", names<AdaptMode>()},
+      {"parallel.adapt", Kind::String, &c.parallel.adapt, "monitor: name the ranks whose compute is consistently slower than their peers' (metrics.jsonl, the log; docs/adaptive.md); rebalance: and move pipeline blocks between stages when a stage stays slower (in memory, losses unchanged); full is not built yet", names<AdaptMode>()},
       {"parallel.stage_blocks", Kind::String, &c.parallel.stage_blocks, "blocks per pipeline stage, as \"3,2,2,1\" (count = pp, sum = n_layer); empty: the cost model's split"},
       {"data.source", Kind::String, &c.data.source, "synthetic: a learnable token rule with noise; hdf5: a token dataset made by gridtrain prepare (docs/data.md)", names<DataSourceKind>()},
       {"data.path", Kind::String, &c.data.path, "the HDF5 token dataset for source = hdf5"},
@@ -148,22 +151,7 @@ std::vector<Field> schema(Config& c) {
   return all;
 }
 
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-// Strip a trailing `# comment` that is not inside a quoted string.
-std::string strip_comment(const std::string& s) {
-  bool in_str = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '"' && (i == 0 || s[i - 1] != '\\')) in_str = !in_str;
-    if (s[i] == '#' && !in_str) return s.substr(0, i);
-  }
-  return s;
-}
+std::string trim(const std::string& s) { return deck_trim(s); }
 
 // A string value holds no double quote: to_toml() writes strings as "..." without escapes (the deck reader
 // knows none), and a quote followed by '#' came back from a run's config.toml as another value (the '#'
@@ -260,23 +248,6 @@ void set_key(Config& c, const std::string& key, const std::string& value, const 
 
 }  // namespace
 
-namespace {
-// TOML allows no control characters but tab (a NUL or an escape byte in a deck is damage, not a value); a
-// trailing CR of a CRLF file is accepted in a deck line (line_end), never in a command-line override, which has
-// no line ending: there the CR would become part of the value and the run's config.toml would not load again
-// (found by tests/fuzz/fuzz_overrides with "output.dir=a\r").
-void check_characters(const std::string& line, const std::string& where, bool line_end = true) {
-  for (size_t i = 0; i < line.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(line[i]);
-    if ((c < 0x20 && c != '\t' && !(line_end && c == '\r' && i + 1 == line.size())) || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "0x%02x", c);
-      throw Error(where + ": control character " + buf + " at column " + std::to_string(i + 1) +
-                  (line_end ? " (not allowed in a deck)" : " (not allowed in a command-line override)"));
-    }
-  }
-}
-}  // namespace
 
 void Config::load_file(const std::string& path) {
   struct stat st;
@@ -284,41 +255,11 @@ void Config::load_file(const std::string& path) {
     throw Error("input deck '" + path + "' is a directory, not a file");
   std::ifstream in(path);
   if (!in) throw Error("cannot open input deck '" + path + "'");
-  std::string line, section;
-  // Where each key and section was first given: TOML makes a repeated key or table an error, and silently
-  // letting the last one win (or merging the tables) hid typos and stale copies in long decks.
-  std::map<std::string, int> key_line, section_line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    const std::string where = path + ":" + std::to_string(lineno);
-    check_characters(line, where);
-    std::string s = trim(strip_comment(line));
-    if (s.empty()) continue;
-    if (s.front() == '[') {
-      if (s.back() != ']') throw Error(where + ": malformed section header '" + s + "'");
-      section = trim(s.substr(1, s.size() - 2));
-      if (section.empty()) throw Error(where + ": empty section name");
-      if (const auto it = section_line.find(section); it != section_line.end())
-        throw Error(where + ": duplicate section [" + section + "] (first on line " + std::to_string(it->second) + ")");
-      section_line[section] = lineno;
-      continue;
-    }
-    size_t eq = s.find('=');
-    if (eq == std::string::npos) throw Error(where + ": expected 'key = value', got '" + s + "'");
-    std::string key = trim(s.substr(0, eq));
-    if (key.empty()) throw Error(where + ": missing key before '='");
-    if (!section.empty()) key = section + "." + key;
-    if (const auto it = key_line.find(key); it != key_line.end())
-      throw Error(where + ": duplicate key '" + key + "' (first set on line " + std::to_string(it->second) + ")");
-    key_line[key] = lineno;
-    set_key(*this, key, s.substr(eq + 1), where);
-  }
-  if (in.bad()) throw Error("cannot read input deck '" + path + "'");
+  for (const DeckEntry& e : read_deck(in, path)) set_key(*this, e.key, e.value, e.where);
 }
 
 void Config::set(const std::string& assignment, const std::string& origin) {
-  check_characters(assignment, origin, false);
+  deck_check_characters(assignment, origin, false);
   size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw Error(origin + ": expected section.key=value, got '" + assignment + "'");
@@ -388,6 +329,7 @@ void validate_model_train_parallel(const Config& c) {
   positive("parallel.virtual_stages", c.parallel.virtual_stages);
   if (c.parallel.layout != "auto") c.check_interleaving(c.parallel.pp);  // auto: the trainer checks the chosen pp
   positive("parallel.rebalance_after", c.parallel.rebalance_after);
+  positive("parallel.adapt_interval", c.parallel.adapt_interval);
   nonneg("parallel.rebalance_gain", c.parallel.rebalance_gain);
   if (!c.parallel.stage_blocks.empty()) {
     const std::vector<int> blocks = c.parallel.stage_block_counts();  // throws on a bad list
@@ -505,6 +447,9 @@ E typed(const char* key, const std::string& v) {
 }
 }  // namespace
 
+ModelArch ModelConfig::arch_kind() const { return typed<ModelArch>("model.arch", arch); }
+AttentionKernel ModelConfig::attention_kernel() const { return typed<AttentionKernel>("model.attention", attention); }
+
 ConfigChoices Config::choices() const {
   ConfigChoices t;
   t.precision = typed<Precision>("train.precision", train.precision);
@@ -518,9 +463,9 @@ ConfigChoices Config::choices() const {
   t.layout = typed<LayoutMode>("parallel.layout", parallel.layout);
   t.rebalance = typed<RebalanceMode>("parallel.rebalance", parallel.rebalance);
   t.adapt = typed<AdaptMode>("parallel.adapt", parallel.adapt);
-  if (t.adapt == AdaptMode::Rebalance || t.adapt == AdaptMode::Full)
-    throw Error("config: parallel.adapt = \"" + parallel.adapt + "\" is not implemented yet; only \"monitor\" "
-                "(straggler detection, docs/adaptive.md) and \"off\" are");
+  if (t.adapt == AdaptMode::Full)
+    throw Error("config: parallel.adapt = \"" + parallel.adapt + "\" is not implemented yet; only \"off\", "
+                "\"monitor\" (straggler detection) and \"rebalance\" (live pipeline rebalancing) are (docs/adaptive.md)");
   t.data_source = typed<DataSourceKind>("data.source", data.source);
   t.gemm = typed<GemmChoice>("kernels.gemm", kernels.gemm);
   t.compress = typed<CompressMethod>("compress.method", compress.method);

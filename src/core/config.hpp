@@ -28,6 +28,13 @@ struct ModelConfig {
   int ffn_hidden = 0;         // llama: SwiGLU width (0: 8 d_model / 3 rounded up to a multiple of 256, as Llama)
   double rope_theta = 10000;  // llama: RoPE base
   double norm_eps = 1e-5;     // llama: RMSNorm epsilon
+
+  // The typed views of arch and attention (code outside src/core never compares their text); they throw
+  // gt::Error naming the key for a name outside the table (Config::validate reports it first).
+  ModelArch arch_kind() const;
+  AttentionKernel attention_kernel() const;
+  bool llama() const { return arch_kind() == ModelArch::Llama; }
+  bool fused_attention() const { return attention_kernel() == AttentionKernel::Fused; }
 };
 
 // Llama's default SwiGLU width for d_model C: 2/3 of 4C rounded up, then up to a multiple of 256 (Meta's reference
@@ -76,6 +83,7 @@ struct TrainConfig {
 
 struct ParallelConfig {
   int tp = 1;
+  bool sequence_parallel = false;     // tp > 1: norms and residuals split along the token rows (docs/model.md)
   int pp = 1;
   int dp = 0;                         // 0: world size / (tp * pp)
   std::string schedule = "1f1b";      // "1f1b", "gpipe" or "interleaved" (1F1B over virtual_stages chunks per stage)
@@ -94,7 +102,9 @@ struct ParallelConfig {
   std::string rebalance = "off";      // "auto": re-partition the pipeline from measured block times, once
   int rebalance_after = 3;            // steps timed before deciding
   double rebalance_gain = 0.1;        // re-partition when slowest stage now / after >= 1 + this
-  std::string adapt = "off";          // "monitor": name straggling ranks per step (docs/adaptive.md)
+  std::string adapt = "off";          // "monitor": name straggling ranks per step; "rebalance": and move pipeline
+                                      // blocks between stages during the run (docs/adaptive.md)
+  int adapt_interval = 10;            // adapt = rebalance: steps between two evaluations (moves) at least
   std::string stage_blocks;           // blocks per pipeline stage, "3,2,2,1"; empty: the cost model's split
   // Not keys: what layout = auto chose at start (src/cli/auto_layout.hpp), for the start line and summary.json.
   std::string auto_choice, auto_runner_up, auto_cluster;

@@ -49,6 +49,10 @@ enum class TopkTransport { Auto, AllGather, SharedIndex };
 enum class SparsityPattern { None, TwoFour };
 // sparsity.recipe.
 enum class SparsityRecipe { SRSTE, ASP };
+// model.arch (docs/model.md): the block's family.
+enum class ModelArch { GPT2, Llama };
+// model.attention (docs/model.md): the causal attention kernel.
+enum class AttentionKernel { Fused, Materialized };
 // parallel.zero (docs/zero.md): an integer key 0-3; the stages by name for code that branches on them.
 enum class ZeroStage { None = 0, OptimizerState = 1, Gradients = 2, Parameters = 3 };
 
@@ -93,6 +97,8 @@ GT_ENUM_NAMES(TopkTransport, {"auto", TopkTransport::Auto}, {"allgather", TopkTr
               {"shared_index", TopkTransport::SharedIndex})
 GT_ENUM_NAMES(SparsityPattern, {"none", SparsityPattern::None}, {"2:4", SparsityPattern::TwoFour})
 GT_ENUM_NAMES(SparsityRecipe, {"srste", SparsityRecipe::SRSTE}, {"asp", SparsityRecipe::ASP})
+GT_ENUM_NAMES(ModelArch, {"gpt2", ModelArch::GPT2}, {"llama", ModelArch::Llama})
+GT_ENUM_NAMES(AttentionKernel, {"fused", AttentionKernel::Fused}, {"materialized", AttentionKernel::Materialized})
 #undef GT_ENUM_NAMES
 
 // The name of a value ("?" for a value outside the table, which a cast could make).

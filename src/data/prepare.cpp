@@ -17,6 +17,7 @@
 #include "src/data/dataset_file.hpp"
 #include "src/data/dataset_writer.hpp"
 #include "src/data/hash.hpp"
+#include "src/vision/prepare_images.hpp"
 #include "src/data/tokenizer.hpp"
 
 namespace fs = std::filesystem;
@@ -214,6 +215,9 @@ int world_rank_if_mpi() {
 int prepare_main(int argc, char** argv) {
   PrepareOptions opt;
   std::vector<std::string> args(argv + (argc > 0 ? 1 : 0), argv + argc);
+  // Image datasets (issue 21) have a command line of their own: src/vision/prepare_images.hpp.
+  if (std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("--images", 0) == 0; }))
+    return vision::prepare_images_main(args);
   try {
     try {
       for (size_t i = 0; i < args.size(); ++i) {

@@ -1,5 +1,6 @@
 #pragma once
-// Text corpus -> HDF5 token dataset (format in dataset_format.hpp, docs/data.md).
+// Text corpus -> HDF5 token dataset (format in dataset_format.hpp, docs/data.md). With --images, an image
+// dataset instead (src/vision/prepare_images.hpp).
 //   gridtrain prepare --tokenizer byte|gpt2 [--bpe-dir DIR] --out FILE.h5 [--val-fraction 0.05] [--seed S]
 //                     [--quiet] INPUT...
 // A document is one input file (INPUT files, and the regular files under INPUT directories, recursively, in

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "src/core/error.hpp"
-#include "src/data/json_reader.hpp"
+#include "src/core/json.hpp"
 #include "src/data/tokenizer_byte.hpp"
 #include "src/data/unicode.hpp"
 

@@ -88,6 +88,11 @@ void write_file_atomic(const std::string& dir, const std::string& name, const st
   commit_file_atomic(dir, name);
 }
 
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  write_file_atomic(p.has_parent_path() ? p.parent_path().string() : ".", p.filename().string(), text);
+}
+
 std::string read_small_file(const std::string& path) {
   std::ifstream f(path);
   if (!f) return "";

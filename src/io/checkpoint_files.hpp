@@ -26,6 +26,8 @@ void fsync_path(const std::string& path);  // file or directory
 void durable_rename(const std::string& from, const std::string& to, const std::string& dir);
 // Writes text to <dir>/<name> through <name>.tmp, fsync and rename.
 void write_file_atomic(const std::string& dir, const std::string& name, const std::string& text);
+// The same for a path (summary.json, config.toml): one implementation, so a report is as durable as `latest`.
+void write_file_atomic(const std::string& path, const std::string& text);
 // The two halves of write_file_atomic: a save writes `latest`'s new text (<name>.tmp, synced) before the
 // checkpoint's own bytes, so that committing it after the checkpoint's rename allocates nothing on a disk
 // that has filled meanwhile.

@@ -83,9 +83,9 @@ int serve_probe_if_asked(int argc, char** argv) {
   ::_exit(0);
 }
 
-ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
-  ProbeVerdict v;
-  if (!g_serves_probe) return v;  // Unavailable, no detail: this executable is not the gridtrain program
+namespace {
+// Starts this executable as the probe child on `path`; returns posix_spawn's error (0: started).
+int spawn_probe_child(const std::string& path, pid_t* pid_out) {
   const std::string ppid = std::to_string(::getpid());
   char arg0[] = "gridtrain-h5-probe";
   char arg1[sizeof "--gridtrain-internal-h5-probe"];
@@ -108,15 +108,15 @@ ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &files, &attr, child_argv, environ);
+  const int rc = posix_spawn(pid_out, "/proc/self/exe", &files, &attr, child_argv, environ);
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    v.detail = std::string("cannot start a child process: ") + std::strerror(rc);
-    return v;
-  }
+  return rc;
+}
 
+// Waits for the child within the limits below: true with its status when it ended by itself; false with the
+// verdict (Hung, or Unavailable when waiting failed) otherwise.
+bool wait_probe_child(pid_t pid, double timeout_s, int* status, ProbeVerdict* v) {
   // Polled rather than blocked in waitpid: the limits need no timer signal, and a stop signal arriving meanwhile
   // only sets the trainer's flag. Two limits, so that neither a loaded machine nor a suspended job makes a valid
   // file look hung:
@@ -130,13 +130,12 @@ ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
   const Clock::duration max_step = std::chrono::milliseconds(100);
   Clock::duration counted{0};
   Clock::time_point last = Clock::now();
-  int status = 0;
   for (;;) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
+    const pid_t r = ::waitpid(pid, status, WNOHANG);
+    if (r == pid) return true;
     if (r < 0 && errno != EINTR) {
-      v.detail = std::string("cannot wait for the child process: ") + std::strerror(errno);
-      return v;
+      v->detail = std::string("cannot wait for the child process: ") + std::strerror(errno);
+      return false;
     }
     const Clock::time_point now = Clock::now();
     counted += std::min(now - last, max_step);
@@ -144,17 +143,22 @@ ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
     const double cpu = child_cpu_seconds(pid), waited = std::chrono::duration<double>(counted).count();
     if (cpu >= timeout_s || waited >= kWaitFactor * timeout_s) {
       ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      while (::waitpid(pid, status, 0) < 0 && errno == EINTR) {
       }
-      v.kind = ProbeVerdict::Hung;
+      v->kind = ProbeVerdict::Hung;
       char buf[96];
       std::snprintf(buf, sizeof buf, cpu >= timeout_s ? "after %.3g s of CPU time" : "after %.3g s",
                     cpu >= timeout_s ? cpu : waited);
-      v.detail = buf;
-      return v;
+      v->detail = buf;
+      return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+// The verdict of a child that ended by itself.
+ProbeVerdict verdict_of_status(int status) {
+  ProbeVerdict v;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     v.kind = ProbeVerdict::Survived;
   } else if (WIFSIGNALED(status)) {
@@ -167,6 +171,20 @@ ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
     v.detail = "exit status " + std::to_string(WEXITSTATUS(status));
   }
   return v;
+}
+}  // namespace
+
+ProbeVerdict probe_hdf5_file(const std::string& path, double timeout_s) {
+  ProbeVerdict v;
+  if (!g_serves_probe) return v;  // Unavailable, no detail: this executable is not the gridtrain program
+  pid_t pid = -1;
+  if (const int rc = spawn_probe_child(path, &pid); rc != 0) {
+    v.detail = std::string("cannot start a child process: ") + std::strerror(rc);
+    return v;
+  }
+  int status = 0;
+  if (!wait_probe_child(pid, timeout_s, &status, &v)) return v;
+  return verdict_of_status(status);
 }
 
 double probe_timeout_s() {

@@ -24,7 +24,7 @@ ModelDims::ModelDims(const ModelConfig& m, int tp_rank, int tp_size)
   Cl = NHl * hd;
   Vl = V / tp_size;
   v0 = tp_rank * Vl;
-  llama = m.arch == "llama";
+  llama = m.llama();
   NKV = llama && m.n_kv_head > 0 ? m.n_kv_head : NH;
   F = llama ? (m.ffn_hidden > 0 ? m.ffn_hidden : int(llama_default_ffn(C))) : 4 * C;
   if (!llama && m.n_kv_head > 0 && m.n_kv_head != NH)
@@ -50,7 +50,7 @@ void ModelDims::check_llama(const ModelConfig& m, int tp_size) const {
                 "): key/value heads are split over TP ranks, not replicated");
   if (F % tp_size != 0)
     throw Error("model.ffn_hidden (" + n(F) + ") is not divisible by parallel.tp (" + n(tp_size) + ")");
-  if (m.attention != "fused")
+  if (!m.fused_attention())
     throw Error("model.arch = llama needs model.attention = fused (grouped-query heads and the grouped qkv layout)");
 }
 
@@ -59,7 +59,7 @@ std::string bname(int l, const char* leaf) { return "h." + std::to_string(l) + "
 }  // namespace
 
 std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size) {
-  if (cfg.arch == "llama") return llama_tensor_specs(cfg, stage, tp_rank, tp_size);  // src/model/llama_block.cpp
+  if (cfg.llama()) return llama_tensor_specs(cfg, stage, tp_rank, tp_size);  // src/model/llama_block.cpp
   const ModelDims d(cfg, tp_rank, tp_size);
   const int L = d.L, C = d.C, r = tp_rank;
   const double std0 = cfg.init_std, std_res = cfg.init_std / std::sqrt(2.0 * L);
@@ -113,23 +113,25 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
       tp_(tp),
       store_(layout ? *layout : TensorLayout(model_tensor_specs(cfg, stage, tp.rank, tp.size), 1)),
       recompute_(recompute),
-      fused_(cfg.attention == "fused"),
-      norm_eps_(cfg.norm_eps) {
+      fused_(cfg.fused_attention()),
+      norm_eps_(cfg.norm_eps),
+      sp_(tp.sequence, tp.rank, tp.size, tp.comm, long(micro_batch_size) * cfg.seq_len, cfg.d_model) {
   const int C = d_.C;
+  if (tp.sequence) check_sequence_split(d_.T, tp.size);
   if (!layout) store_.allocate(seed);
 
-  const long BT = long(B_) * d_.T;
+  const long BT = long(B_) * d_.T, n = sp_.local_rows();  // n: the rows outside the TP regions
   const int nb = stage.block_end - stage.block_begin;
   acts_.resize(slots);
   if (recompute_ == Recompute::Full && nb > 0) shared_ = make_block_acts(false);
   if (recompute_ == Recompute::Selective && nb > 0 && !fused_) shared_.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
   for (auto& a : acts_) {
-    a.x0 = DeviceView<T>("x0", BT * C);
+    a.x0 = DeviceView<T>("x0", n * C);
     a.blocks.resize(nb);
     for (auto& b : a.blocks) {
       if (recompute_ == Recompute::Full) {  // only the output is this block's; the rest is rebuilt in backward
         b = shared_;
-        b.res3 = DeviceView<T>("res3", BT * C);
+        b.res3 = DeviceView<T>("res3", n * C);
       } else {
         b = make_block_acts(true);
         if (recompute_ == Recompute::Selective && !fused_) b.att = shared_.att;
@@ -140,9 +142,9 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
       a.token_groups = Kokkos::View<int32_t*, mem_space>("token_groups", token_groups_elems(BT));
     if (stage.last()) {
       a.targets = Kokkos::View<int32_t*, mem_space>("targets", BT);
-      if (!d_.llama) a.lnf_mean = DeviceView<A>("lnf_mean", BT);
-      a.lnf_rstd = DeviceView<A>("lnf_rstd", BT);
-      a.dlnf = DeviceView<T>("dlnf", BT * C);
+      if (!d_.llama) a.lnf_mean = DeviceView<A>("lnf_mean", n);
+      a.lnf_rstd = DeviceView<A>("lnf_rstd", n);
+      a.dlnf = DeviceView<T>("dlnf", n * C);
     }
   }
   if (stage.last()) {
@@ -151,9 +153,13 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     ce_ = DeviceView<A>("ce", 3 * BT);
     loss_acc_ = DeviceView<double>("loss_acc", 1);
   }
-  if (is_half_v<T> && tp.size > 1) tp_sum_ = DeviceView<float>("tp_sum", BT * C);
+  if (is_half_v<T> && tp.size > 1 && !sp_.on()) tp_sum_ = DeviceView<float>("tp_sum", BT * C);
+  if (sp_.on() && (nb > 0 || stage.last())) {
+    sp_full_ = DeviceView<T>("sp_full", BT * C);
+    sp_grads_ = DeviceView<A>("sp_grads", (d_.llama ? 2L : 6L) * C);
+  }
   tmp_ = DeviceView<T>("tmp", BT * C);
-  dres_ = DeviceView<T>("dres", BT * C);
+  dres_ = DeviceView<T>("dres", n * C);
   dln_ = DeviceView<T>("dln", BT * C);
   if (nb > 0) {
     dqkv_ = DeviceView<T>("dqkv", BT * d_.Qw);
@@ -176,26 +182,27 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
   colsum_ = DeviceView<A>("colsum_partials", colsum_partials_elems(BT, colsum_cols));
 }
 
-// One block's activation buffers (shapes: B*T rows of C, Qw (3Cl for GPT-2), Cl, Fl (2Fl for Llama's [gate | up]);
-// att (B, NHl, T, T) or lse (B, NHl, T)); res3 only with_res3.
+// One block's activation buffers (shapes: B*T rows of Qw (3Cl for GPT-2), Cl, Fl (2Fl for Llama's [gate | up]);
+// att (B, NHl, T, T) or lse (B, NHl, T); the norms' inputs and outputs, their statistics and the residuals: n rows
+// of C, n = B*T or, sequence parallel, B*T/tp); res3 only with_res3.
 template <class T>
 typename GPT<T>::BlockActs GPT<T>::make_block_acts(bool with_res3) const {
-  const long BT = long(B_) * d_.T, C = d_.C;
+  const long BT = long(B_) * d_.T, C = d_.C, n = sp_.local_rows();
   BlockActs b;
-  b.ln1 = DeviceView<T>("ln1", BT * C);
-  if (!d_.llama) b.ln1_mean = DeviceView<A>("ln1_mean", BT);  // RMSNorm keeps rstd only
-  b.ln1_rstd = DeviceView<A>("ln1_rstd", BT);
+  b.ln1 = DeviceView<T>("ln1", n * C);
+  if (!d_.llama) b.ln1_mean = DeviceView<A>("ln1_mean", n);  // RMSNorm keeps rstd only
+  b.ln1_rstd = DeviceView<A>("ln1_rstd", n);
   b.qkv = DeviceView<T>("qkv", BT * d_.Qw);
   if (fused_) b.lse = DeviceView<A>("lse", long(B_) * d_.NHl * d_.T);
   else b.att = DeviceView<T>("att", long(B_) * d_.NHl * d_.T * d_.T);
   b.atty = DeviceView<T>("atty", BT * d_.Cl);
-  b.res2 = DeviceView<T>("res2", BT * C);
-  b.ln2 = DeviceView<T>("ln2", BT * C);
-  if (!d_.llama) b.ln2_mean = DeviceView<A>("ln2_mean", BT);
-  b.ln2_rstd = DeviceView<A>("ln2_rstd", BT);
+  b.res2 = DeviceView<T>("res2", n * C);
+  b.ln2 = DeviceView<T>("ln2", n * C);
+  if (!d_.llama) b.ln2_mean = DeviceView<A>("ln2_mean", n);
+  b.ln2_rstd = DeviceView<A>("ln2_rstd", n);
   b.fch = DeviceView<T>("fch", BT * (d_.llama ? 2 : 1) * d_.Fl);  // Llama: [gate | up]
   b.fchg = DeviceView<T>("fchg", BT * d_.Fl);
-  if (with_res3) b.res3 = DeviceView<T>("res3", BT * C);
+  if (with_res3) b.res3 = DeviceView<T>("res3", n * C);
   return b;
 }
 
@@ -247,6 +254,33 @@ void GPT<T>::tp_allreduce_sum(U* buf, size_t n) {
 }
 
 template <class T>
+T* GPT<T>::reduce_rows(T* full, T* local) {
+  if (sp_.on()) return sp_.reduce(full, local, d_.C);
+  tp_allreduce_sum(full, size_t(sp_.rows()) * d_.C);
+  return full;
+}
+
+template <class T>
+std::vector<typename GPT<T>::A*> GPT<T>::sp_grads_begin(std::initializer_list<A**> grads) {
+  std::vector<A*> real;
+  if (!sp_.on()) return real;
+  for (A** g : grads) {
+    if (!*g) continue;
+    real.push_back(*g);
+    *g = sp_grads_.data() + (real.size() - 1) * size_t(d_.C);
+  }
+  fill(sp_grads_.data(), long(real.size()) * d_.C, A(0));
+  return real;
+}
+
+template <class T>
+void GPT<T>::sp_grads_end(const std::vector<A*>& real) {
+  if (real.empty()) return;
+  tp_.comm->allreduce(sp_grads_.data(), real.size() * size_t(d_.C), dtype_of<A>(), ReduceOp::Sum);
+  for (size_t i = 0; i < real.size(); ++i) add_inplace(real[i], sp_grads_.data() + i * size_t(d_.C), long(d_.C));
+}
+
+template <class T>
 void GPT<T>::set_tokens(int slot, const int32_t* inputs, const int32_t* targets) {
   Acts& a = acts_[slot];
   const size_t BT = size_t(B_) * d_.T;
@@ -283,21 +317,21 @@ T* GPT<T>::stage_output(int slot) {
 template <class T>
 void GPT<T>::block_forward(int l, const T* x, BlockActs& a) {
   if (d_.llama) return llama_block_forward(l, x, a);  // src/model/llama_block.cpp
-  const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl;
+  const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl, n = int(sp_.local_rows());
   BlockTensors<T> p = block_params(l);
-  // attention half: column-parallel qkv, local heads, row-parallel proj + one all-reduce
-  layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p.ln1w, p.ln1b, BT, C);
-  linear_forward(a.qkv.data(), a.ln1.data(), p.qkvw, p.qkvb, BT, C, 3 * Cl);
+  // attention half: column-parallel qkv, local heads, row-parallel proj + one all-reduce (sequence parallel: the
+  // norm on this rank's n rows, all-gathered before qkv, the projection reduce-scattered back to n rows)
+  layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), x, p.ln1w, p.ln1b, n, C);
+  linear_forward(a.qkv.data(), gather_rows(sp_full_.data(), a.ln1.data()), p.qkvw, p.qkvb, BT, C, 3 * Cl);
   attention_core_forward(a);
   linear_forward(tmp_.data(), a.atty.data(), p.projw, static_cast<const T*>(nullptr), BT, Cl, C);
-  tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
-  residual_bias_forward(a.res2.data(), x, tmp_.data(), p.projb, BT, C);
+  residual_bias_forward(a.res2.data(), x, reduce_rows(tmp_.data(), sp_full_.data()), p.projb, n, C);
   // MLP half: column-parallel fc, GELU, row-parallel proj + one all-reduce
-  layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, BT, C);
-  linear_gelu_forward(a.fch.data(), a.fchg.data(), a.ln2.data(), p.fcw, p.fcb, BT, C, Fl);  // fch: for the backward
+  layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, p.ln2b, n, C);
+  const T* ln2 = gather_rows(sp_full_.data(), a.ln2.data());
+  linear_gelu_forward(a.fch.data(), a.fchg.data(), ln2, p.fcw, p.fcb, BT, C, Fl);  // fch: for the backward
   linear_forward(tmp_.data(), a.fchg.data(), p.fcprojw, static_cast<const T*>(nullptr), BT, Fl, C);
-  tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
-  residual_bias_forward(a.res3.data(), a.res2.data(), tmp_.data(), p.fcprojb, BT, C);
+  residual_bias_forward(a.res3.data(), a.res2.data(), reduce_rows(tmp_.data(), sp_full_.data()), p.fcprojb, n, C);
 }
 
 template <class T>
@@ -338,33 +372,44 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
     block_forward(l, x, redo);
   }
   if (d_.llama) return llama_block_backward(l, x, a);  // src/model/llama_block.cpp
-  // MLP half (the residual path carries dres through unchanged; layernorm_backward adds the branch)
-  bias_backward(g.fcprojb, part, dres, BT, C);
-  linear_backward(dfchg_.data(), g.fcprojw, static_cast<A*>(nullptr), part, dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
+  const int n = int(sp_.local_rows());
+  const std::vector<A*> rep = sp_grads_begin({&g.ln1w, &g.ln1b, &g.projb, &g.ln2w, &g.ln2b, &g.fcprojb});
+  // MLP half (the residual path carries dres through unchanged; layernorm_backward adds the branch). Sequence
+  // parallel: dres (n rows) all-gathered into tmp_ for the row-parallel GEMM, the normed input again into sp_full_
+  // for fc's weight gradient, fc's input gradient reduce-scattered to n rows.
+  bias_backward(g.fcprojb, part, dres, n, C);
+  const T* dfull = gather_rows(tmp_.data(), dres);
+  linear_backward(dfchg_.data(), g.fcprojw, static_cast<A*>(nullptr), part, dfull, a.fchg.data(), p.fcprojw, BT, Fl, C);
   gelu_bias_backward(dfch_.data(), a.fch.data(), p.fcb, dfchg_.data(), BT, Fl);
-  linear_backward(dln_.data(), g.fcw, g.fcb, part, dfch_.data(), a.ln2.data(), p.fcw, BT, C, Fl);
-  tp_allreduce_sum(dln_.data(), size_t(BT) * C);
-  layernorm_backward(dres, g.ln2w, g.ln2b, part, dln_.data(), a.res2.data(), p.ln2w, a.ln2_mean.data(),
-                     a.ln2_rstd.data(), BT, C);
+  const T* ln2 = gather_rows(sp_full_.data(), a.ln2.data());
+  linear_backward(dln_.data(), g.fcw, g.fcb, part, dfch_.data(), ln2, p.fcw, BT, C, Fl);
+  layernorm_backward(dres, g.ln2w, g.ln2b, part, reduce_rows(dln_.data(), sp_full_.data()), a.res2.data(), p.ln2w,
+                     a.ln2_mean.data(), a.ln2_rstd.data(), n, C);
   // attention half
-  bias_backward(g.projb, part, dres, BT, C);
-  linear_backward(datty_.data(), g.projw, static_cast<A*>(nullptr), part, dres, a.atty.data(), p.projw, BT, Cl, C);
+  bias_backward(g.projb, part, dres, n, C);
+  dfull = gather_rows(tmp_.data(), dres);
+  linear_backward(datty_.data(), g.projw, static_cast<A*>(nullptr), part, dfull, a.atty.data(), p.projw, BT, Cl, C);
   attention_core_backward(a);
-  linear_backward(dln_.data(), g.qkvw, g.qkvb, part, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, 3 * Cl);
-  tp_allreduce_sum(dln_.data(), size_t(BT) * C);
-  layernorm_backward(dres, g.ln1w, g.ln1b, part, dln_.data(), x, p.ln1w, a.ln1_mean.data(), a.ln1_rstd.data(), BT, C);
+  const T* ln1 = gather_rows(sp_full_.data(), a.ln1.data());
+  linear_backward(dln_.data(), g.qkvw, g.qkvb, part, dqkv_.data(), ln1, p.qkvw, BT, C, 3 * Cl);
+  layernorm_backward(dres, g.ln1w, g.ln1b, part, reduce_rows(dln_.data(), sp_full_.data()), x, p.ln1w,
+                     a.ln1_mean.data(), a.ln1_rstd.data(), n, C);
+  sp_grads_end(rep);
 }
 
 // in: last block output (B,T,C)   out: token losses summed into loss_acc_ (device); with_grad: a.dlnf, dwte acc
 template <class T>
 void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
-  const int C = d_.C, BT = B_ * d_.T, Vl = d_.Vl, v0 = d_.v0;
+  const int C = d_.C, BT = B_ * d_.T, Vl = d_.Vl, v0 = d_.v0, n = int(sp_.local_rows());
   const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
+  // the final norm on this rank's n rows, into their place in lnf_, then all-gathered there (sequence parallel)
+  T* mine = lnf_.data() + sp_.first_row() * C;
   if (d_.llama)
-    rmsnorm_forward(lnf_.data(), a.lnf_rstd.data(), x, store_.param("norm_f.w"), BT, C, A(norm_eps_));
+    rmsnorm_forward(mine, a.lnf_rstd.data(), x, store_.param("norm_f.w"), n, C, A(norm_eps_));
   else
-    layernorm_forward(lnf_.data(), a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"),
-                      store_.param("ln_f.b"), BT, C);
+    layernorm_forward(mine, a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"), store_.param("ln_f.b"),
+                      n, C);
+  gather_rows(lnf_.data(), mine);
   const char* head = d_.llama ? "lm_head.w" : "wte";  // Llama's head is its own (untied) matrix
   const T* wte = vocab_chunked() ? nullptr : store_.param(head);
   if (vocab_chunked()) head_logits_chunked();
@@ -379,22 +424,45 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   ce_loss_accumulate(loss_acc_.data(), sumexp, rowmax, tlogit, BT);
   if (!with_grad) return;
   ce_backward_inplace(logits_.data(), rowmax, sumexp, a.targets.data(), BT, Vl, v0, loss_scale);
+  T* dlnf = sp_.on() ? tmp_.data() : a.dlnf.data();  // sequence parallel: all rows, partial, reduce-scattered below
   if (vocab_chunked())  // wte's gradient waits for the embedding's backward (embedding_backward_chunked)
-    head_dlnf_chunked(a);
+    head_dlnf_chunked(dlnf);
   else
-    linear_backward(a.dlnf.data(), store_.grad(head), static_cast<A*>(nullptr), static_cast<A*>(nullptr),
-                    logits_.data(), lnf_.data(), wte, BT, C, Vl);
-  tp_allreduce_sum(a.dlnf.data(), size_t(BT) * C);
+    linear_backward(dlnf, store_.grad(head), static_cast<A*>(nullptr), static_cast<A*>(nullptr), logits_.data(),
+                    lnf_.data(), wte, BT, C, Vl);
+  reduce_rows(dlnf, a.dlnf.data());
+}
+
+// Sequence parallel: the vocab-parallel lookup of every row into tmp_ (zero where another rank's vocabulary holds the
+// token), the positions added once (TP rank 0) and the sum over tp reduce-scattered to this rank's rows of x0. Each
+// row's sum is its one non-zero lookup plus its position: the bits of the all-reduce path.
+template <class T>
+void GPT<T>::embedding_forward_sp(Acts& a) {
+  const int BT = B_ * d_.T, C = d_.C;
+  time_unit(0, true);
+  if (vocab_chunked()) {
+    embedding_forward_chunked(a, tmp_.data());
+    need_units(0);
+  } else {
+    need_units(0);
+    embedding_forward(tmp_.data(), a.inputs.data(), store_.param("wte"), static_cast<const T*>(nullptr), BT, d_.T, C,
+                      d_.v0, d_.Vl);
+  }
+  if (!d_.llama && tp_.rank == 0) add_positions(tmp_.data(), store_.param("wpe"), BT, d_.T, C);
+  reduce_rows(tmp_.data(), a.x0.data());
+  time_unit(0, false);
 }
 
 template <class T>
 void GPT<T>::forward(int slot, bool with_grad, double loss_scale) {
   Acts& a = acts_[slot];
   const int BT = B_ * d_.T, C = d_.C;
-  if (stage_.first()) {
+  if (stage_.first() && sp_.on()) {
+    embedding_forward_sp(a);
+  } else if (stage_.first()) {
     time_unit(0, true);
     if (vocab_chunked()) {
-      embedding_forward_chunked(a);
+      embedding_forward_chunked(a, a.x0.data());
       need_units(0);  // wpe (wte is in chunk units of its own)
     } else {
       need_units(0);
@@ -435,21 +503,36 @@ double GPT<T>::take_loss_sum() {
   return s;
 }
 
+// The final norm's backward on this rank's rows: dres_ = its input gradient (the stage's residual stream starts
+// here), the norm's parameter gradients (summed over tp when sequence parallel).
+template <class T>
+void GPT<T>::head_backward(Acts& a) {
+  const int C = d_.C, n = int(sp_.local_rows());
+  const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
+  fill(dres_.data(), long(n) * C, T(0));
+  need_units(d_.L + 1);
+  if (d_.llama) {
+    A* gw = store_.grad("norm_f.w");
+    const std::vector<A*> rep = sp_grads_begin({&gw});
+    rmsnorm_backward(dres_.data(), gw, colsum_.data(), a.dlnf.data(), x, store_.param("norm_f.w"), a.lnf_rstd.data(),
+                     n, C);
+    sp_grads_end(rep);
+  } else {
+    A *gw = store_.grad("ln_f.w"), *gb = store_.grad("ln_f.b");
+    const std::vector<A*> rep = sp_grads_begin({&gw, &gb});
+    layernorm_backward(dres_.data(), gw, gb, colsum_.data(), a.dlnf.data(), x, store_.param("ln_f.w"),
+                       a.lnf_mean.data(), a.lnf_rstd.data(), n, C);
+    sp_grads_end(rep);
+  }
+}
+
 template <class T>
 void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
   Acts& a = acts_[slot];
   const int BT = B_ * d_.T, C = d_.C;
   if (stage_.last()) {
-    const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
     time_unit(d_.L + 1, true);
-    fill(dres_.data(), long(BT) * C, T(0));
-    need_units(d_.L + 1);
-    if (d_.llama)
-      rmsnorm_backward(dres_.data(), store_.grad("norm_f.w"), colsum_.data(), a.dlnf.data(), x,
-                       store_.param("norm_f.w"), a.lnf_rstd.data(), BT, C);
-    else
-      layernorm_backward(dres_.data(), store_.grad("ln_f.w"), store_.grad("ln_f.b"), colsum_.data(), a.dlnf.data(),
-                         x, store_.param("ln_f.w"), a.lnf_mean.data(), a.lnf_rstd.data(), BT, C);
+    head_backward(a);
     time_unit(d_.L + 1, false);
     if (on_unit) on_unit(d_.L + 1);
   }
@@ -462,13 +545,14 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     time_unit(l + 1, false);
     if (on_unit) on_unit(l + 1);
   }
+  // sequence parallel: every rank's rows of the gradient, for this rank's vocabulary shard (and all of wpe)
+  const T* dres = stage_.first() ? gather_rows(tmp_.data(), dres_.data()) : nullptr;
   if (stage_.first() && vocab_chunked()) {
-    embedding_backward_chunked(a, on_unit);
+    embedding_backward_chunked(a, dres, on_unit);
   } else if (stage_.first()) {
     time_unit(0, true);
     A* dwpe = d_.llama ? nullptr : store_.grad("wpe");  // Llama: no learned positions
-    embedding_backward(store_.grad("wte"), dwpe, dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl,
-                       token_groups(a));
+    embedding_backward(store_.grad("wte"), dwpe, dres, a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl, token_groups(a));
     time_unit(0, false);
     if (on_unit) on_unit(0);
   }
@@ -498,13 +582,13 @@ const T* GPT<T>::wte_chunk(int c) {
 
 // x0 (BT,C) = wte[token] row by row from the chunk holding it; rows of other TP ranks' vocabulary stay 0.
 template <class T>
-void GPT<T>::embedding_forward_chunked(Acts& a) {
+void GPT<T>::embedding_forward_chunked(Acts& a, T* out) {
   const int BT = B_ * d_.T, C = d_.C;
-  fill(a.x0.data(), long(BT) * C, T(0));
+  fill(out, long(BT) * C, T(0));
   for (int c = vocab_chunks() - 1; c >= 0; --c) {  // unit ids ascending, as ZeRO-3 prefetches
     const auto [r0, n] = chunk_span(c);
-    embedding_forward(a.x0.data(), a.inputs.data(), wte_chunk(c), static_cast<const T*>(nullptr), BT, d_.T, C,
-                      d_.v0 + r0, n, true);
+    embedding_forward(out, a.inputs.data(), wte_chunk(c), static_cast<const T*>(nullptr), BT, d_.T, C, d_.v0 + r0, n,
+                      true);
   }
 }
 
@@ -520,30 +604,30 @@ void GPT<T>::head_logits_chunked() {
 
 // dlnf (BT,C) = dlogits (BT,Vl) x wte (Vl,C), summed over the chunks (in fp32 for a 16-bit T, rounded once).
 template <class T>
-void GPT<T>::head_dlnf_chunked(Acts& a) {
+void GPT<T>::head_dlnf_chunked(T* out) {
   const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
   for (int c = vocab_chunks() - 1; c >= 0; --c) {
     const auto [r0, n] = chunk_span(c);
     const A beta = c == vocab_chunks() - 1 ? A(0) : A(1);
     if constexpr (std::is_same_v<T, A>)
-      gemm(Op::N, Op::N, BT, C, n, A(1), logits_.data() + r0, Vl, wte_chunk(c), C, beta, a.dlnf.data(), C);
+      gemm(Op::N, Op::N, BT, C, n, A(1), logits_.data() + r0, Vl, wte_chunk(c), C, beta, out, C);
     else
       gemm(Op::N, Op::N, BT, C, n, 1.0f, logits_.data() + r0, Vl, wte_chunk(c), C, float(beta), dlnf_acc_.data(), C);
   }
-  if constexpr (!std::is_same_v<T, A>) convert(a.dlnf.data(), dlnf_acc_.data(), long(BT) * C);
+  if constexpr (!std::is_same_v<T, A>) convert(out, dlnf_acc_.data(), long(BT) * C);
 }
 
 // wpe's gradient (unit 0), then wte's chunk by chunk (units wte_chunk_unit(0), (1), ...): the head's part,
 // dlogits^T x lnf (kept since the head's forward: one micro-batch, one stage), plus the embedding's rows, in the
 // chunk's fresh buffer.
 template <class T>
-void GPT<T>::embedding_backward_chunked(Acts& a, const std::function<void(int)>& on_unit) {
+void GPT<T>::embedding_backward_chunked(Acts& a, const T* dres, const std::function<void(int)>& on_unit) {
   if constexpr (!std::is_same_v<A, float>) {
     throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
   } else {
     const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
     time_unit(0, true);
-    embedding_backward(static_cast<A*>(nullptr), store_.grad("wpe"), dres_.data(), a.inputs.data(), BT, d_.T, C,
+    embedding_backward(static_cast<A*>(nullptr), store_.grad("wpe"), dres, a.inputs.data(), BT, d_.T, C,
                        d_.v0, d_.Vl, token_groups(a));
     time_unit(0, false);
     if (on_unit) on_unit(0);
@@ -551,7 +635,7 @@ void GPT<T>::embedding_backward_chunked(Acts& a, const std::function<void(int)>&
       const auto [r0, n] = chunk_span(c);
       A* g = chunk_grad_(c);
       gemm(Op::T, Op::N, n, C, BT, A(1), logits_.data() + r0, Vl, lnf_.data(), C, A(1), g, C);
-      embedding_backward(g, static_cast<A*>(nullptr), dres_.data(), a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n,
+      embedding_backward(g, static_cast<A*>(nullptr), dres, a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n,
                          token_groups(a));
       if (on_unit) on_unit(wte_chunk_unit(c));
     }
@@ -569,10 +653,11 @@ size_t GPT<T>::activation_bytes_per_slot() const {
     per_block = recompute_ == Recompute::Full ? b.res3.size() * sizeof(T)
                                               : block_acts_bytes(b) - shared_.att.size() * sizeof(T);
   }
-  size_t n = BT * C, stats = 0;
+  const size_t rows = size_t(sp_.local_rows());  // x0, dlnf and ln_f's statistics: this rank's rows
+  size_t n = rows * C, stats = 0;
   if (stage_.last()) {
-    n += BT * C;
-    stats += (d_.llama ? 1 : 2) * BT;  // ln_f's mean (GPT-2) and rstd
+    n += rows * C;
+    stats += (d_.llama ? 1 : 2) * rows;  // ln_f's mean (GPT-2) and rstd
   }
   return n * sizeof(T) + per_block * blocks + stats * sizeof(A) + BT * 2 * sizeof(int32_t);
 }
@@ -580,10 +665,11 @@ size_t GPT<T>::activation_bytes_per_slot() const {
 template <class T>
 size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
-             att_scratch_.size() + lnf_.size() + logits_.size();
-  const size_t na = ce_.size() + colsum_.size() + fa_scratch_.size() + rope_cos_.size() + rope_sin_.size();
+             att_scratch_.size() + lnf_.size() + logits_.size() + sp_full_.size();
+  const size_t na = ce_.size() + colsum_.size() + fa_scratch_.size() + rope_cos_.size() + rope_sin_.size() +
+                    sp_grads_.size();
   return n * sizeof(T) + na * sizeof(A) + loss_acc_.size() * sizeof(double) + tp_sum_.size() * sizeof(float) +
-         block_acts_bytes(shared_);
+         sp_.staging_bytes() + block_acts_bytes(shared_);
 }
 
 template class GPT<float>;

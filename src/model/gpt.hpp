@@ -16,6 +16,7 @@
 // inputs and accumulates in fp32, parameter gradients go to the A (fp32) gradient buffer, and the
 // tensor-parallel all-reduces of 16-bit activations sum in fp32.
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -26,6 +27,7 @@
 #include "src/comm/comm.hpp"
 #include "src/core/config.hpp"
 #include "src/model/param_store.hpp"
+#include "src/model/seq_split.hpp"
 #include "src/model/stage_model.hpp"
 
 namespace gt {
@@ -33,6 +35,9 @@ namespace gt {
 struct TensorParallel {
   int rank = 0, size = 1;
   Comm* comm = nullptr;  // null when size == 1
+  // parallel.sequence_parallel with size > 1: activations outside the TP regions split along the token rows
+  // (src/model/seq_split.hpp); ignored when size == 1
+  bool sequence = false;
 };
 
 // Sizes that follow from the config and the TP degree; checked once here.
@@ -88,7 +93,8 @@ class GPT final : public StageModel {
   // (B,T,C) gradient w.r.t. this stage's output (non-last stages receive into it before backward), and
   // after backward the gradient w.r.t. its input (non-first stages send it back).
   T* grad_buffer() { return dres_.data(); }
-  size_t activation_elems() const override { return size_t(B_) * d_.T * d_.C; }
+  // Sequence parallel: this rank's B*T/tp rows (src/model/seq_split.hpp); else B*T rows.
+  size_t activation_elems() const override { return size_t(sp_.local_rows()) * d_.C; }
   DType activation_dtype() const override {
     if constexpr (std::is_same_v<T, bf16_t>) return DType::BF16;
     else if constexpr (std::is_same_v<T, fp16_t>) return DType::F16;
@@ -152,6 +158,17 @@ class GPT final : public StageModel {
   BlockTensors<A> block_grads(int l);
   template <class U>
   void tp_allreduce_sum(U* buf, size_t n);
+  // The collectives on (rows, C) activations at the edges of the TP regions (src/model/seq_split.hpp). gather_rows:
+  // every rank's local rows into full (sequence parallel; returns full), else local itself. reduce_rows: the sum
+  // over tp of the partial full rows, this rank's block into local (sequence parallel; returns local), else
+  // all-reduced in place (returns full).
+  const T* gather_rows(T* full, const T* local) const { return sp_.gather(full, local, d_.C); }
+  T* reduce_rows(T* full, T* local);
+  // Sequence parallel: the gradients of replicated parameters computed on this rank's rows are partial. begin
+  // points each non-null gradient pointer at a zeroed C-wide slice of sp_grads_ and returns the real ones; end sums
+  // the slices over tp and adds them there. Both do nothing without sequence parallelism.
+  std::vector<A*> sp_grads_begin(std::initializer_list<A**> grads);
+  void sp_grads_end(const std::vector<A*>& real);
   void block_forward(int l, const T* x, BlockActs& a);
   // model.arch = llama: RMSNorm, qkv (grouped layout) + RoPE, fused GQA attention, SwiGLU (src/model/llama_block.cpp)
   void llama_block_forward(int l, const T* x, BlockActs& a);
@@ -180,10 +197,12 @@ class GPT final : public StageModel {
     return {int(chunk_rows_[size_t(c)]), int(chunk_rows_[size_t(c) + 1] - chunk_rows_[size_t(c)])};
   }
   const T* wte_chunk(int c);
-  void embedding_forward_chunked(Acts& a);
+  void embedding_forward_chunked(Acts& a, T* out);
   void head_logits_chunked();
-  void head_dlnf_chunked(Acts& a);
-  void embedding_backward_chunked(Acts& a, const std::function<void(int)>& on_unit);
+  void head_dlnf_chunked(T* out);
+  void embedding_backward_chunked(Acts& a, const T* dres, const std::function<void(int)>& on_unit);
+  void embedding_forward_sp(Acts& a);
+  void head_backward(Acts& a);
 
   ModelDims d_;
   int B_;
@@ -192,7 +211,7 @@ class GPT final : public StageModel {
   ParamStore<T> store_;
   std::vector<Acts> acts_;
   Recompute recompute_;
-  bool fused_;  // model.attention == "fused"
+  bool fused_;  // model.attention = fused
   double norm_eps_;  // model.norm_eps (Llama's RMSNorm)
   BlockActs shared_;  // the buffers every block's BlockActs aliases under recompute (empty views otherwise)
   // shared buffers
@@ -203,6 +222,9 @@ class GPT final : public StageModel {
   DeviceView<A> colsum_;  // the device split's column-sum partials (parameter gradients of LN and biases); empty on the host
   DeviceView<double> loss_acc_;  // last stage: summed token losses (double) since the last take_loss_sum
   DeviceView<float> tp_sum_;  // 16-bit T with tp > 1: the fp32 staging of the all-reduced activations
+  SeqSplit<T> sp_;            // sequence parallelism's split of the token rows (off: one split, every row)
+  DeviceView<T> sp_full_;     // sequence parallel: gathered normed inputs and reduced rows (B*T, C)
+  DeviceView<A> sp_grads_;    // sequence parallel: partial gradients of the replicated parameters (6 or 2 x C)
   std::function<void(int, bool)> unit_timer_;
   std::function<void(int, int)> param_hook_;
   std::vector<size_t> chunk_rows_;  // set_vocab_chunks' row_starts

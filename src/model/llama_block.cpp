@@ -59,54 +59,61 @@ std::vector<TensorSpec> llama_tensor_specs(const ModelConfig& cfg, const StageLa
 // RoPE; lse; atty; fch = [gate | up]; fchg = silu(gate) o up)
 template <class T>
 void GPT<T>::llama_block_forward(int l, const T* x, BlockActs& a) {
-  const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl, hd = d_.hd;
+  const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl, hd = d_.hd, n = int(sp_.local_rows());
   const int G = d_.NHl / d_.NKVl;
   BlockTensors<T> p = block_params(l);
   const A eps = A(norm_eps_);
-  rmsnorm_forward(a.ln1.data(), a.ln1_rstd.data(), x, p.ln1w, BT, C, eps);
-  linear_forward(a.qkv.data(), a.ln1.data(), p.qkvw, static_cast<const T*>(nullptr), BT, C, d_.Qw);
+  // the norms and residual adds on this rank's n rows (all of B*T without sequence parallelism: gather_rows and
+  // reduce_rows in gpt.hpp)
+  rmsnorm_forward(a.ln1.data(), a.ln1_rstd.data(), x, p.ln1w, n, C, eps);
+  const T* ln1 = gather_rows(sp_full_.data(), a.ln1.data());
+  linear_forward(a.qkv.data(), ln1, p.qkvw, static_cast<const T*>(nullptr), BT, C, d_.Qw);
   // per key/value group: G query heads and the key head rotated, the value head not
   rope_apply(a.qkv.data(), rope_cos_.data(), rope_sin_.data(), BT, Tn, d_.NKVl, G + 1, long(G + 2) * hd, hd, d_.Qw,
              false);
   attention_fused_forward(a.atty.data(), a.lse.data(), fa_scratch_.data(), a.qkv.data(), B, Tn, d_.NHl, hd, d_.NKVl,
                           true);
   linear_forward(tmp_.data(), a.atty.data(), p.projw, static_cast<const T*>(nullptr), BT, Cl, C);
-  tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
-  residual_forward(a.res2.data(), x, tmp_.data(), long(BT) * C);
-  rmsnorm_forward(a.ln2.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, BT, C, eps);
-  linear_forward(a.fch.data(), a.ln2.data(), p.fcw, static_cast<const T*>(nullptr), BT, C, 2 * Fl);
+  residual_forward(a.res2.data(), x, reduce_rows(tmp_.data(), sp_full_.data()), long(n) * C);
+  rmsnorm_forward(a.ln2.data(), a.ln2_rstd.data(), a.res2.data(), p.ln2w, n, C, eps);
+  const T* ln2 = gather_rows(sp_full_.data(), a.ln2.data());
+  linear_forward(a.fch.data(), ln2, p.fcw, static_cast<const T*>(nullptr), BT, C, 2 * Fl);
   swiglu_forward(a.fchg.data(), a.fch.data(), BT, Fl);
   linear_forward(tmp_.data(), a.fchg.data(), p.fcprojw, static_cast<const T*>(nullptr), BT, Fl, C);
-  tp_allreduce_sum(tmp_.data(), size_t(BT) * C);
-  residual_forward(a.res3.data(), a.res2.data(), tmp_.data(), long(BT) * C);
+  residual_forward(a.res3.data(), a.res2.data(), reduce_rows(tmp_.data(), sp_full_.data()), long(n) * C);
 }
 
 // in: dres_ = dL/d(block output)   out: dres_ = dL/dx; parameter gradients accumulate. The residual path carries dres
 // through; each RMSNorm backward adds its branch.
 template <class T>
 void GPT<T>::llama_block_backward(int l, const T* x, BlockActs& a) {
-  const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl, hd = d_.hd;
+  const int B = B_, Tn = d_.T, C = d_.C, BT = B * Tn, Cl = d_.Cl, Fl = d_.Fl, hd = d_.hd, n = int(sp_.local_rows());
   const int G = d_.NHl / d_.NKVl;
   BlockTensors<T> p = block_params(l);
   BlockTensors<A> g = block_grads(l);
   T* dres = dres_.data();
   A* part = colsum_.data();
   A* no_bias = nullptr;
-  // MLP half
-  linear_backward(dfchg_.data(), g.fcprojw, no_bias, part, dres, a.fchg.data(), p.fcprojw, BT, Fl, C);
+  const std::vector<A*> rep = sp_grads_begin({&g.ln1w, &g.ln2w});  // sequence parallel: partial per rank
+  // MLP half (sequence parallel: dres and the normed input gathered to B*T rows, the input gradient reduce-scattered)
+  linear_backward(dfchg_.data(), g.fcprojw, no_bias, part, gather_rows(tmp_.data(), dres), a.fchg.data(), p.fcprojw,
+                  BT, Fl, C);
   swiglu_backward(dfch_.data(), dfchg_.data(), a.fch.data(), BT, Fl);
-  linear_backward(dln_.data(), g.fcw, no_bias, part, dfch_.data(), a.ln2.data(), p.fcw, BT, C, 2 * Fl);
-  tp_allreduce_sum(dln_.data(), size_t(BT) * C);
-  rmsnorm_backward(dres, g.ln2w, part, dln_.data(), a.res2.data(), p.ln2w, a.ln2_rstd.data(), BT, C);
+  linear_backward(dln_.data(), g.fcw, no_bias, part, dfch_.data(), gather_rows(sp_full_.data(), a.ln2.data()), p.fcw,
+                  BT, C, 2 * Fl);
+  rmsnorm_backward(dres, g.ln2w, part, reduce_rows(dln_.data(), sp_full_.data()), a.res2.data(), p.ln2w,
+                   a.ln2_rstd.data(), n, C);
   // attention half: dqkv is the gradient of the rotated q and k; rotating back gives that of the GEMM's output
-  linear_backward(datty_.data(), g.projw, no_bias, part, dres, a.atty.data(), p.projw, BT, Cl, C);
+  linear_backward(datty_.data(), g.projw, no_bias, part, gather_rows(tmp_.data(), dres), a.atty.data(), p.projw, BT,
+                  Cl, C);
   attention_fused_backward(dqkv_.data(), fa_scratch_.data(), datty_.data(), a.qkv.data(), a.atty.data(), a.lse.data(),
                            B, Tn, d_.NHl, hd, d_.NKVl, true);
   rope_apply(dqkv_.data(), rope_cos_.data(), rope_sin_.data(), BT, Tn, d_.NKVl, G + 1, long(G + 2) * hd, hd, d_.Qw,
              true);
-  linear_backward(dln_.data(), g.qkvw, no_bias, part, dqkv_.data(), a.ln1.data(), p.qkvw, BT, C, d_.Qw);
-  tp_allreduce_sum(dln_.data(), size_t(BT) * C);
-  rmsnorm_backward(dres, g.ln1w, part, dln_.data(), x, p.ln1w, a.ln1_rstd.data(), BT, C);
+  linear_backward(dln_.data(), g.qkvw, no_bias, part, dqkv_.data(), gather_rows(sp_full_.data(), a.ln1.data()), p.qkvw,
+                  BT, C, d_.Qw);
+  rmsnorm_backward(dres, g.ln1w, part, reduce_rows(dln_.data(), sp_full_.data()), x, p.ln1w, a.ln1_rstd.data(), n, C);
+  sp_grads_end(rep);
 }
 
 #define GT_LLAMA_BLOCK(T)                                                                                         \

@@ -9,70 +9,12 @@
 #include <sstream>
 
 #include "src/core/config.hpp"
+#include "src/core/deck.hpp"
+#include "src/core/json.hpp"
 #include "src/core/error.hpp"
 #include "src/plan/step_time.hpp"
 
 namespace gt::plan {
-
-std::map<std::string, std::string> parse_flat_json(const std::string& text, const std::string& file) {
-  // summary.json is flat but for a few nested records (bad_steps: {...}); a nested object's members come out as
-  // "outer.inner" keys and an array is skipped whole (the calibration reads numbers and strings at the top).
-  std::map<std::string, std::string> out;
-  size_t i = 0;
-  auto ws = [&] { while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i; };
-  auto bad = [&](const std::string& what) { return Error(file + ": " + what + " at byte " + std::to_string(i)); };
-  auto str = [&] {
-    if (i >= text.size() || text[i] != '"') throw bad("expected a string");
-    std::string s;
-    for (++i; i < text.size() && text[i] != '"'; ++i) {
-      if (text[i] == '\\' && i + 1 < text.size()) ++i;  // escapes kept as the escaped character
-      s += text[i];
-    }
-    if (i >= text.size()) throw bad("unterminated string");
-    ++i;
-    return s;
-  };
-  auto skip_array = [&] {  // balanced brackets, strings respected
-    int depth = 0;
-    do {
-      if (i >= text.size()) throw bad("unterminated array");
-      if (text[i] == '"') { str(); continue; }
-      if (text[i] == '[') ++depth;
-      if (text[i] == ']') --depth;
-      ++i;
-    } while (depth > 0);
-  };
-  auto object = [&](auto&& self, const std::string& prefix) -> void {
-    ws();
-    if (i >= text.size() || text[i++] != '{') throw bad("expected '{'");
-    for (;;) {
-      ws();
-      if (i < text.size() && text[i] == '}') { ++i; return; }
-      const std::string key = prefix + str();
-      ws();
-      if (i >= text.size() || text[i++] != ':') throw bad("expected ':'");
-      ws();
-      if (i < text.size() && text[i] == '"') {
-        out[key] = str();
-      } else if (i < text.size() && text[i] == '{') {
-        self(self, key + ".");
-      } else if (i < text.size() && text[i] == '[') {
-        skip_array();
-      } else {
-        const size_t b = i;
-        while (i < text.size() && text[i] != ',' && text[i] != '}' && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-        if (i == b) throw bad("expected a value");
-        out[key] = text.substr(b, i - b);
-      }
-      ws();
-      if (i < text.size() && text[i] == ',') { ++i; continue; }
-      if (i < text.size() && text[i] == '}') { ++i; return; }
-      throw bad("expected ',' or '}'");
-    }
-  };
-  object(object, "");
-  return out;
-}
 
 RunSample read_run(const std::string& dir) {
   const std::string sfile = dir + "/summary.json", cfile = dir + "/config.toml";
@@ -86,28 +28,15 @@ RunSample read_run(const std::string& dir) {
     if (it == j.end()) throw Error("calibrate: '" + sfile + "' has no '" + k + "'");
     return std::strtod(it->second.c_str(), nullptr);
   };
-  // Only the [model] section matters here; it is read key by key so that a resolved deck whose sections
-  // repeat (Config::to_toml groups keys by schema order) still reads.
+  // Only the [model] section matters here; read leniently (a repeated section allowed) so that run directories
+  // from before Config::to_toml wrote one [section] each still read.
   Config cfg;
   std::ifstream deck(cfile);
   if (!deck) throw Error("calibrate: cannot open '" + cfile + "'");
-  std::string line, section;
-  while (std::getline(deck, line)) {
-    const size_t b = line.find_first_not_of(" \t");
-    if (b == std::string::npos || line[b] == '#') continue;
-    if (line[b] == '[') {
-      section = line.substr(b + 1, line.find(']') - b - 1);
-    } else if (section == "model" && line.find('=') != std::string::npos) {
-      std::string kv = line.substr(b);
-      if (const size_t hash = kv.find('#'); hash != std::string::npos) kv = kv.substr(0, hash);
-      std::string key = kv.substr(0, kv.find('=')), val = kv.substr(kv.find('=') + 1);
-      key.erase(key.find_last_not_of(" \t") + 1);
-      // the value trimmed too: a string (model.arch, model.attention) is read as quoted only without the blanks
-      val.erase(0, val.find_first_not_of(" \t"));
-      val.erase(val.find_last_not_of(" \t") + 1);
-      cfg.set("model." + key + "=" + val, cfile);
-    }
-  }
+  DeckRules lenient;
+  lenient.strict = false;
+  for (const DeckEntry& e : read_deck(deck, cfile, lenient))
+    if (e.key.rfind("model.", 0) == 0) cfg.set(e.key + "=" + e.value, e.where);
   RunSample r;
   r.dir = dir;
   r.model = ModelShape::from(cfg.model);
@@ -155,6 +84,107 @@ std::vector<LinkSample> read_allreduce_bench(const std::string& path, const std:
 namespace {
 // Prediction with the cluster `c` (gridtrain framework: these are gridtrain runs).
 TimeBreakdown predict(const RunSample& r, const Cluster& c) { return step_time(r.model, r.layout, c, Framework::Gridtrain); }
+
+// 1. Memory efficiency from the optimizer's time: AdamW is a pure stream (predicted time ~ 1 / efficiency).
+void fit_memory_efficiency(const std::vector<RunSample>& runs, Cluster& c, std::vector<std::string>& notes) {
+  double num = 0, den = 0;
+  for (const RunSample& r : runs) {
+    const double pred = predict(r, c).optimizer * 1e3 * c.memory_efficiency;  // ms at efficiency 1
+    num += pred * r.optimizer_ms;
+    den += r.optimizer_ms * r.optimizer_ms;
+  }
+  if (num > 0 && den > 0) c.memory_efficiency = std::min(1.0, num / den);
+  notes.push_back("memory efficiency " + std::to_string(c.memory_efficiency) + " from the optimizer time");
+}
+
+// 2. GEMM efficiency (one figure for all sizes; attention keeps its ratio to it): the compute of pp = 1
+// runs is X / eff + E, X the GEMM and attention time at efficiency 1, E the element-wise time.
+void fit_gemm_efficiency(const std::vector<RunSample>& runs, const Cluster& base, Cluster& c,
+                         std::vector<std::string>& notes) {
+  const double ratio = base.attention_efficiency / base.gemm_eff(1e12);
+  Cluster unit = c;
+  unit.gemm_flops = {1.0};
+  unit.gemm_efficiency = {1.0};
+  unit.attention_efficiency = ratio;
+  Cluster zero_mem = unit;  // separates E: the same with an infinitely fast memory
+  zero_mem.memory_gbs = 1e30;
+  double num = 0, den = 0;
+  int used = 0;
+  for (const RunSample& r : runs) {
+    if (r.layout.pp != 1) continue;
+    const double x = predict(r, zero_mem).compute * 1e3, e = predict(r, unit).compute * 1e3 - x;
+    num += x * (r.compute_ms - e);
+    den += x * x;
+    ++used;
+  }
+  if (used == 0) throw Error("calibrate: needs at least one run with pp = 1 to fit the GEMM efficiency");
+  const double inv = num / den;
+  if (!(inv >= 1.0)) throw Error("calibrate: the runs computed faster than the description's peak FLOP/s");
+  c.gemm_flops = {1.0};
+  c.gemm_efficiency = {1.0 / inv};
+  c.attention_efficiency = ratio / inv;
+  notes.push_back("GEMM efficiency " + std::to_string(1.0 / inv) + " from " + std::to_string(used) + " pp=1 runs");
+}
+
+// 3. The node link's alpha and beta, one joint fit (TP and DP use the same link on one node): exposed TP
+// time, DP time and benchmark all-reduces are each n_msg * alpha + bytes_term / bandwidth, linear in both.
+// DP: against the model's whole DP traffic (dp_total), not its exposed share: on CPU nodes the ranks' own
+// cores do the reduction, so the trainer's blocked DP time is all of it (docs/planner.md, "Calibration").
+void fit_node_link(const std::vector<RunSample>& runs, const std::vector<LinkSample>& allreduce_bench, Cluster& c,
+                   std::vector<std::string>& notes) {
+  std::vector<std::array<double, 3>> rows;  // coefficient of alpha (s), of 1/bandwidth (s GB/s), measured (s)
+  int n_tp = 0, n_dp = 0;
+  for (const RunSample& r : runs) {
+    Cluster a = c, b = c;
+    a.intra = {1e30, 1.0, 1.0};   // latency only: 1 us each
+    b.intra = {1.0, 0.0, 1.0};    // bandwidth only: 1 GB/s
+    if (r.layout.tp >= 2) {
+      rows.push_back({predict(r, a).tp, predict(r, b).tp, r.tp_ms * 1e-3});
+      ++n_tp;
+    }
+    if (r.layout.dp >= 2 && r.dp_ms >= 0) {
+      rows.push_back({predict(r, a).dp_total, predict(r, b).dp_total, r.dp_ms * 1e-3});
+      ++n_dp;
+    }
+  }
+  for (const LinkSample& s : allreduce_bench)  // ring all-reduce: 2(k-1) alpha + 2(k-1)/k n / B
+    rows.push_back({2.0 * (s.ranks - 1) * 1e-6, 2.0 * (s.ranks - 1) / s.ranks * s.bytes * 1e-9, s.seconds});
+  if (!rows.empty()) {
+    double saa = 0, sab = 0, sbb = 0, sam = 0, sbm = 0;
+    for (auto& w : rows) {
+      saa += w[0] * w[0]; sab += w[0] * w[1]; sbb += w[1] * w[1]; sam += w[0] * w[2]; sbm += w[1] * w[2];
+    }
+    const double det = saa * sbb - sab * sab;
+    double alpha_us = c.intra.latency_us, inv_gbs;
+    if (rows.size() >= 2 && std::abs(det) > 1e-12 * saa * sbb) {
+      alpha_us = (sam * sbb - sbm * sab) / det;
+      inv_gbs = (saa * sbm - sab * sam) / det;
+    } else {  // one size: keep the base alpha, fit the bandwidth
+      double rest = 0;
+      for (auto& w : rows) rest += w[1] * (w[2] - w[0] * alpha_us);
+      inv_gbs = rest / sbb;
+    }
+    if (alpha_us < 0 || !(inv_gbs > 0))
+      throw Error("calibrate: the TP/DP/benchmark times do not fit a latency-bandwidth model (negative latency or "
+                  "bandwidth)");
+    c.intra.latency_us = alpha_us;
+    c.intra.gbs = 1.0 / inv_gbs;
+    c.intra.efficiency = 1.0;
+    notes.push_back("node link " + std::to_string(c.intra.gbs) + " GB/s, " + std::to_string(alpha_us) +
+                        " us from " + std::to_string(n_tp) + " tp>1 runs, " + std::to_string(n_dp) + " dp>1 runs and " +
+                        std::to_string(allreduce_bench.size()) + " benchmark all-reduces");
+  } else {
+    notes.push_back("node link kept from the base description (no tp>1 or dp>1 runs, no benchmark)");
+  }
+}
+
+// 4. Per-step overhead: the mean of what the model leaves unexplained, never negative.
+void fit_step_overhead(const std::vector<RunSample>& runs, Cluster& c, std::vector<std::string>& notes) {
+  double sum = 0;
+  for (const RunSample& r : runs) sum += r.step_ms - predict(r, c).step * 1e3;
+  c.step_overhead_ms = std::max(0.0, sum / runs.size());
+  notes.push_back("step overhead " + std::to_string(c.step_overhead_ms) + " ms (mean residual)");
+}
 }  // namespace
 
 Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base,
@@ -166,101 +196,11 @@ Calibration calibrate(const std::vector<RunSample>& runs, const Cluster& base,
   c.step_overhead_ms = 0;
   c.microbatch_overhead_ms = 0;
 
-  // 1. Memory efficiency from the optimizer's time: AdamW is a pure stream (predicted time ~ 1 / efficiency).
-  {
-    double num = 0, den = 0;
-    for (const RunSample& r : runs) {
-      const double pred = predict(r, c).optimizer * 1e3 * c.memory_efficiency;  // ms at efficiency 1
-      num += pred * r.optimizer_ms;
-      den += r.optimizer_ms * r.optimizer_ms;
-    }
-    if (num > 0 && den > 0) c.memory_efficiency = std::min(1.0, num / den);
-    cal.notes.push_back("memory efficiency " + std::to_string(c.memory_efficiency) + " from the optimizer time");
-  }
-  // 2. GEMM efficiency (one figure for all sizes; attention keeps its ratio to it): the compute of pp = 1
-  // runs is X / eff + E, X the GEMM and attention time at efficiency 1, E the element-wise time.
-  {
-    const double ratio = base.attention_efficiency / base.gemm_eff(1e12);
-    Cluster unit = c;
-    unit.gemm_flops = {1.0};
-    unit.gemm_efficiency = {1.0};
-    unit.attention_efficiency = ratio;
-    Cluster zero_mem = unit;  // separates E: the same with an infinitely fast memory
-    zero_mem.memory_gbs = 1e30;
-    double num = 0, den = 0;
-    int used = 0;
-    for (const RunSample& r : runs) {
-      if (r.layout.pp != 1) continue;
-      const double x = predict(r, zero_mem).compute * 1e3, e = predict(r, unit).compute * 1e3 - x;
-      num += x * (r.compute_ms - e);
-      den += x * x;
-      ++used;
-    }
-    if (used == 0) throw Error("calibrate: needs at least one run with pp = 1 to fit the GEMM efficiency");
-    const double inv = num / den;
-    if (!(inv >= 1.0)) throw Error("calibrate: the runs computed faster than the description's peak FLOP/s");
-    c.gemm_flops = {1.0};
-    c.gemm_efficiency = {1.0 / inv};
-    c.attention_efficiency = ratio / inv;
-    cal.notes.push_back("GEMM efficiency " + std::to_string(1.0 / inv) + " from " + std::to_string(used) + " pp=1 runs");
-  }
-  // 3. The node link's alpha and beta, one joint fit (TP and DP use the same link on one node): exposed TP
-  // time, DP time and benchmark all-reduces are each n_msg * alpha + bytes_term / bandwidth, linear in both.
-  // DP: against the model's whole DP traffic (dp_total), not its exposed share: on CPU nodes the ranks' own
-  // cores do the reduction, so the trainer's blocked DP time is all of it (docs/planner.md, "Calibration").
-  {
-    std::vector<std::array<double, 3>> rows;  // coefficient of alpha (s), of 1/bandwidth (s GB/s), measured (s)
-    int n_tp = 0, n_dp = 0;
-    for (const RunSample& r : runs) {
-      Cluster a = c, b = c;
-      a.intra = {1e30, 1.0, 1.0};   // latency only: 1 us each
-      b.intra = {1.0, 0.0, 1.0};    // bandwidth only: 1 GB/s
-      if (r.layout.tp >= 2) {
-        rows.push_back({predict(r, a).tp, predict(r, b).tp, r.tp_ms * 1e-3});
-        ++n_tp;
-      }
-      if (r.layout.dp >= 2 && r.dp_ms >= 0) {
-        rows.push_back({predict(r, a).dp_total, predict(r, b).dp_total, r.dp_ms * 1e-3});
-        ++n_dp;
-      }
-    }
-    for (const LinkSample& s : allreduce_bench)  // ring all-reduce: 2(k-1) alpha + 2(k-1)/k n / B
-      rows.push_back({2.0 * (s.ranks - 1) * 1e-6, 2.0 * (s.ranks - 1) / s.ranks * s.bytes * 1e-9, s.seconds});
-    if (!rows.empty()) {
-      double saa = 0, sab = 0, sbb = 0, sam = 0, sbm = 0;
-      for (auto& w : rows) {
-        saa += w[0] * w[0]; sab += w[0] * w[1]; sbb += w[1] * w[1]; sam += w[0] * w[2]; sbm += w[1] * w[2];
-      }
-      const double det = saa * sbb - sab * sab;
-      double alpha_us = c.intra.latency_us, inv_gbs;
-      if (rows.size() >= 2 && std::abs(det) > 1e-12 * saa * sbb) {
-        alpha_us = (sam * sbb - sbm * sab) / det;
-        inv_gbs = (saa * sbm - sab * sam) / det;
-      } else {  // one size: keep the base alpha, fit the bandwidth
-        double rest = 0;
-        for (auto& w : rows) rest += w[1] * (w[2] - w[0] * alpha_us);
-        inv_gbs = rest / sbb;
-      }
-      if (alpha_us < 0 || !(inv_gbs > 0))
-        throw Error("calibrate: the TP/DP/benchmark times do not fit a latency-bandwidth model (negative latency or "
-                    "bandwidth)");
-      c.intra.latency_us = alpha_us;
-      c.intra.gbs = 1.0 / inv_gbs;
-      c.intra.efficiency = 1.0;
-      cal.notes.push_back("node link " + std::to_string(c.intra.gbs) + " GB/s, " + std::to_string(alpha_us) +
-                          " us from " + std::to_string(n_tp) + " tp>1 runs, " + std::to_string(n_dp) + " dp>1 runs and " +
-                          std::to_string(allreduce_bench.size()) + " benchmark all-reduces");
-    } else {
-      cal.notes.push_back("node link kept from the base description (no tp>1 or dp>1 runs, no benchmark)");
-    }
-  }
-  // 4. Per-step overhead: the mean of what the model leaves unexplained, never negative.
-  {
-    double sum = 0;
-    for (const RunSample& r : runs) sum += r.step_ms - predict(r, c).step * 1e3;
-    c.step_overhead_ms = std::max(0.0, sum / runs.size());
-    cal.notes.push_back("step overhead " + std::to_string(c.step_overhead_ms) + " ms (mean residual)");
-  }
+  // In this order: each fit uses the constants fitted before it.
+  fit_memory_efficiency(runs, c, cal.notes);
+  fit_gemm_efficiency(runs, base, c, cal.notes);
+  fit_node_link(runs, allreduce_bench, c, cal.notes);
+  fit_step_overhead(runs, c, cal.notes);
   cal.cluster = c;
   return cal;
 }

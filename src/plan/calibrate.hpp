@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/json.hpp"
 #include "src/plan/cluster.hpp"
 #include "src/plan/layout.hpp"
 
@@ -30,8 +31,7 @@ struct LinkSample {
 // parallel.allreduce = auto is shm-reg) of a bench_allreduce figures file; throws gt::Error naming the file.
 std::vector<LinkSample> read_allreduce_bench(const std::string& path, const std::string& algo);
 
-// A flat JSON object of numbers and strings (what summary.json is); numbers and strings as text.
-std::map<std::string, std::string> parse_flat_json(const std::string& text, const std::string& file);
+using ::gt::parse_flat_json;  // src/core/json.hpp: summary.json's reader lives with the other JSON code
 
 RunSample read_run(const std::string& dir);  // throws gt::Error naming the file and the missing key
 

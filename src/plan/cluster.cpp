@@ -10,16 +10,13 @@
 #include <sys/stat.h>
 #include <sstream>
 
+#include "src/core/deck.hpp"
 #include "src/core/error.hpp"
 
 namespace gt::plan {
 namespace {
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-}
+std::string trim(const std::string& s) { return deck_trim(s); }
 
 double to_number(const std::string& v, const std::string& where) {
   char* end = nullptr;
@@ -105,60 +102,37 @@ Cluster load_cluster(const std::string& path) {
   return parse_cluster(in, path);
 }
 
-Cluster parse_cluster(std::istream& in, const std::string& path) {
-  Cluster c;
-  std::set<std::string> seen;
-  const auto keys = numeric_keys();
-  std::string line, section;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    const std::string where = path + ":" + std::to_string(lineno);
-    std::string s = line;
-    if (size_t hash = s.find('#'); hash != std::string::npos && s.find('"') > hash) s = s.substr(0, hash);
-    s = trim(s);
-    if (s.empty()) continue;
-    if (s.front() == '[' && s.find('=') == std::string::npos) {
-      if (s.back() != ']') throw Error(where + ": malformed section header '" + s + "'");
-      section = trim(s.substr(1, s.size() - 2));
-      continue;
-    }
-    const size_t eq = s.find('=');
-    if (eq == std::string::npos) throw Error(where + ": expected 'key = value', got '" + s + "'");
-    const std::string key = (section.empty() ? "" : section + ".") + trim(s.substr(0, eq));
-    const std::string val = trim(s.substr(eq + 1));
-    const std::string at = where + ": '" + key + "'";
-    if (!seen.insert(key).second) throw Error(at + " given twice");
-    if (key == "name") {
-      if (val.size() < 2 || val.front() != '"' || val.back() != '"') throw Error(at + ": expected a quoted string");
-      c.name = val.substr(1, val.size() - 2);
-    } else if (key == "node.devices") {
-      const double d = to_number(val, at);
-      if (d < 1 || d > 1e6 || d != std::floor(d)) throw Error(at + ": must be an integer from 1 to 1000000");
-      c.devices_per_node = int(d);
-    } else if (key == "device.kind") {
-      if (val != "\"gpu\"" && val != "\"cpu\"") throw Error(at + ": expected \"gpu\" or \"cpu\", got " + val);
-      c.gpu = val == "\"gpu\"";
-    } else if (key == "device.gemm_flops") {
-      c.gemm_flops = to_list(val, at);
-    } else if (key == "device.gemm_efficiency") {
-      c.gemm_efficiency = to_list(val, at);
-    } else {
-      bool found = false;
-      for (const Key& k : keys)
-        if (key == k.name && k.num) {
-          *k.num(c) = to_number(val, at);
-          found = true;
-        }
-      if (!found) throw Error(at + ": unknown key in a cluster description (docs/planner.md lists them)");
-    }
+namespace {
+// One key of a description into the cluster; the deck reader has already refused repeats and bad lines.
+void set_cluster_key(Cluster& c, const std::vector<Key>& keys, const DeckEntry& e) {
+  const std::string at = e.where + ": '" + e.key + "'";
+  const std::string& val = e.value;
+  if (e.key == "name") {
+    if (val.size() < 2 || val.front() != '"' || val.back() != '"') throw Error(at + ": expected a quoted string");
+    c.name = val.substr(1, val.size() - 2);
+  } else if (e.key == "node.devices") {
+    const double d = to_number(val, at);
+    if (d < 1 || d > 1e6 || d != std::floor(d)) throw Error(at + ": must be an integer from 1 to 1000000");
+    c.devices_per_node = int(d);
+  } else if (e.key == "device.kind") {
+    if (val != "\"gpu\"" && val != "\"cpu\"") throw Error(at + ": expected \"gpu\" or \"cpu\", got " + val);
+    c.gpu = val == "\"gpu\"";
+  } else if (e.key == "device.gemm_flops") {
+    c.gemm_flops = to_list(val, at);
+  } else if (e.key == "device.gemm_efficiency") {
+    c.gemm_efficiency = to_list(val, at);
+  } else {
+    for (const Key& k : keys)
+      if (e.key == k.name && k.num) {
+        *k.num(c) = to_number(val, at);
+        return;
+      }
+    throw Error(at + ": unknown key in a cluster description (docs/planner.md lists them)");
   }
-  if (in.bad()) throw Error("cannot read cluster description '" + path + "'");
-  if (seen.empty()) throw Error(path + ": no keys: not a cluster description (docs/planner.md lists the keys)");
-  const std::vector<std::string> required = {"name", "node.devices", "device.memory_gb", "device.peak_tflops_fp32",
-                                             "device.memory_gbs", "node.link_gbs", "network.gbs_per_device"};
-  for (const auto& k : required)
-    if (!seen.count(k)) throw Error(path + ": missing key '" + k + "'");
+}
+
+// The rules between keys and the range of each figure.
+void check_cluster(Cluster& c, const std::vector<Key>& keys, const std::string& path) {
   if (c.gemm_flops.size() != c.gemm_efficiency.size())
     throw Error(path + ": 'device.gemm_flops' and 'device.gemm_efficiency' differ in length");
   for (size_t i = 0; i < c.gemm_flops.size(); ++i) {
@@ -187,6 +161,23 @@ Cluster parse_cluster(std::istream& in, const std::string& path) {
   if (c.memory_reserved_gb >= c.memory_gb) throw Error(path + ": 'device.memory_reserved_gb' leaves no memory");
   for (const LinkLevel* l : {&c.intra, &c.inter})
     if (!(l->efficiency > 0 && l->efficiency <= 1)) throw Error(path + ": link efficiencies must lie in (0, 1]");
+}
+}  // namespace
+
+Cluster parse_cluster(std::istream& in, const std::string& path) {
+  Cluster c;
+  const auto keys = numeric_keys();
+  std::set<std::string> seen;
+  for (const DeckEntry& e : read_deck(in, path)) {
+    set_cluster_key(c, keys, e);
+    seen.insert(e.key);
+  }
+  if (seen.empty()) throw Error(path + ": no keys: not a cluster description (docs/planner.md lists the keys)");
+  const std::vector<std::string> required = {"name", "node.devices", "device.memory_gb", "device.peak_tflops_fp32",
+                                             "device.memory_gbs", "node.link_gbs", "network.gbs_per_device"};
+  for (const auto& k : required)
+    if (!seen.count(k)) throw Error(path + ": missing key '" + k + "'");
+  check_cluster(c, keys, path);
   return c;
 }
 

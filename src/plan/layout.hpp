@@ -44,8 +44,8 @@ struct ModelShape {
   // fused scratch, or the (b, a, s, s) probabilities; kernels/work_sizes.hpp).
   static ModelShape from(const ModelConfig& m) {
     ModelShape r{m.n_layer, m.d_model, m.n_head, m.seq_len, m.vocab_size};
-    r.attention = m.attention == "fused" ? Attention::Fused : Attention::Materialized;
-    r.arch = m.arch == "llama" ? Arch::Llama : Arch::GPT2;
+    r.attention = m.fused_attention() ? Attention::Fused : Attention::Materialized;
+    r.arch = m.llama() ? Arch::Llama : Arch::GPT2;
     r.kv = r.llama() ? m.n_kv_head : 0;
     r.ffn = r.llama() ? m.ffn_hidden : 0;  // 0: the architecture's default (ffn_width)
     return r;

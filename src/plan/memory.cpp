@@ -102,9 +102,14 @@ BlockWidths block_widths(const ModelShape& m, int tp) {
   w.norm_cols = m.llama() ? C : 2.0 * C;
   return w;
 }
-// One block's stored activations in elements per row of B*T (ln1, qkv, atty, res2, ln2, fc, fchg, res3, stats).
-double block_row_elems(const ModelShape& m, const BlockWidths& w) {
-  return 4.0 * double(m.h) + w.Qw + w.Cl + w.fc + w.Fl + w.stats;
+// Sequence parallelism (src/model/seq_split.hpp) keeps the rows outside the TP regions (the norms' inputs and outputs,
+// their statistics, the residuals) for B*T/tp rows only: the fraction of a row that is split, and the divisor.
+bool seq_split(const Layout& l) { return l.sequence_parallel && l.tp > 1; }
+double split_rows(const Layout& l) { return seq_split(l) ? double(l.tp) : 1.0; }
+// One block's stored elements for B*T rows (ln1, res2, ln2, res3 and the stats: split over split_rows; qkv, atty, fc,
+// fchg: the TP part, whole rows).
+double block_elems(const ModelShape& m, const BlockWidths& w, const Layout& l, double BT) {
+  return BT * (4.0 * double(m.h) + w.stats) / split_rows(l) + BT * (w.Qw + w.Cl + w.fc + w.Fl);
 }
 }  // namespace
 
@@ -114,11 +119,12 @@ double gridtrain_activation_bytes_per_slot(const ModelShape& m, const Layout& l,
   const double BT = B * T, NHl = m.a / t;
   const BlockWidths w = block_widths(m, l.tp);
   const double probs = fused(m) ? 0.0 : B * NHl * T * T;  // fused: none kept
-  double per_block = BT * block_row_elems(m, w) + probs;
+  const double rows = BT / split_rows(l);  // the residual stream's rows on this rank (sequence parallel: BT / tp)
+  double per_block = block_elems(m, w, l, BT) + probs;
   if (l.recompute == Recompute::Selective) per_block -= probs;     // scores recomputed in backward
-  if (l.recompute == Recompute::Full) per_block = BT * C;          // only the block input is kept
-  double n = BT * C + per_block * blocks;
-  if (last) n += BT * (C + w.stats_f);
+  if (l.recompute == Recompute::Full) per_block = rows * C;        // only the block input is kept
+  double n = rows * C + per_block * blocks;
+  if (last) n += rows * (C + w.stats_f);
   // fused: each block keeps the fp32 log-sum-exp of its queries (B, NHl, T), in the shared set under full recompute
   const double lse = fused(m) && l.recompute != Recompute::Full ? blocks * B * NHl * T * 4.0 : 0.0;
   return n * e + BT * 2 * 4.0 + lse;  // + int32 inputs and targets
@@ -128,7 +134,16 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   const double e = elem_bytes(l.precision), B = l.micro_batch, T = m.s, C = m.h, t = l.tp;
   const double BT = B * T, NHl = m.a / t;
   const BlockWidths w = block_widths(m, l.tp);
-  double n = 3 * BT * C;  // tmp, dres, dln
+  const double rows = BT / split_rows(l);
+  double n = 2 * BT * C + rows * C;  // tmp, dln, dres (this rank's rows)
+  // sequence parallel: the gathered normed input (B*T, C), the replicated parameters' partial gradients (fp32: GPT-2's
+  // two LayerNorms and two row-parallel biases, Llama's two gains), and with 16-bit elements the fp32 staging of the
+  // reduce-scatter (all rows and this rank's)
+  double sp_extra = 0;
+  if (seq_split(l) && (blocks > 0 || last)) {
+    n += BT * C;
+    sp_extra = 4.0 * (m.llama() ? 2.0 : 6.0) * C + (e < 4 ? 4.0 * (BT + rows) * C : 0.0);
+  }
   // attention's backward scratch: one head's T x T on the host split, all NHl heads' on the device split; fused,
   // fp32 elements linear in T (kernels/work_sizes.hpp)
   const double fused_scratch =
@@ -149,10 +164,10 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   // into dln); selective refills one shared probability buffer.
   const double probs = fused(m) ? 0.0 : B * NHl * T * T;
   const double shared_lse = fused(m) && l.recompute == Recompute::Full && blocks > 0 ? B * NHl * T * 4.0 : 0.0;
-  if (l.recompute == Recompute::Full && blocks > 0) n += BT * block_row_elems(m, w) + probs - BT * C;
+  if (l.recompute == Recompute::Full && blocks > 0) n += block_elems(m, w, l, BT) + probs - rows * C;
   if (l.recompute == Recompute::Selective && blocks > 0) n += probs;
   // + the loss accumulator, one double
-  return n * e + partials * 4.0 + fused_scratch + shared_lse + rope + (last ? 8.0 : 0.0);
+  return n * e + partials * 4.0 + fused_scratch + shared_lse + rope + sp_extra + (last ? 8.0 : 0.0);
 }
 
 double in_flight_stages(const Layout& l, int stage) {
@@ -248,7 +263,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   // Communication buffers: pipeline send and receive of one micro-batch's (b, s, h) activations, and ZeRO-3's
   // two gather buffers, as large as the stage's largest unit and its second largest (src/train/zero_gather.hpp:
   // the embedding or the tied head, a block).
-  if (l.pp > 1) r.comm_buffers += 2 * sbh * e;
+  // (gridtrain with sequence parallelism sends this rank's rows only)
+  if (l.pp > 1) r.comm_buffers += 2 * sbh * e / (f == Framework::Gridtrain ? split_rows(l) : 1.0);
   if (f == Framework::Gridtrain && zero >= 3) {
     r.comm_buffers += e * shard_plan::gather_elems(units[0], units.size() > 1 ? units[1] : 0.0);
   } else if (l.zero >= 3 && blocks > 0) {

@@ -22,7 +22,8 @@ const char* kPlanUsage =
     "                      [--framework gridtrain|megatron|megatron-core-2024|deepspeed-zero3|torchtitan-fsdp2|llm.c]\n"
     "                      [--precision fp32,bf16,fp16,fp8] [--zero 0,1,2,3] [--recompute none,selective,full]\n"
     "                      [--micro-batch 1,2,4] [--tp N] [--pp N] [--cp N] [--virtual-stages 1,2] [--gpipe]\n"
-    "                      [--tp-overlap on|off] [--tp-across-nodes] [--top N] [--json] [--plot OUT.png]\n"
+    "                      [--tp-overlap on|off] [--sequence-parallel on|off] [--tp-across-nodes] [--top N]\n"
+    "                      [--json] [--plot OUT.png]\n"
     "                      model keys: model.n_layer= ... and model.arch=gpt2|llama model.ffn_hidden=N\n"
     "                      model.n_kv_head=N model.attention=fused|materialized model.tie_embeddings=true|false\n"
     "       gridtrain plan --calibrate RUN_DIR... [ALLREDUCE.json...] [--allreduce-algo shm-reg] [--cluster BASE]\n"
@@ -125,6 +126,11 @@ PlanArgs parse_plan_args(const std::vector<std::string>& args) {
       const std::string v = value();
       if (v != "on" && v != "off") throw Error("plan: --tp-overlap expects on or off, got '" + v + "'");
       o.tp_overlap = v == "on" ? 1 : 0;
+    }
+    else if (a == "--sequence-parallel") {
+      const std::string v = value();
+      if (v != "on" && v != "off") throw Error("plan: --sequence-parallel expects on or off, got '" + v + "'");
+      o.sequence_parallel = v == "on" ? 1 : 0;
     }
     else if (a == "--top") r.top = int(to_int(a, value(), 1, 1000000));
     else if (a == "--plot") r.plot = value();

@@ -25,6 +25,8 @@ std::string structural_problem(const ModelShape& m, const Cluster& c, const Layo
     return "tp " + num(l.tp) + " does not divide the " + num(m.kv_heads()) + " key/value heads";
   if (o.framework == Framework::Gridtrain && m.V % l.tp != 0)
     return "tp " + num(l.tp) + " does not divide the vocabulary " + num(m.V) + " (gridtrain does not pad it)";
+  if (o.framework == Framework::Gridtrain && l.sequence_parallel && l.tp > 1 && m.s % l.tp != 0)
+    return "tp " + num(l.tp) + " does not divide the sequence " + num(m.s) + " (gridtrain's sequence parallelism)";
   if (o.framework == Framework::Gridtrain && m.llama() && attention_of(m, o.framework) != Attention::Fused)
     return "gridtrain's Llama blocks run only the fused attention (model.attention = fused)";
   if (!tr.tensor_pipeline && (l.tp > 1 || l.pp > 1)) return fw + " has no tensor or pipeline parallelism";
@@ -109,7 +111,8 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
       base.dp = rest / (tp * pp);
       base.gpipe = o.gpipe;
       base.device_split = c.gpu;
-      base.sequence_parallel = traits(o.framework).sequence_parallel && tp > 1;
+      const bool sp = o.sequence_parallel < 0 ? traits(o.framework).sequence_parallel : o.sequence_parallel > 0;
+      base.sequence_parallel = sp && tp > 1;
       // Micro-batch sizes and counts: b x m x dp = global batch (or m fixed and the batch follows).
       std::vector<std::pair<int, int>> bm;
       if (o.fixed_micro_batches > 0) {
@@ -199,8 +202,9 @@ std::string rejection_summary(const Plan& p, int reasons) {
 }
 
 AutoChoice choose_layout(const ModelShape& m, const Cluster& c, int world, int micro_batch, int micro_batches,
-                         int tp, int pp) {
+                         int tp, int pp, bool sequence_parallel) {
   PlanOptions o;
+  o.sequence_parallel = sequence_parallel ? 1 : 0;
   o.devices = world;
   o.framework = Framework::Gridtrain;
   o.precisions = {Precision::FP32};

@@ -25,6 +25,10 @@ struct PlanOptions {
   std::vector<int> virtual_stages;     // interleaving; empty: 1, and with a framework that interleaves every v
                                        // that divides the layers per stage
   int tp_overlap = -1;                 // TP communication overlapped with the GEMMs: -1 the framework's default
+  // Sequence parallelism under tp > 1: -1 the framework's default (traits; gridtrain: off, the trainer's default
+  // parallel.sequence_parallel), 0 off, 1 on (gridtrain: a tp that does not divide the sequence is then refused,
+  // as the trainer refuses it)
+  int sequence_parallel = -1;
   bool tp_across_nodes = false;        // TP groups larger than a node are rejected unless allowed
   bool gpipe = false;
 };
@@ -59,13 +63,14 @@ namespace gt::plan {
 
 // parallel.layout = auto: the best (tp, pp, dp) for `world` devices with what gridtrain trains today (fp32,
 // no ZeRO, no recompute, the deck's micro-batch size and count), and the runner-up (null if none). tp, pp > 0
-// fix that degree. Throws gt::Error with rejection_summary when nothing fits.
+// fix that degree; sequence_parallel: the deck's parallel.sequence_parallel (planned wherever tp > 1). Throws
+// gt::Error with rejection_summary when nothing fits.
 struct AutoChoice {
   Candidate best;
   bool has_runner_up = false;
   Candidate runner_up;
 };
 AutoChoice choose_layout(const ModelShape& m, const Cluster& c, int world, int micro_batch, int micro_batches,
-                         int tp = 0, int pp = 0);
+                         int tp = 0, int pp = 0, bool sequence_parallel = false);
 
 }  // namespace gt::plan

@@ -84,6 +84,46 @@ std::vector<double> stage_costs(const std::vector<int>& begin, const std::vector
   return c;
 }
 
+std::vector<int> partition_by_speed(const std::vector<double>& block_cost, const std::vector<double>& stage_scale,
+                                    double first_extra, double last_extra) {
+  const int blocks = static_cast<int>(block_cost.size()), stages = static_cast<int>(stage_scale.size());
+  if (stages <= 0 || blocks < stages)
+    throw Error("pipeline: " + std::to_string(blocks) + " blocks cannot fill " + std::to_string(stages) +
+                " stages (every stage needs at least one block)");
+  for (double f : stage_scale)
+    if (!(f > 0)) throw Error("pipeline: a stage speed scale is not a positive number");
+  std::vector<double> prefix(size_t(blocks) + 1, 0.0);
+  for (int i = 0; i < blocks; ++i) prefix[size_t(i) + 1] = prefix[size_t(i)] + block_cost[size_t(i)];
+  auto time = [&](int s, int a, int b) {  // stage s holds blocks [a, b)
+    double c = prefix[size_t(b)] - prefix[size_t(a)];
+    if (s == 0) c += first_extra;
+    if (s == stages - 1) c += last_extra;
+    return stage_scale[size_t(s)] * c;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[s][b]: the smallest slowest stage placing the first b blocks on the first s stages; cut[s][b] where
+  // stage s - 1 begins in it.
+  std::vector<std::vector<double>> best(size_t(stages) + 1, std::vector<double>(size_t(blocks) + 1, inf));
+  std::vector<std::vector<int>> cut(size_t(stages) + 1, std::vector<int>(size_t(blocks) + 1, 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= stages; ++s)
+    for (int b = s; b <= blocks - (stages - s); ++b)
+      for (int a = s - 1; a < b; ++a) {
+        const double v = std::max(best[size_t(s) - 1][size_t(a)], time(s - 1, a, b));
+        if (v < best[size_t(s)][size_t(b)]) {  // strict: the earliest cut keeps a tie
+          best[size_t(s)][size_t(b)] = v;
+          cut[size_t(s)][size_t(b)] = a;
+        }
+      }
+  std::vector<int> begin(size_t(stages) + 1);
+  begin[size_t(stages)] = blocks;
+  for (int s = stages, b = blocks; s > 0; --s) {
+    b = cut[size_t(s)][size_t(b)];
+    begin[size_t(s) - 1] = b;
+  }
+  return begin;
+}
+
 UnitCosts modelled_unit_costs(const ModelShape& m, double flop_per_byte) {
   const double h = double(m.h), s = double(m.s), V = double(m.V);
   UnitCosts c;

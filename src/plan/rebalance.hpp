@@ -33,6 +33,15 @@ std::vector<int> partition_by_cost(const std::vector<double>& block_cost, int st
 std::vector<double> stage_costs(const std::vector<int>& begin, const std::vector<double>& block_cost,
                                 double first_extra, double last_extra);
 
+// Like partition_by_cost on stages of unequal speed (live rebalancing, parallel.adapt = rebalance): stage s
+// takes stage_scale[s] seconds per unit of cost, so its time is stage_scale[s] x (its blocks' cost + its extras);
+// the partition minimises the slowest stage's time. Exact dynamic programme over every cut, O(stages blocks^2):
+// it runs on a window's measurements at most once a step, for tens of blocks. Ties: each stage, from the last back,
+// starts at the earliest block that keeps the optimum (so among equal optima the later stages hold more blocks).
+// Throws gt::Error if blocks < stages or the scales are not one positive number per stage.
+std::vector<int> partition_by_speed(const std::vector<double>& block_cost, const std::vector<double>& stage_scale,
+                                    double first_extra, double last_extra);
+
 struct RebalanceProposal {
   std::vector<int> current, proposed;            // first block per stage (+ end)
   std::vector<double> current_cost, proposed_cost;  // per stage

@@ -114,6 +114,7 @@ void check_memory_fits(const Config& cfg, Grid& grid) {
   const ConfigChoices choice = cfg.choices();
   l.precision = choice.precision;  // one enum for train and plan (src/core/enums.hpp)
   l.gpipe = choice.schedule == PipelineSchedule::GPipe;
+  l.sequence_parallel = cfg.parallel.sequence_parallel && l.tp > 1;  // the ledger divides the split rows by tp
   l.device_split = kernels_on_device();  // a GPU build's kernels keep the device split's larger scratch
   plan::MemoryBreakdown b;
   try {

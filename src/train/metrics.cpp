@@ -18,55 +18,6 @@
 
 namespace gt {
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          o += buf;
-        } else {
-          o += c;
-        }
-    }
-  }
-  return o;
-}
-
-JsonObject& JsonObject::num(const std::string& k, double v) {
-  char buf[64];
-  if (std::isfinite(v)) std::snprintf(buf, sizeof buf, "%.17g", v);  // round-trips doubles exactly
-  else std::snprintf(buf, sizeof buf, "null");
-  kv_.emplace_back(k, buf);
-  return *this;
-}
-JsonObject& JsonObject::integer(const std::string& k, long long v) {
-  kv_.emplace_back(k, std::to_string(v));
-  return *this;
-}
-JsonObject& JsonObject::str(const std::string& k, const std::string& v) {
-  kv_.emplace_back(k, "\"" + json_escape(v) + "\"");
-  return *this;
-}
-JsonObject& JsonObject::raw(const std::string& k, const std::string& json) {
-  kv_.emplace_back(k, json);
-  return *this;
-}
-std::string JsonObject::dump() const {
-  std::string o = "{";
-  for (size_t i = 0; i < kv_.size(); ++i) {
-    if (i) o += ", ";
-    o += "\"" + json_escape(kv_[i].first) + "\": " + kv_[i].second;
-  }
-  return o + "}";
-}
-
 void make_dirs(const std::string& path) {
   std::string cur;
   std::stringstream ss(path);
@@ -78,25 +29,6 @@ void make_dirs(const std::string& path) {
     if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
       throw Error("cannot create directory '" + cur + "': " + std::strerror(errno));
   }
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-    if (w < 0) {
-      ::close(fd);
-      throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
-    }
-    done += static_cast<size_t>(w);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
 }
 
 double peak_rss_bytes() {

@@ -7,25 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "src/core/json.hpp"              // JsonObject, json_escape: what the reports write with
+#include "src/io/checkpoint_files.hpp"  // write_file_atomic: summaries and config.toml as checkpoints' `latest`
+
 namespace gt {
 
-// A flat JSON object writer: enough for metrics lines and summaries, keys in insertion order.
-class JsonObject {
- public:
-  JsonObject& num(const std::string& k, double v);
-  JsonObject& integer(const std::string& k, long long v);
-  JsonObject& str(const std::string& k, const std::string& v);
-  JsonObject& raw(const std::string& k, const std::string& json);
-  std::string dump() const;
-
- private:
-  std::vector<std::pair<std::string, std::string>> kv_;
-};
-
-std::string json_escape(const std::string& s);
-
-// Writes `text` to `path` atomically (tmp file + fsync + rename), so a reader never sees a partial file.
-void write_file_atomic(const std::string& path, const std::string& text);
 void make_dirs(const std::string& path);
 
 // Peak resident set size of this process in bytes.

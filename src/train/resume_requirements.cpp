@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "src/core/deck.hpp"
 #include "src/core/error.hpp"
 #include "src/model/gpt.hpp"
 #include "src/train/sparsity.hpp"
@@ -16,7 +17,7 @@ std::string model_signature(const ModelConfig& m) {
   const std::string shape = " n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
                             " n_head=" + std::to_string(m.n_head);
   const std::string tail = " seq_len=" + std::to_string(m.seq_len) + " vocab_size=" + std::to_string(m.vocab_size);
-  if (m.arch != "llama") return "gpt2" + shape + tail;
+  if (!m.llama()) return "gpt2" + shape + tail;
   char theta[32];
   std::snprintf(theta, sizeof theta, "%.17g", m.rope_theta);
   const long ffn = m.ffn_hidden > 0 ? m.ffn_hidden : llama_default_ffn(m.d_model);
@@ -62,18 +63,10 @@ namespace {
 std::optional<Config> config_of(const std::string& text) {
   Config cfg;
   std::istringstream in(text);
-  std::string line, section;
+  DeckRules lenient;  // checkpoints written before to_toml gave each section once
+  lenient.strict = false;
   try {
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      if (line[0] == '[') {
-        section = line.substr(1, line.find(']') - 1);
-        continue;
-      }
-      const size_t eq = line.find(" = ");
-      if (eq == std::string::npos) return std::nullopt;
-      cfg.set(section + "." + line.substr(0, eq) + "=" + line.substr(eq + 3), "checkpoint config");
-    }
+    for (const DeckEntry& e : read_deck(in, "checkpoint config", lenient)) cfg.set(e.key + "=" + e.value, e.where);
     cfg.validate();
   } catch (const Error&) {
     return std::nullopt;

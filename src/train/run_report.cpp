@@ -117,9 +117,9 @@ void RunReport::log_step(int step, const StepStats& s) const {
   }
   for (int r : s.straggler.became)  // every change of the verdict gets its line, whatever output.log_every says
     std::printf("gridtrain: step %d: rank %d is a straggler: its compute above %.2fx its peers' median in %d of the "
-                "last %d steps (slowest now: rank %d at %.2fx; parallel.adapt = monitor)\n", step, r,
+                "last %d steps (slowest now: rank %d at %.2fx; parallel.adapt = %s)\n", step, r,
                 StragglerConfig{}.enter_ratio, StragglerConfig{}.k, StragglerConfig{}.window, s.straggler.slowest_rank,
-                s.straggler.slowest_ratio);
+                s.straggler.slowest_ratio, cfg_.parallel.adapt.c_str());
   for (int r : s.straggler.stopped)
     std::printf("gridtrain: step %d: rank %d is no longer a straggler\n", step, r);
   if (!s.bad.empty())  // every bad step gets its line, whatever output.log_every says
@@ -147,6 +147,7 @@ void RunReport::log_step(int step, const StepStats& s) const {
   if (s.straggler_monitored)
     j.raw("stragglers", int_list(s.straggler.stragglers)).integer("slowest_rank", s.straggler.slowest_rank)
         .num("slowest_ratio", s.straggler.slowest_ratio);
+  if (!s.adapt_json.empty()) j.raw("adapt", s.adapt_json);
   std::ofstream out(cfg_.output.dir + "/metrics.jsonl", std::ios::app);
   out << j.dump() << "\n";
 }
@@ -206,6 +207,14 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .raw("bad_steps", JsonObject().str("policy", in.nonfinite_policy).integer("bad", in.bad_steps.bad)
                             .integer("skipped", in.bad_steps.skipped).integer("rollbacks", in.bad_steps.rollbacks)
                             .integer("spikes", in.bad_steps.spikes).dump());
+  add_feature_fields(j, in, mfu);
+  io::write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
+}
+
+// The summary's fields of the features a run may have on: energy, the sgemm MFU, the auto layout, the DP wire,
+// stragglers and adaptation, 2:4 sparsity.
+void RunReport::add_feature_fields(JsonObject& j, const RunSummaryInputs& in, double mfu) const {
+  const std::vector<StepStats>& h = *in.history;
   // Energy over this invocation's steps, warm-up included (every joule was spent); "n/a (no counter: ...)" where
   // some rank had none: never an estimate.
   double joules = 0;
@@ -226,6 +235,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
   }
   if (!h.empty() && h.back().straggler_monitored)
     j.raw("straggler_steps_per_rank", int_list(straggler_steps_per_rank(h, grid_.world_size())));
+  if (!in.adapt_decisions_json.empty()) j.raw("adapt_decisions", in.adapt_decisions_json);
   if (cfg_.choices().sparsity == SparsityPattern::TwoFour) {
     // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
     // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the
@@ -235,7 +245,6 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
         .num("sparse_flops_skipped_per_token", skipped)
         .num("sparse_skipped_flop_fraction", skipped / flops_per_token_);
   }
-  write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
 }
 
 }  // namespace gt

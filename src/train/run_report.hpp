@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/core/config.hpp"
+#include "src/core/json.hpp"
 #include "src/energy/energy_meter.hpp"
 #include "src/grid/grid.hpp"
 #include "src/train/step_guard.hpp"
@@ -29,6 +30,7 @@ struct RunSummaryInputs {
   double ledger_predicted[3] = {0, 0, 0}, ledger_allocated[3] = {0, 0, 0};
   int zero_stage = 0;
   std::string activation_dtype = "fp32";  // the element type activation_bytes counts (train.precision's)
+  std::string adapt_decisions_json;        // parallel.adapt = rebalance: every evaluation of the run ("[...]")
 };
 
 class RunReport {
@@ -43,6 +45,7 @@ class RunReport {
   double step_energy_j();
 
  private:
+  void add_feature_fields(JsonObject& j, const RunSummaryInputs& in, double mfu) const;  // write_summary's tail
   const Config& cfg_;
   Grid& grid_;
   double tokens_per_step_ = 0;

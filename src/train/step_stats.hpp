@@ -43,6 +43,9 @@ struct StepStats {
   // parallel.adapt = monitor: the straggler detector's verdict after this step (the same on every rank).
   bool straggler_monitored = false;
   StragglerStep straggler;
+  // parallel.adapt = rebalance: the evaluation of the pipeline partition at this step (a JSON object,
+  // pipeline_adapter.hpp); empty when none ran.
+  std::string adapt_json;
 
   double comm_ms() const { return comm_tp_ms + comm_pp_ms + comm_dp_ms + comm_other_ms; }
 };

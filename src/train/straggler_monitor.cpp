@@ -36,6 +36,7 @@ void StragglerMonitor::after_step(const StepTimes& t, StepStats* s) {
   std::vector<double> all(size_t(grid_.world_size()));
   grid_.world().allgather(&mine, all.data(), 1, DType::F64);
   s->straggler = detector_.observe(all);
+  last_ = std::move(all);
   s->straggler_monitored = true;
 }
 

@@ -3,6 +3,8 @@
 // the world and fed to the StragglerDetector, so every rank holds the same verdict (no rank can disagree about
 // who straggles: the input is one gathered array and the detector is pure). Also owns the test hook that makes
 // one rank a straggler (GRIDTRAIN_TEST_SLOW_RANK, src/core/test_hooks.hpp).
+#include <vector>
+
 #include "src/comm/comm.hpp"
 #include "src/grid/grid.hpp"
 #include "src/train/step_stats.hpp"
@@ -22,6 +24,8 @@ class StragglerMonitor {
   // Collective over the world, after the step's figures are known: gathers compute_ms, observes, and writes the
   // verdict into s (s->straggler, s->straggler_monitored).
   void after_step(const StepTimes& t, StepStats* s);
+  // Every rank's compute milliseconds of the last step (the array after_step gathered).
+  const std::vector<double>& last_compute_ms() const { return last_; }
 
  private:
   Grid& grid_;
@@ -29,6 +33,7 @@ class StragglerMonitor {
   int slow_rank_ = -1;
   double slow_factor_ = 1;
   double slept_ms_ = 0;         // the hook's sleep in the current step
+  std::vector<double> last_;
   double own_compute_ms_ = 0;   // this rank's last compute, the sleep left out (so the sleep does not compound)
 };
 

@@ -56,6 +56,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   const GridShape& g = grid_.shape();
   const ConfigChoices choice = cfg_.choices();
   const std::vector<int> partition = stage_partition(cfg_, g.pp);
+  partition_ = partition;
   // The stage's model chunks (one but under the interleaved schedule: stage_chunks.hpp); stage_ spans them.
   const std::vector<StageLayout> chunks = stage_chunks(cfg_, g.pp, grid_.pp_rank(), partition);
   stage_ = StageLayout{grid_.pp_rank(), g.pp, chunks.front().block_begin, chunks.back().block_end};
@@ -64,20 +65,25 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                                                                            : Schedule::OneFOneB;
   std::vector<PipeOp> ops =
       pipeline_schedule(kind, g.pp, grid_.pp_rank(), cfg_.train.micro_batches, cfg_.pipeline_chunks());
-  TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr};
+  TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
+                    cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
 
   // The DP plan first: the state is allocated as shards directly (no full buffer exists even at start-up).
   TensorLayout layout(stage_tensor_specs(m, chunks, tp.rank, tp.size), g.dp);
   DataParallel::Plan dp_plan = DataParallel::plan(cfg_, g.pp, grid_.dp_rank(), g.dp, layout);
-  const StateExtents extents = dp_plan.extents;
-  state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, extents);
+  state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, dp_plan.extents);
   auto grads = [this] { return state_->has_buffer("grads") ? state_->grads() : nullptr; };
   model_ = make_stage_model(choice.precision, m, seed, cfg_.train.micro_batch_size, chunks, tp, ops, state_->layout(),
                             choice.recompute);
   model_->bind(state_->params(), grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
-  if (cfg_.choices().adapt == AdaptMode::Monitor) straggler_ = std::make_unique<StragglerMonitor>(grid_);
+  if (choice.adapt == AdaptMode::Monitor || choice.adapt == AdaptMode::Rebalance)
+    straggler_ = std::make_unique<StragglerMonitor>(grid_);
+  if (choice.adapt == AdaptMode::Rebalance) {
+    check_adapt_rebalance(cfg_, g.pp);
+    adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition, AdaptCarry{});
+  }
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
@@ -99,7 +105,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   if (grid_.world_rank() == 0) print_memory_line();  // the ledger of rank 0 (pipeline stage 0, TP rank 0)
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);
-    write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
+    io::write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
   }
   grid_.world().barrier();
   if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them
@@ -261,6 +267,7 @@ void Trainer::finish(const std::string& status) {
   in.zero_stage = dp_->zero().stage;
   in.activation_bytes = activation_bytes();
   in.activation_dtype = cfg_.train.precision;
+  if (adapter_) in.adapt_decisions_json = adapter_->decisions_json();
   report_->write_summary(in);
 }
 
@@ -288,9 +295,16 @@ int Trainer::run() {
     }
     const int step = progress_.step;
     if (cfg_.data.val_every > 0 && step % cfg_.data.val_every == 0) history_.back().val_loss = validate();
+    // parallel.adapt = rebalance: decided (and agreed) here, logged in this step's line, moved after its checkpoint
+    const bool move = adapter_ && step < steps && adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back());
     report_->log_step(step, history_.back());
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
+    if (move) {  // main.cpp builds the trainer on the new partition, which adopts this state (no disk)
+      handoff_ = hand_off(adapter_->proposed());
+      repartition_ = stage_blocks_text(adapter_->proposed());
+      return kExitOk;
+    }
     if (step < steps && rebalancer_->after_step(int(history_.size()))) {
       // A re-partition is a resume (checkpoints hold global shapes): main.cpp builds the trainer again on the
       // new partition and it resumes from this checkpoint.
@@ -316,6 +330,43 @@ int Trainer::run() {
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather("master"); }
 
+std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partition) {
+  auto h = std::make_unique<StateHandoff>();
+  h->started = MPI_Wtime();
+  const std::set<std::string> mine =
+      tensors_of_stage(cfg_, grid_.shape().pp, grid_.pp_rank(), partition, grid_.tp_rank(), grid_.shape().tp);
+  for (auto [buffer, into] : {std::pair{"master", &h->master}, {"adam_m", &h->adam_m}, {"adam_v", &h->adam_v}}) {
+    *into = gather(buffer);
+    keep_only(into, mine);  // before the next gather: only one buffer's whole model is held at a time
+  }
+  h->progress = progress_;
+  h->history = history_;
+  if (adapter_) h->adapt = adapter_->carry();
+  return h;
+}
+
+void Trainer::adopt(StateHandoff h) {
+  // The fp32 state of this rank's elements from the global tensors; the working copy follows the master as
+  // after a resume (rounded for 16-bit, the ZeRO shards gathered).
+  const bool master = state_->has_buffer("master");
+  scatter_global(*state_, master ? "master" : "params", h.master, mirror_mode_);
+  scatter_global(*state_, "adam_m", h.adam_m, mirror_mode_);
+  scatter_global(*state_, "adam_v", h.adam_v, mirror_mode_);
+  if (master) state_->refresh_params(state_->buffer("master").extent);
+  dp_->after_update();  // as after a step: the shards to every rank (ZeRO 1, 2), no stale gathered unit (3)
+  progress_ = h.progress;
+  history_ = std::move(h.history);
+  scaler_->restore(progress_.scaler);
+  grid_.world().barrier();
+  double took = MPI_Wtime() - h.started;  // the gathers, the rebuild on the new partition and the scatter
+  grid_.world().allreduce(&took, 1, DType::F64, ReduceOp::Max);  // one figure on every rank: decisions agree
+  if (grid_.world_rank() == 0)
+    std::printf("gridtrain: adapt: continuing at step %d on blocks %s; the move took %.3f s\n", progress_.step,
+                stage_blocks_text(partition_).c_str(), took);
+  PipelineAdapter::set_move_cost(&h.adapt, took * 1e3);
+  if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
+}
+
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const std::string& buffer) {
   StageLayout whole{0, 1, 0, cfg_.model.n_layer};
   std::vector<std::pair<std::string, std::vector<float>>> out;
@@ -334,15 +385,28 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const st
     grid_.dp().allgather(whole_buffer.data() + extent.begin, whole_buffer.data(), extent.size(), DType::F32);
     master = whole_buffer.data();
   }
-  for (const TensorSpec& g : model_tensor_specs(cfg_.model, whole, 0, 1)) {
-    std::vector<float> full(static_cast<size_t>(g.global_size()), 0.0f);
+  // Every global tensor at its place in one flat buffer and one all-reduce for all of them: one per tensor cost
+  // seconds for a few hundred tensors with ranks sharing cores (each all-reduce ~10 ms there), and the live
+  // rebalance's move gathers three buffers (state_handoff.hpp).
+  const std::vector<TensorSpec> globals = model_tensor_specs(cfg_.model, whole, 0, 1);
+  size_t total = 0;
+  for (const TensorSpec& g : globals) total += size_t(g.global_size());
+  std::vector<float> flat(total, 0.0f);
+  size_t at = 0;
+  for (const TensorSpec& g : globals) {
     if (layout.has(g.name)) {
       const TensorSpec& s = layout.spec(g.name);
       if (grid_.dp_rank() == 0 && owner(s, grid_))
-        for (size_t i = 0; i < s.size; ++i) full[static_cast<size_t>(s.global_index(int64_t(i)))] = master[s.offset + i];
+        for (size_t i = 0; i < s.size; ++i) flat[at + size_t(s.global_index(int64_t(i)))] = master[s.offset + i];
     }
-    grid_.world().allreduce(full.data(), full.size(), DType::F32, ReduceOp::Sum);
-    out.emplace_back(g.name, std::move(full));
+    at += size_t(g.global_size());
+  }
+  grid_.world().allreduce(flat.data(), flat.size(), DType::F32, ReduceOp::Sum);
+  at = 0;
+  for (const TensorSpec& g : globals) {
+    const size_t n = size_t(g.global_size());
+    out.emplace_back(g.name, std::vector<float>(flat.begin() + long(at), flat.begin() + long(at + n)));
+    at += n;
   }
   return out;
 }

@@ -26,11 +26,13 @@
 #include "src/train/host_mirror.hpp"
 #include "src/train/loss_scaler.hpp"
 #include "src/train/optimizer.hpp"
+#include "src/train/pipeline_adapter.hpp"
 #include "src/train/pipeline_runner.hpp"
 #include "src/train/rebalancer.hpp"
 #include "src/train/run_report.hpp"
 #include "src/train/sparsity.hpp"
 #include "src/train/step_guard.hpp"
+#include "src/train/state_handoff.hpp"
 #include "src/train/step_stats.hpp"
 #include "src/train/straggler_monitor.hpp"
 #include "src/train/train_state.hpp"
@@ -48,6 +50,11 @@ class Trainer {
   // parallel.stage_blocks, and what was measured and predicted (for the next trainer's log).
   const std::string& repartition() const { return repartition_; }
   const std::string& rebalance_report() const { return rebalancer_->report(); }
+  // parallel.adapt = rebalance: after run() returned with a repartition(), the state to continue from in memory
+  // (null when the repartition went through a checkpoint: parallel.rebalance = auto). Collective adopt(): a
+  // trainer built on the new partition takes the state over instead of a resume (state_handoff.hpp).
+  std::unique_ptr<StateHandoff> take_handoff() { return std::move(handoff_); }
+  void adopt(StateHandoff h);
 
   // Access for tests.
   StageModel& model() { return *model_; }
@@ -70,9 +77,9 @@ class Trainer {
   StepStats train_step();
   // The group of the first and last pipeline stages that sums the tied wte's two gradients; null when this rank
   // is in neither, and for model.arch = llama, whose head is not tied to the embedding.
-  Comm* tied_embed() { return cfg_.model.arch == "llama" ? nullptr : grid_.embed(); }
-  size_t activation_bytes() const;
-  void print_memory_line() const;  // this rank's activation ledger (stored activations + work buffers)
+  Comm* tied_embed() { return cfg_.model.llama() ? nullptr : grid_.embed(); }
+  size_t activation_bytes() const;  // this rank's activation ledger (stored activations + work buffers)
+  void print_memory_line() const;   // the start line of rank 0: the DP plan, model state and activations
   double validate();
   void save(const std::string& reason);
   void finish(const std::string& status);
@@ -98,7 +105,12 @@ class Trainer {
   TrainProgress progress_;
   std::vector<StepStats> history_;  // the steps of this invocation
   std::unique_ptr<Rebalancer> rebalancer_;
-  std::unique_ptr<StragglerMonitor> straggler_;  // parallel.adapt = monitor
+  std::unique_ptr<StragglerMonitor> straggler_;  // parallel.adapt = monitor | rebalance
+  std::unique_ptr<PipelineAdapter> adapter_;     // parallel.adapt = rebalance
+  std::unique_ptr<StateHandoff> handoff_;        // set by a live move, for the next trainer
+  std::vector<int> partition_;                   // first block of every stage
+  // Collective: this trainer's state in global shapes, the tensors this rank holds on `partition`.
+  std::unique_ptr<StateHandoff> hand_off(const std::vector<int>& partition);
   std::string repartition_;
 };
 

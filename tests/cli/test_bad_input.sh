@@ -123,6 +123,8 @@ expect llama_materialized 1 nonzero "model.arch = llama needs model.attention = 
 expect gpt2_kv_heads 1 nonzero "model.n_kv_head \(2\) needs model.arch = llama" -- train --config tiny model.n_kv_head=2
 expect gpt2_ffn_hidden 1 nonzero "model.ffn_hidden \(100\) needs model.arch = llama" -- train --config tiny model.ffn_hidden=100
 expect bad_arch 1 nonzero "config key 'model.arch' must be one of \"gpt2\", \"llama\", got \"llama3\"" -- train --config tiny model.arch=llama3
+# sequence parallelism splits each sequence's rows over the TP ranks
+expect sp_seq_len_vs_tp 2 nonzero "parallel.sequence_parallel: model.seq_len \(63\) is not divisible by parallel.tp \(2\)" -- train --config tiny parallel.tp=2 parallel.sequence_parallel=true model.seq_len=63
 expect blocks_vs_stages 2 nonzero "model.n_layer \(1\) is smaller than parallel.pp \(2\)" -- train --config tiny parallel.pp=2 model.n_layer=1
 
 echo "$((cases - failures)) passed, $failures failed"

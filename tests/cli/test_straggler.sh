@@ -7,7 +7,7 @@
 # ~0.33x, so even a loaded machine (that slows one rank 2x for
 # several steps) cannot flag it. The runs use parallel.allreduce = mpi: with the node's shared-memory all-reduce
 # rank 0's compute measures 1.3-1.5x rank 1's (docs/adaptive.md), which this test is not about.
-# Also: parallel.adapt = rebalance or full (not built) is one error line.
+# Also: parallel.adapt = full (not built) is one error line (rebalance: test_adapt_rebalance.sh).
 #   test_straggler.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -46,10 +46,10 @@ print(f"ok: slow rank {slow}: flagged at steps {[r['step'] for r in rows if r['s
 PY
   [ "$(grep -c "rank $slow is a straggler" "$d.log")" -eq 1 ] || fail "slow rank $slow: not one log line: $(grep straggler "$d.log")"
 done
-for mode in rebalance full; do
+for mode in full; do
   "$bin" train --config tiny parallel.adapt=$mode output.dir="$work/$mode" >"$work/$mode.log" 2>&1 && fail "adapt=$mode accepted"
   [ "$(grep -c "^gridtrain: error: config: parallel.adapt = \"$mode\" is not implemented yet" "$work/$mode.log")" -eq 1 ] \
     || fail "adapt=$mode: $(cat "$work/$mode.log")"
   [ ! -e "$work/$mode/metrics.jsonl" ] || fail "adapt=$mode: metrics written"
 done
-echo "ok: adapt = rebalance and full refused with one line"
+echo "ok: adapt = full refused with one line"

@@ -75,7 +75,7 @@ TEST(PlanMemory, MonotoneInDp) {
 // what GPT<float> reports for the same stage (the model's own functions), and its parameter count equals the
 // stage's parameter store. Exact: both count elements. On a CUDA build this compares the device split's ledger.
 // GPT-2 with either attention, and Llama (fused only) with grouped key/value heads (4 on 8 heads, so tp 4 leaves
-// one per rank) and a SwiGLU width that is not 4 d_model.
+// one per rank) and a SwiGLU width that is not 4 d_model; each layout with tp > 1 also with sequence parallelism.
 TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   gt::ModelConfig mc;
   mc.n_layer = 5;
@@ -87,7 +87,9 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   for (const char* attention : {"materialized", "fused", "llama"})
   for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
   for (Case k : {Case{1, 1, 2, 1, false}, Case{2, 1, 3, 2, false}, Case{1, 2, 2, 4, false}, Case{1, 3, 1, 4, true},
-                 Case{4, 2, 2, 3, false}, Case{2, 5, 1, 8, false}}) {
+                 Case{4, 2, 2, 3, false}, Case{2, 5, 1, 8, false}})
+  for (bool sp : {false, true}) {
+    if (sp && k.tp == 1) continue;
     const bool llama = std::string(attention) == "llama";
     mc.attention = llama ? "fused" : attention;
     mc.arch = llama ? "llama" : "gpt2";
@@ -103,6 +105,7 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
     l.micro_batch = k.b;
     l.micro_batches = k.mb;
     l.gpipe = k.gpipe;
+    l.sequence_parallel = sp;
     const std::vector<int> begin = stage_blocks(m, k.pp, Framework::Gridtrain);
     for (int s = 0; s < k.pp; ++s) {
       gt::StageLayout st{s, k.pp, begin[s], begin[s + 1]};
@@ -110,7 +113,7 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
       const gt::Recompute mrc = rc == Recompute::Full        ? gt::Recompute::Full
                                 : rc == Recompute::Selective ? gt::Recompute::Selective
                                                              : gt::Recompute::None;
-      gt::GPT<float> model(mc, 1, k.b, st, gt::TensorParallel{0, k.tp, nullptr}, slots, nullptr, mrc);
+      gt::GPT<float> model(mc, 1, k.b, st, gt::TensorParallel{0, k.tp, nullptr, sp}, slots, nullptr, mrc);
       const MemoryBreakdown pm = stage_memory(m, l, Framework::Gridtrain, s);
       const double model_act = double(model.slots()) * model.activation_bytes_per_slot();
       EXPECT_DOUBLE_EQ(pm.activations, model_act) << l.str() << " stage " << s << " " << attention;
@@ -118,6 +121,29 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
       // elements that belong to tensors (the flat buffers add a little alignment padding the planner ignores)
       EXPECT_DOUBLE_EQ(pm.params, 4.0 * model.store().layout().used()) << l.str() << " stage " << s;
     }
+  }
+}
+
+// Sequence parallelism's saving, counted by hand: with tp = t the residual stream (x0), each block's norm inputs and
+// outputs (ln1, res2, ln2, res3) with their statistics, and the last stage's dlnf and ln_f statistics are kept for
+// B*T/t rows instead of B*T: (1 - 1/t) of them is saved per slot. fp32, one stage, no recompute.
+TEST(PlanMemory, SequenceParallelSavesTheSplitRows) {
+  for (bool llama : {false, true}) {
+    ModelShape m{6, 64, 8, 32, 96};  // L, h, a, s, V
+    m.attention = Attention::Fused;
+    if (llama) {
+      m.arch = Arch::Llama;
+      m.kv = 4;
+    }
+    Layout l;
+    l.tp = 4;
+    l.micro_batch = 3;
+    const double off = gridtrain_activation_bytes_per_slot(m, l, 6, true);
+    l.sequence_parallel = true;
+    const double on = gridtrain_activation_bytes_per_slot(m, l, 6, true);
+    const double BT = 3 * 32, C = 64, stats = llama ? 2 : 4, stats_f = llama ? 1 : 2;
+    const double split = BT * C + 6 * BT * (4 * C + stats) + BT * (C + stats_f);  // elements
+    EXPECT_DOUBLE_EQ(off - on, 4.0 * split * (1.0 - 1.0 / 4)) << (llama ? "llama" : "gpt2");
   }
 }
 

@@ -50,10 +50,13 @@ expect_error() {
   fi
 }
 cp "$src/inputs/clusters/cpu-2core.toml" "$work/badkey.toml"
-echo "[node]" >>"$work/badkey.toml"; echo "link_gbz = 3" >>"$work/badkey.toml"
+sed -i '/^\[node\]/a link_gbz = 3' "$work/badkey.toml"  # a repeated [node] would be refused as such
 sed 's/^memory_gb = .*/memory_gb = 0.2/' "$src/inputs/clusters/cpu-2core.toml" >"$work/small_mem.toml"
 grep -v '^peak_tflops_fp32' "$src/inputs/clusters/cpu-2core.toml" >"$work/nopeak.toml"
 expect_error unknown_key "node.link_gbz" -- --config small --cluster "$work/badkey.toml" --devices 2 --global-batch 8
+# the shared deck reader's rules hold for cluster files too (they once let a repeated key or section win)
+cp "$src/inputs/clusters/cpu-2core.toml" "$work/dupsec.toml"; printf '[node]\nlink_gbs = 3\n' >>"$work/dupsec.toml"
+expect_error dup_section "duplicate section \\[node\\]" -- --config small --cluster "$work/dupsec.toml" --devices 2 --global-batch 8
 expect_error missing_key "peak_tflops_fp32" -- --config small --cluster "$work/nopeak.toml" --devices 2 --global-batch 8
 expect_error unknown_cluster "unknown cluster 'dgx-z9'" -- --config small --cluster dgx-z9 --devices 2 --global-batch 8
 expect_error nothing_fits "no layout of 2 devices fits" -- --config gpt2-124m --cluster "$work/small_mem.toml" --devices 2 --global-batch 8

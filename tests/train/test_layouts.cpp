@@ -3,6 +3,10 @@
 // losses within 1e-5 relative (fp32; bf16: see the tolerances below), and the gathered final parameters match.
 // arch llama: the same with the Llama block (RMSNorm, SwiGLU, RoPE, 4 heads on 2 key/value heads, untied head),
 // whose TP splits the grouped qkv weight by key/value heads and whose head is not tied to the first stage's wte.
+// sp (a last argument): parallel.sequence_parallel on, against the single rank as above, and also against the same
+// layout without it: the losses and the global gradient norms of every step within 1e-5 relative in fp32 (the
+// summation orders differ only: reduce-scatter against all-reduce, and the norms' gain gradients summed per rank
+// first), 4e-3 relative in bf16 (the tolerance of the losses below; both paths round each reduced row once).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,10 +19,11 @@
 namespace {
 int g_tp = 1, g_pp = 1, g_dp = 1, g_mb = 1;
 std::string g_sched = "1f1b", g_algo = "mpi", g_precision = "fp32", g_arch = "gpt2";
+bool g_sp = false;
 constexpr int kGlobalBatch = 16;
 
 struct Result {
-  std::vector<double> losses;
+  std::vector<double> losses, grad_norms;
   std::vector<std::pair<std::string, std::vector<float>>> params;
 };
 
@@ -27,7 +32,10 @@ Result run(MPI_Comm comm, gt::Config c) {
   gt::Trainer t(c, grid, c.to_toml());
   EXPECT_EQ(t.run(), 0);
   Result r;
-  for (const auto& s : t.history()) r.losses.push_back(s.loss);
+  for (const auto& s : t.history()) {
+    r.losses.push_back(s.loss);
+    r.grad_norms.push_back(s.grad_norm);
+  }
   r.params = t.gather_params();
   return r;
 }
@@ -38,12 +46,30 @@ double diff_norm(const std::vector<float>& a, const std::vector<float>& b) {
   for (size_t i = 0; i < a.size(); ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
   return std::sqrt(s);
 }
+
+// Sequence parallel against the same layout without it (rank 0 compares; every rank runs both).
+void compare_without_sp(const gt::Config& c, const Result& with) {
+  gt::Config off = c;
+  off.parallel.sequence_parallel = false;
+  off.output.dir = c.output.dir + "/without_sp";
+  const Result without = run(MPI_COMM_WORLD, off);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;
+  const double rtol = c.train.precision == "fp32" ? 1e-5 : 4e-3;
+  ASSERT_EQ(with.losses.size(), without.losses.size());
+  for (size_t i = 0; i < with.losses.size(); ++i) {
+    EXPECT_NEAR(with.losses[i], without.losses[i], rtol * std::fabs(without.losses[i])) << "sp: loss of step " << i + 1;
+    EXPECT_NEAR(with.grad_norms[i], without.grad_norms[i], rtol * std::fabs(without.grad_norms[i]))
+        << "sp: gradient norm of step " << i + 1;
+  }
+}
 }  // namespace
 
 TEST(Layouts, MatchesTheSingleRankRun) {
   // Positional arguments left after gtest's own: tp pp dp micro_batches schedule allreduce [precision [arch]].
-  ASSERT_TRUE(gt_test::argc >= 7 && gt_test::argc <= 9)
-      << "usage: test_layouts tp pp dp micro_batches schedule allreduce [fp32|bf16|fp16 [gpt2|llama]]";
+  ASSERT_TRUE(gt_test::argc >= 7 && gt_test::argc <= 10)
+      << "usage: test_layouts tp pp dp micro_batches schedule allreduce [fp32|bf16|fp16 [gpt2|llama [sp]]]";
   g_tp = std::atoi(gt_test::argv[1]);
   g_pp = std::atoi(gt_test::argv[2]);
   g_dp = std::atoi(gt_test::argv[3]);
@@ -51,7 +77,8 @@ TEST(Layouts, MatchesTheSingleRankRun) {
   g_sched = gt_test::argv[5];
   g_algo = gt_test::argv[6];
   if (gt_test::argc >= 8) g_precision = gt_test::argv[7];
-  if (gt_test::argc == 9) g_arch = gt_test::argv[8];
+  if (gt_test::argc >= 9) g_arch = gt_test::argv[8];
+  if (gt_test::argc == 10) g_sp = std::string(gt_test::argv[9]) == "sp";
   int world = 0, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -71,13 +98,16 @@ TEST(Layouts, MatchesTheSingleRankRun) {
     c.model.n_kv_head = 2;     // tp 2: one key/value head (and its 2 query heads) per rank
     c.model.ffn_hidden = 88;   // 8 d_model / 3 rounded up to a multiple of 8: divisible by tp
   }
+  c.parallel.sequence_parallel = g_sp;
   Result par = run(MPI_COMM_WORLD, c);
+  if (g_sp) compare_without_sp(c, par);
 
   int ok = 1;
   if (rank == 0) {
     gt::Config ref = c;
     ref.parallel.tp = ref.parallel.pp = ref.parallel.dp = 1;
     ref.parallel.allreduce = "mpi";
+    ref.parallel.sequence_parallel = false;
     ref.train.micro_batches = 1;
     ref.train.micro_batch_size = kGlobalBatch;
     ref.output.dir = c.output.dir + "/reference";
@@ -96,6 +126,8 @@ TEST(Layouts, MatchesTheSingleRankRun) {
       f32 = run(MPI_COMM_SELF, r32);
     }
     EXPECT_EQ(par.losses.size(), one.losses.size());
+    for (size_t i = 0; g_sp && !half && i < std::min(par.grad_norms.size(), one.grad_norms.size()); ++i)
+      EXPECT_NEAR(par.grad_norms[i], one.grad_norms[i], 1e-5 * one.grad_norms[i]) << "gradient norm of step " << i + 1;
     double worst_loss = 0, worst_param = 0;
     for (size_t i = 0; i < std::min(par.losses.size(), one.losses.size()); ++i) {
       // fp32: 1e-5 relative (summation orders in fp32 only). bf16: 4e-3 relative, u_bf16 = 2^-8: each

@@ -20,7 +20,7 @@ DataParallel::DataParallel(const Config& cfg, Grid& grid, TrainState& state, Sta
   // Staged gradients: the tied wte in chunks of rows no larger than a block, so neither its gradient nor (zero 3)
   // its gathered parameters are ever held whole (zero_units; GPT::set_vocab_chunks).
   const bool staged = plan_.staged_grads;
-  const size_t chunk_rows = !staged || cfg_.model.arch == "llama" ? 0  // Llama's wte is not tied
+  const size_t chunk_rows = !staged || cfg_.model.llama() ? 0  // Llama's wte is not tied
                             : cfg_.parallel.wte_chunk_rows > 0 ? size_t(cfg_.parallel.wte_chunk_rows)
                                                                : wte_chunk_rows(state_.layout());
   const std::map<int, ZeroUnit> units = zero_units(state_.layout(), chunk_rows);

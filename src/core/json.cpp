@@ -1,4 +1,7 @@
-#include "src/data/json_reader.hpp"
+#include "src/core/json.hpp"
+
+#include <cmath>
+#include <cstdio>
 
 #include "src/core/error.hpp"
 
@@ -92,6 +95,46 @@ struct Parser {
       }
     }
   }
+  // A number, true, false or null, as its text.
+  std::string scalar() {
+    skip_ws();
+    const size_t b = i;
+    while (i < s.size() && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\n' &&
+           s[i] != '\r' && s[i] != '\t')
+      ++i;
+    if (i == b) fail("expected a value");
+    return s.substr(b, i - b);
+  }
+  // An array, skipped whole (strings inside it respected).
+  void skip_array() {
+    expect('[');
+    for (int depth = 1; depth > 0;) {
+      if (i >= s.size()) fail("unterminated array");
+      if (s[i] == '"') { string(); continue; }
+      if (s[i] == '[') ++depth;
+      if (s[i] == ']') --depth;
+      ++i;
+    }
+  }
+  // An object's members into `out`, nested objects as "outer.inner".
+  void flat_object(const std::string& prefix, std::map<std::string, std::string>& out) {
+    expect('{');
+    skip_ws();
+    if (i < s.size() && s[i] == '}') { ++i; return; }
+    for (;;) {
+      const std::string key = prefix + string();
+      expect(':');
+      skip_ws();
+      if (i < s.size() && s[i] == '"') out[key] = string();
+      else if (i < s.size() && s[i] == '{') flat_object(key + ".", out);
+      else if (i < s.size() && s[i] == '[') skip_array();
+      else out[key] = scalar();
+      skip_ws();
+      if (i < s.size() && s[i] == ',') { ++i; continue; }
+      expect('}');
+      return;
+    }
+  }
   int64_t integer() {
     skip_ws();
     const size_t start = i;
@@ -104,6 +147,64 @@ struct Parser {
 };
 
 }  // namespace
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
+
+JsonObject& JsonObject::num(const std::string& k, double v) {
+  char buf[64];
+  if (std::isfinite(v)) std::snprintf(buf, sizeof buf, "%.17g", v);  // round-trips doubles exactly
+  else std::snprintf(buf, sizeof buf, "null");
+  kv_.emplace_back(k, buf);
+  return *this;
+}
+JsonObject& JsonObject::integer(const std::string& k, long long v) {
+  kv_.emplace_back(k, std::to_string(v));
+  return *this;
+}
+JsonObject& JsonObject::str(const std::string& k, const std::string& v) {
+  kv_.emplace_back(k, "\"" + json_escape(v) + "\"");
+  return *this;
+}
+JsonObject& JsonObject::raw(const std::string& k, const std::string& json) {
+  kv_.emplace_back(k, json);
+  return *this;
+}
+std::string JsonObject::dump() const {
+  std::string o = "{";
+  for (size_t i = 0; i < kv_.size(); ++i) {
+    if (i) o += ", ";
+    o += "\"" + json_escape(kv_[i].first) + "\": " + kv_[i].second;
+  }
+  return o + "}";
+}
+
+std::map<std::string, std::string> parse_flat_json(const std::string& text, const std::string& file) {
+  Parser p{text, file};
+  std::map<std::string, std::string> out;
+  p.flat_object("", out);
+  p.skip_ws();
+  if (p.i != text.size()) p.fail("trailing characters after the object");
+  return out;
+}
 
 std::vector<std::pair<std::string, int64_t>> parse_json_string_int_object(const std::string& text,
                                                                          const std::string& file) {

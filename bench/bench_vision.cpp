@@ -1,0 +1,131 @@
+// bench_vision: a short single-process ResNet-20 training run on Fashion-MNIST straight from the idx files (the
+// HDF5 image dataset and the trainer seam are not built yet, issue 21), with SGD + momentum, augmentation and a
+// step-decayed learning rate. Prints training img/s (excluding evaluation) and the test split's top-1 accuracy and
+// loss, and writes them to --out (JSON).
+//   bench_vision [--dir /usr/share/datasets/fashion-mnist] [--steps 300] [--batch 128] [--lr 0.1]
+//                [--eval-images 10000] [--out bench_vision.json]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+#include "src/core/error.hpp"
+#include "src/vision/augment.hpp"
+#include "src/vision/conv.hpp"
+#include "src/vision/idx_reader.hpp"
+#include "src/vision/resnet.hpp"
+#include "src/vision/sgd.hpp"
+
+using namespace gt::vision;
+
+namespace {
+
+struct Options {
+  std::string dir = "/usr/share/datasets/fashion-mnist", out = "bench_vision.json";
+  int steps = 300, batch = 128, eval_images = 10000;
+  float lr = 0.1f;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--dir") o.dir = v;
+    else if (k == "--out") o.out = v;
+    else if (k == "--steps") o.steps = std::atoi(v.c_str());
+    else if (k == "--batch") o.batch = std::atoi(v.c_str());
+    else if (k == "--eval-images") o.eval_images = std::atoi(v.c_str());
+    else if (k == "--lr") o.lr = float(std::atof(v.c_str()));
+    else throw gt::Error("bench_vision: unknown option " + k);
+  }
+  return o;
+}
+
+// Fills a batch: sample indices from a per-epoch permutation-free stride walk (deterministic), augmented.
+void fill(const IdxImages& img, const std::vector<std::uint8_t>& lab, const AugmentParams& aug, bool train,
+          long first, int batch, std::vector<float>& x, std::vector<int>& y) {
+  const long px = long(img.rows) * img.cols;
+  x.resize(batch * px);
+  y.resize(batch);
+  for (int b = 0; b < batch; ++b) {
+    const long g = first + b, epoch = g / img.count;
+    // a fixed odd multiplier walks every index once per epoch in a scrambled order
+    const long idx = train ? (g % img.count * 7919 + epoch * 104729) % img.count : g % img.count;
+    augment_image(aug, train, epoch, idx, img.rows, img.cols, 1, img.pixels.data() + idx * px, x.data() + b * px);
+    y[b] = lab[idx];
+  }
+}
+
+double evaluate(ResNet& net, const IdxImages& img, const std::vector<std::uint8_t>& lab, const AugmentParams& aug,
+                int n, double* loss) {
+  std::vector<float> x;
+  std::vector<int> y;
+  int correct = 0;
+  double total = 0.0;
+  const int b = 250;
+  for (int first = 0; first < n; first += b) {
+    const int cur = std::min(b, n - first);
+    fill(img, lab, aug, false, first, cur, x, y);
+    const StepResult r = net.forward(cur, x.data(), y.data(), false);
+    correct += r.correct;
+    total += r.loss * cur;
+  }
+  *loss = total / n;
+  return double(correct) / n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const Options o = parse(argc, argv);
+  const IdxImages train = read_idx_images(o.dir + "/train-images-idx3-ubyte.gz");
+  const auto train_lab = read_idx_labels(o.dir + "/train-labels-idx1-ubyte.gz");
+  const IdxImages test = read_idx_images(o.dir + "/t10k-images-idx3-ubyte.gz");
+  const auto test_lab = read_idx_labels(o.dir + "/t10k-labels-idx1-ubyte.gz");
+  ResNetConfig cfg;  // ResNet-20 for 28x28x1, 10 classes
+  ResNet net(cfg);
+  AugmentParams aug;
+  std::vector<float> velocity(net.params().size(), 0.f), x;
+  std::vector<int> y;
+  double train_s = 0.0, last_loss = 0.0;
+  for (int step = 0; step < o.steps; ++step) {
+    // lr: linear warmup over the first 5% of steps, then /10 at 50% and 75% (the ResNet paper's shape)
+    SgdParams sgd{o.lr, 0.9f, 5e-4f};
+    const int warm = std::max(1, o.steps / 20);
+    if (step < warm) sgd.lr = o.lr * float(step + 1) / warm;
+    if (step >= o.steps / 2) sgd.lr *= 0.1f;
+    if (step >= o.steps * 3 / 4) sgd.lr *= 0.1f;
+    fill(train, train_lab, aug, true, long(step) * o.batch, o.batch, x, y);
+    const auto t0 = std::chrono::steady_clock::now();
+    last_loss = net.forward(o.batch, x.data(), y.data(), true).loss;
+    net.backward();
+    for (const auto& t : net.tensors())
+      sgd_step(sgd, t.decay, t.size, net.params().data() + t.offset, net.grads().data() + t.offset,
+               velocity.data() + t.offset);
+    train_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (step % 50 == 0) std::printf("step %d loss %.4f lr %.4f\n", step, last_loss, sgd.lr);
+  }
+  double test_loss = 0.0;
+  const int n_eval = std::min(o.eval_images, test.count);
+  const double acc = evaluate(net, test, test_lab, aug, n_eval, &test_loss);
+  const double ips = double(o.steps) * o.batch / train_s;
+  const std::string backend = conv_backend_name(conv_backend());
+  std::printf("resnet20 (%zu parameters) fashion-mnist: %d steps x %d images, %.1f img/s (train step, conv %s), test top-1 %.4f "
+              "loss %.4f on %d images, final train loss %.4f\n",
+              net.params().size(), o.steps, o.batch, ips, backend.c_str(), acc, test_loss, n_eval, last_loss);
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"model\": \"resnet20\", \"steps\": %d, \"batch\": %d, \"lr\": %g, \"img_per_s\": %.2f, "
+                "\"conv_backend\": \"%s\", \"test_top1\": %.5f, \"test_loss\": %.5f, \"eval_images\": %d}\n",
+                o.steps, o.batch, o.lr, ips, backend.c_str(), acc, test_loss, n_eval);
+  gt::bench::write_text(o.out, buf, "bench_vision");
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "gridtrain: error: %s\n", e.what());
+  return 1;
+}

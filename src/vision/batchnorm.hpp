@@ -1,0 +1,29 @@
+#pragma once
+// BatchNorm over channels-last activations (M = N*H*W rows of C channels). Training uses the batch's statistics
+// (biased variance, as the normalisation itself) and updates the running statistics (unbiased variance, as
+// PyTorch does); evaluation uses the running statistics. Statistics are per rank: sync BN is not built yet.
+#include <vector>
+
+namespace gt::vision {
+
+struct BatchNormParams {
+  int channels = 0;
+  float eps = 1e-5f;
+  float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
+};
+
+// What backward needs from the forward pass: the per-channel batch mean and 1/sqrt(var + eps).
+struct BatchNormSaved {
+  std::vector<float> mean, invstd;
+};
+
+void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
+                             const float* beta, float* y, BatchNormSaved& saved, float* running_mean,
+                             float* running_var);
+void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
+                            const float* beta, const float* running_mean, const float* running_var, float* y);
+// dx overwritten; dgamma and dbeta overwritten (per channel).
+void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* dy, const float* gamma,
+                        const BatchNormSaved& saved, float* dx, float* dgamma, float* dbeta);
+
+}  // namespace gt::vision

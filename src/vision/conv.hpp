@@ -1,0 +1,48 @@
+#pragma once
+// 2-D convolution for the vision models (issue 21), channels-last: activations N x H x W x C, weights
+// O x KH x KW x I (the layout oneDNN calls acdb for both), no bias (every ResNet conv is followed by BatchNorm).
+// Three passes: forward, backward-data (the gradient of the input) and backward-weights. The backend is oneDNN
+// when the build has it (primitives created on first use and cached per thread by shape, on the rank's one
+// thread), otherwise a naive loop nest; conv_backend() names the one in use.
+#include <string>
+
+namespace gt::vision {
+
+struct ConvShape {
+  int n = 1, h = 1, w = 1, c = 1;  // input batch, height, width, channels
+  int k = 1;                       // output channels
+  int r = 1, s = 1;                // kernel height, width
+  int stride = 1, pad = 1;         // the same in both dimensions, symmetric padding
+  int out_h() const { return (h + 2 * pad - r) / stride + 1; }
+  int out_w() const { return (w + 2 * pad - s) / stride + 1; }
+  long in_size() const { return long(n) * h * w * c; }
+  long out_size() const { return long(n) * out_h() * out_w() * k; }
+  long weight_size() const { return long(k) * r * s * c; }
+};
+
+enum class ConvBackend { naive, onednn };
+
+// The backend in use: oneDNN when compiled in, unless `set_conv_backend(naive)` chose the loops (tests do, to
+// check one against the other).
+ConvBackend conv_backend();
+void set_conv_backend(ConvBackend b);  // throws gt::Error when oneDNN is asked for and the build has none
+std::string conv_backend_name(ConvBackend b);
+
+// y = conv(x, w)                           x: in_size, w: weight_size, y: out_size (overwritten)
+void conv_forward(const ConvShape& s, const float* x, const float* w, float* y);
+// dx = conv^T(dy, w)                       dx overwritten
+void conv_backward_data(const ConvShape& s, const float* dy, const float* w, float* dx);
+// dw = sum over the batch of x (*) dy      dw overwritten
+void conv_backward_weights(const ConvShape& s, const float* x, const float* dy, float* dw);
+
+namespace detail {
+void conv_forward_naive(const ConvShape& s, const float* x, const float* w, float* y);
+void conv_backward_data_naive(const ConvShape& s, const float* dy, const float* w, float* dx);
+void conv_backward_weights_naive(const ConvShape& s, const float* x, const float* dy, float* dw);
+bool onednn_available();
+void conv_forward_onednn(const ConvShape& s, const float* x, const float* w, float* y);
+void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float* w, float* dx);
+void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw);
+}  // namespace detail
+
+}  // namespace gt::vision

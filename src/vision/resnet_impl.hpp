@@ -1,0 +1,25 @@
+#pragma once
+// The ResNet's layers and its last training forward's activations (the pimpl of resnet.hpp), shared by
+// resnet.cpp (layout, initialisation) and resnet_step.cpp (forward, backward). Internal.
+#include <vector>
+
+#include "src/vision/resnet.hpp"
+#include "src/vision/resnet_layers.hpp"
+
+namespace gt::vision {
+
+struct ResNet::Impl {
+  detail::ConvLayer stem;
+  detail::BatchNormLayer stem_bn;
+  std::vector<detail::BasicBlock> blocks;
+  long fc_w = 0, fc_b = 0;
+  int features = 0;
+  // the last training forward's activations that backward needs
+  detail::Dims in_dims, stem_dims;
+  const float* images = nullptr;
+  std::vector<float> stem_a, stem_out, pooled, logits, dlogits;
+  std::vector<int> labels;
+  int batch = 0;
+};
+
+}  // namespace gt::vision

@@ -1,0 +1,73 @@
+// The ResNet's forward pass (stem, blocks, global average pool, classifier, loss) and its backward pass.
+#include <cstring>
+
+#include "src/core/error.hpp"
+#include "src/vision/classifier.hpp"
+#include "src/vision/pool.hpp"
+#include "src/vision/resnet_impl.hpp"
+
+namespace gt::vision {
+
+using detail::Dims;
+
+float* ResNet::forward_features(bool train) {
+  auto& m = *impl_;
+  const float* p = params_.data();
+  m.stem.forward(m.in_dims, p, m.images, m.stem_a);
+  m.stem_dims = m.stem.out(m.in_dims);
+  m.stem_bn.forward(m.stem_dims, p, m.stem_a.data(), m.stem_out, train);
+  relu_forward(m.stem_dims.size(), m.stem_out.data(), m.stem_out.data());
+  const float* x = m.stem_out.data();
+  Dims d = m.stem_dims;
+  for (auto& blk : m.blocks) {
+    blk.forward(d, p, x, train);
+    d = blk.mid;
+    x = blk.out.data();
+  }
+  return m.blocks.back().out.data();
+}
+
+StepResult ResNet::forward(int batch, const float* images, const int* labels, bool train) {
+  auto& m = *impl_;
+  for (int i = 0; i < batch; ++i)
+    if (labels[i] < 0 || labels[i] >= cfg_.classes)
+      throw Error("resnet: label " + std::to_string(labels[i]) + " out of range [0, " +
+                  std::to_string(cfg_.classes) + ")");
+  m.batch = batch;
+  m.images = images;
+  m.labels.assign(labels, labels + batch);
+  m.in_dims = {batch, cfg_.height, cfg_.width, cfg_.channels};
+  const float* feat = forward_features(train);
+  const Dims last = m.blocks.back().mid;
+  const PoolShape gap{batch, last.h, last.w, last.c, last.h, 1, 0};  // the global average (square maps)
+  m.pooled.resize(gap.out_size());
+  avgpool_forward(gap, feat, m.pooled.data());
+  m.logits.resize(long(batch) * cfg_.classes);
+  m.dlogits.resize(m.logits.size());
+  linear_forward(batch, m.features, cfg_.classes, m.pooled.data(), params_.data() + m.fc_w,
+                 params_.data() + m.fc_b, m.logits.data());
+  StepResult r;
+  r.loss = softmax_xent(batch, cfg_.classes, m.logits.data(), labels, m.dlogits.data(), &r.correct);
+  return r;
+}
+
+void ResNet::backward() {
+  auto& m = *impl_;
+  const float* p = params_.data();
+  float* g = grads_.data();
+  const Dims last = m.blocks.back().mid;
+  std::vector<float> dpooled(m.pooled.size()), dx(last.size()), dnext;
+  linear_backward(m.batch, m.features, cfg_.classes, m.pooled.data(), p + m.fc_w, m.dlogits.data(),
+                  dpooled.data(), g + m.fc_w, g + m.fc_b);
+  avgpool_backward({m.batch, last.h, last.w, last.c, last.h, 1, 0}, dpooled.data(), dx.data());
+  for (size_t i = m.blocks.size(); i-- > 0;) {
+    m.blocks[i].backward(p, dx.data(), g, dnext);
+    dx.swap(dnext);
+  }
+  std::vector<float> da;
+  relu_backward(m.stem_dims.size(), m.stem_out.data(), dx.data(), dx.data());
+  m.stem_bn.backward(m.stem_dims, p, m.stem_a.data(), dx.data(), g, da);
+  m.stem.backward(m.in_dims, p, m.images, da.data(), g, nullptr);
+}
+
+}  // namespace gt::vision

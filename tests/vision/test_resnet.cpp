@@ -1,0 +1,155 @@
+// The small-image ResNet end to end on one process: every tensor's gradient against central differences of the
+// model's own loss, a few SGD steps that must learn a synthetic task, and bad labels refused.
+//
+// The layers' kernels are checked against independent float64 references in test_vision_kernels.cpp; here the
+// question is whether the model wires them together right (skips, projections, pooling, the head), which a
+// directional derivative per tensor answers: (L(p + h d) - L(p - h d)) / 2h against <grad, d>, with d a random
+// direction of unit length inside one tensor. The forward is fp32: rounding of an O(1) loss ~ 1e-7 / h; the
+// truncation is O(h^2) times the curvature, which BatchNorm over 5-image batches makes large: at h = 1e-2 several
+// tensors missed by 10-40%, at h = 1e-3 and 1e-4 none did (tried once each). So h = 1e-3 (rounding ~ 1e-4). The
+// tolerance, 3% of |<grad, d>| plus 1e-3, is above both and far below what a wrong or missing term gives (O(100%)).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "src/core/error.hpp"
+#include "src/vision/conv.hpp"
+#include "src/vision/resnet.hpp"
+#include "src/vision/sgd.hpp"
+
+using namespace gt::vision;
+
+namespace {
+
+ResNetConfig tiny() {
+  ResNetConfig c;
+  c.height = c.width = 8;  // 8 -> 4 -> 2 over the two stages
+  c.channels = 2;
+  c.classes = 3;
+  c.widths = {4, 6, 8};
+  c.blocks_per_stage = 1;
+  c.seed = 7;
+  return c;
+}
+
+std::vector<float> images(int batch, const ResNetConfig& c, unsigned seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(long(batch) * c.height * c.width * c.channels);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+}  // namespace
+
+TEST(VisionResNet, EveryTensorsGradientAgainstFiniteDifferences) {
+  const ResNetConfig cfg = tiny();
+  ResNet net(cfg);
+  const int batch = 5;
+  const auto x = images(batch, cfg, 3);
+  const std::vector<int> y = {0, 2, 1, 1, 0};
+  net.forward(batch, x.data(), y.data(), true);
+  net.backward();
+  const std::vector<float> grad = net.grads();
+  std::mt19937 gen(11);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  int checked = 0;
+  for (const auto& t : net.tensors()) {
+    std::vector<float> d(t.size);
+    double norm = 0.0;
+    for (auto& v : d) {
+      v = nd(gen);
+      norm += double(v) * v;
+    }
+    for (auto& v : d) v = float(v / std::sqrt(norm));  // unit length: the step is h whatever the tensor's size
+    double want = 0.0;
+    for (long i = 0; i < t.size; ++i) want += double(grad[t.offset + i]) * d[i];
+    const double h = 1e-3;
+    auto& p = net.params();
+    const std::vector<float> p0(p.begin() + t.offset, p.begin() + t.offset + t.size);
+    for (long i = 0; i < t.size; ++i) p[t.offset + i] = float(p0[i] + h * d[i]);
+    const double up = net.forward(batch, x.data(), y.data(), true).loss;
+    for (long i = 0; i < t.size; ++i) p[t.offset + i] = float(p0[i] - h * d[i]);
+    const double down = net.forward(batch, x.data(), y.data(), true).loss;
+    std::copy(p0.begin(), p0.end(), p.begin() + t.offset);
+    EXPECT_NEAR((up - down) / (2 * h), want, 0.03 * std::fabs(want) + 1e-3) << t.name;
+    ++checked;
+  }
+  // stem conv+bn; stage 0's block keeps 4 channels (identity shortcut: conv1 bn1 conv2 bn2), the two others
+  // change width and stride (a projection and its BN too); fc weight and bias
+  EXPECT_EQ(checked, 3 + 6 + 2 * 9 + 2);
+}
+
+TEST(VisionResNet, SgdLearnsASyntheticTaskAndEvalUsesRunningStatistics) {
+  // The label is which of the three horizontal bands is brightest: learnable by the convolutions, not by chance.
+  const ResNetConfig cfg = tiny();
+  ResNet net(cfg);
+  const int batch = 12;
+  auto x = images(batch, cfg, 5);
+  std::vector<int> y(batch);
+  for (int n = 0; n < batch; ++n) {
+    y[n] = n % 3;
+    for (int h = 0; h < cfg.height; ++h)
+      for (int w = 0; w < cfg.width * cfg.channels; ++w)
+        if (h * 3 / cfg.height == y[n]) x[(long(n) * cfg.height + h) * cfg.width * cfg.channels + w] += 2.f;
+  }
+  std::vector<float> velocity(net.params().size(), 0.f);
+  const SgdParams sgd{0.05f, 0.9f, 5e-4f};
+  const double first = net.forward(batch, x.data(), y.data(), true).loss;
+  double last = first;
+  for (int step = 0; step < 30; ++step) {
+    last = net.forward(batch, x.data(), y.data(), true).loss;
+    net.backward();
+    for (const auto& t : net.tensors())
+      sgd_step(sgd, t.decay, t.size, net.params().data() + t.offset, net.grads().data() + t.offset,
+               velocity.data() + t.offset);
+  }
+  // chance is log 3 = 1.10; a correct gradient takes 30 momentum steps on 12 images far below a quarter of it
+  EXPECT_LT(last, 0.25 * first) << "first " << first << " last " << last;
+  // evaluation mode runs on the running statistics and still classifies the training images
+  const StepResult eval = net.forward(batch, x.data(), y.data(), false);
+  EXPECT_TRUE(std::isfinite(eval.loss));
+  EXPECT_GE(eval.correct, batch * 2 / 3) << "eval loss " << eval.loss;
+}
+
+TEST(VisionResNet, LabelOutOfRangeIsRefused) {
+  ResNet net(tiny());
+  const auto x = images(2, tiny(), 1);
+  const std::vector<int> bad = {0, 3};
+  try {
+    net.forward(2, x.data(), bad.data(), true);
+    FAIL() << "no error";
+  } catch (const gt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("label 3 out of range [0, 3)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(VisionResNet, LoopBackendGivesTheSameLossAndGradientsAsOnednn) {
+  if (!detail::onednn_available()) GTEST_SKIP() << "this build has no oneDNN";
+  // Two fp32 backends with different summation orders: the differences seen are ~1.5e-6 of a tensor's largest
+  // gradient (a bound of 1e-6 failed once, on stage0.block0.bn2.gamma); 1e-4 of it leaves ~70x headroom and is far
+  // below what a wrong pass would give (O(1) of it).
+  const ResNetConfig cfg = tiny();
+  const auto x = images(4, cfg, 9);
+  const std::vector<int> y = {1, 0, 2, 1};
+  std::vector<double> loss(2);
+  std::vector<std::vector<float>> grads(2);
+  for (int b = 0; b < 2; ++b) {
+    set_conv_backend(b == 0 ? ConvBackend::naive : ConvBackend::onednn);
+    ResNet net(cfg);
+    loss[b] = net.forward(4, x.data(), y.data(), true).loss;
+    net.backward();
+    grads[b] = net.grads();
+  }
+  EXPECT_NEAR(loss[0], loss[1], 1e-5);
+  ResNet layout(cfg);
+  for (const auto& t : layout.tensors()) {
+    float big = 0.f;
+    for (long i = 0; i < t.size; ++i) big = std::max(big, std::fabs(grads[1][t.offset + i]));
+    for (long i = 0; i < t.size; ++i)
+      ASSERT_NEAR(grads[0][t.offset + i], grads[1][t.offset + i], 1e-4 * big + 1e-7) << t.name << " " << i;
+  }
+}

@@ -1,0 +1,310 @@
+// The vision kernels against independent float64 references (loops written here, not the library's), and their
+// backward passes against central finite differences of the float64 forward.
+//
+// Tolerances, and why:
+//  - conv forward, fp32 vs float64: 1e-6 x sqrt(K) x (1 + max|y|), K = r*s*c the reduction length. An fp32 dot
+//    product of K terms of O(1) has a rounding error ~ sqrt(K) x 6e-8, ten times below; a wrong tap, stride or
+//    padding row changes a value by O(1), far above it.
+//  - conv gradients: 1e-4 x sqrt(number of summed terms) absolute, the same argument with more headroom for the
+//    longer sums (dw sums over the batch and the output map).
+//  - finite differences: taken on the float64 reference with h = 1e-4 (truncation error O(h^2) ~ 1e-8,
+//    rounding ~ 1e-16 / h ~ 1e-12), so the only sizeable error left is the fp32 kernel's, bounded as above.
+//  - naive vs oneDNN: both fp32 with different summation orders; the same bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "src/core/error.hpp"
+#include "src/vision/batchnorm.hpp"
+#include "src/vision/classifier.hpp"
+#include "src/vision/conv.hpp"
+#include "src/vision/pool.hpp"
+#include "src/vision/sgd.hpp"
+
+using namespace gt::vision;
+
+namespace {
+
+std::vector<float> randv(long n, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+
+std::vector<double> to_d(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+// Float64 convolution written from the definition: y[n,p,q,k] = sum_{r,t,c} x[n, p*S-P+r, q*S-P+t, c] w[k,r,t,c].
+std::vector<double> conv_ref(const ConvShape& s, const std::vector<double>& x, const std::vector<double>& w) {
+  std::vector<double> y(s.out_size(), 0.0);
+  for (int n = 0; n < s.n; ++n)
+    for (int p = 0; p < s.out_h(); ++p)
+      for (int q = 0; q < s.out_w(); ++q)
+        for (int k = 0; k < s.k; ++k)
+          for (int r = 0; r < s.r; ++r)
+            for (int t = 0; t < s.s; ++t)
+              for (int c = 0; c < s.c; ++c) {
+                const int ih = p * s.stride - s.pad + r, iw = q * s.stride - s.pad + t;
+                if (ih < 0 || iw < 0 || ih >= s.h || iw >= s.w) continue;
+                y[((long(n) * s.out_h() + p) * s.out_w() + q) * s.k + k] +=
+                    x[((long(n) * s.h + ih) * s.w + iw) * s.c + c] * w[((long(k) * s.r + r) * s.s + t) * s.c + c];
+              }
+  return y;
+}
+
+double dot(const std::vector<double>& a, const std::vector<float>& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0.0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// Central difference of L(v) = <f(v), R> with respect to v[i], in float64.
+double fd(std::vector<double> v, long i, const std::function<double(const std::vector<double>&)>& loss) {
+  const double h = 1e-4, v0 = v[i];
+  v[i] = v0 + h;
+  const double up = loss(v);
+  v[i] = v0 - h;
+  const double down = loss(v);
+  return (up - down) / (2 * h);
+}
+
+template <class A, class B>
+void expect_close(const A& got, const B& want, double tol, const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(double(got[i]), double(want[i]), tol) << what << " at " << i;
+}
+
+struct ConvCase {
+  ConvShape s;
+  const char* name;
+};
+
+std::vector<ConvCase> conv_cases() {
+  // n, h, w, c, k, r, s, stride, pad
+  return {{{2, 5, 5, 3, 4, 3, 3, 1, 1}, "3x3 s1 p1"},  {{2, 7, 6, 3, 5, 3, 3, 2, 1}, "3x3 s2 p1 odd"},
+          {{1, 6, 6, 4, 3, 1, 1, 1, 0}, "1x1 s1"},     {{2, 7, 7, 5, 6, 1, 1, 2, 0}, "1x1 s2 (downsample)"},
+          {{1, 11, 9, 3, 4, 7, 7, 2, 3}, "7x7 s2 p3"}, {{1, 4, 5, 2, 3, 3, 3, 1, 0}, "3x3 no pad"}};
+}
+
+// Checks all three passes of the current backend on one shape.
+void check_conv(const ConvShape& s, const char* name) {
+  SCOPED_TRACE(name);
+  const auto x = randv(s.in_size(), 1), w = randv(s.weight_size(), 2), R = randv(s.out_size(), 3);
+  const auto xd = to_d(x), wd = to_d(w);
+  const double tol = 1e-6 * std::sqrt(double(s.r * s.s * s.c)) * (1 + max_abs(conv_ref(s, xd, wd)));
+  std::vector<float> y(s.out_size()), dx(s.in_size()), dw(s.weight_size());
+  conv_forward(s, x.data(), w.data(), y.data());
+  expect_close(y, conv_ref(s, xd, wd), tol, "forward");
+  conv_backward_data(s, R.data(), w.data(), dx.data());
+  conv_backward_weights(s, x.data(), R.data(), dw.data());
+  auto loss_x = [&](const std::vector<double>& v) { return dot(conv_ref(s, v, wd), R); };
+  auto loss_w = [&](const std::vector<double>& v) { return dot(conv_ref(s, xd, v), R); };
+  const double gtol = 1e-4 * std::sqrt(double(s.k * s.r * s.s + s.n * s.out_h() * s.out_w()));
+  for (long i = 0; i < s.in_size(); i += 1 + s.in_size() / 40) ASSERT_NEAR(dx[i], fd(xd, i, loss_x), gtol) << i;
+  for (long i = 0; i < s.weight_size(); i += 1 + s.weight_size() / 40)
+    ASSERT_NEAR(dw[i], fd(wd, i, loss_w), gtol) << i;
+}
+
+}  // namespace
+
+TEST(VisionConv, NaiveAgainstFloat64AndFiniteDifferences) {
+  set_conv_backend(ConvBackend::naive);
+  for (const auto& c : conv_cases()) check_conv(c.s, c.name);
+}
+
+TEST(VisionConv, DefaultBackendAgainstFloat64AndFiniteDifferences) {
+  // oneDNN when the build has it (the default), else the loops again.
+  const ConvBackend b = detail::onednn_available() ? ConvBackend::onednn : ConvBackend::naive;
+  set_conv_backend(b);
+  RecordProperty("backend", conv_backend_name(b));
+  for (const auto& c : conv_cases()) check_conv(c.s, c.name);
+  // Running the same shape twice reuses the cached primitive and must give the same bits.
+  const ConvShape s = conv_cases()[1].s;
+  const auto x = randv(s.in_size(), 5), w = randv(s.weight_size(), 6);
+  std::vector<float> y1(s.out_size()), y2(s.out_size());
+  conv_forward(s, x.data(), w.data(), y1.data());
+  conv_forward(s, x.data(), w.data(), y2.data());
+  EXPECT_EQ(y1, y2);
+}
+
+TEST(VisionConv, OnednnRefusedWhenAbsent) {
+  if (detail::onednn_available()) GTEST_SKIP() << "this build has oneDNN";
+  EXPECT_THROW(set_conv_backend(ConvBackend::onednn), gt::Error);
+}
+
+namespace {
+
+// Float64 BatchNorm (training statistics) over rows x C.
+std::vector<double> bn_ref(long rows, int C, const std::vector<double>& x, const std::vector<double>& g,
+                           const std::vector<double>& b, double eps) {
+  std::vector<double> y(x.size());
+  for (int c = 0; c < C; ++c) {
+    double mean = 0.0, var = 0.0;
+    for (long m = 0; m < rows; ++m) mean += x[m * C + c] / rows;
+    for (long m = 0; m < rows; ++m) var += (x[m * C + c] - mean) * (x[m * C + c] - mean) / rows;
+    for (long m = 0; m < rows; ++m) y[m * C + c] = g[c] * (x[m * C + c] - mean) / std::sqrt(var + eps) + b[c];
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST(VisionBatchNorm, TrainForwardBackwardRunningStatsAndEval) {
+  const long rows = 2 * 3 * 5;  // N*H*W with odd sizes
+  const int C = 4;
+  BatchNormParams p{C, 1e-5f, 0.1f};
+  const auto x = randv(rows * C, 11, -2.f, 3.f), g = randv(C, 12, 0.5f, 1.5f), b = randv(C, 13);
+  const auto R = randv(rows * C, 14);
+  std::vector<float> y(rows * C), rm(C, 0.f), rv(C, 1.f), dx(rows * C), dg(C), db(C);
+  BatchNormSaved saved;
+  batchnorm_forward_train(p, rows, x.data(), g.data(), b.data(), y.data(), saved, rm.data(), rv.data());
+  const auto xd = to_d(x), gd = to_d(g), bd = to_d(b);
+  // outputs are O(3) (|xhat| <= sqrt(rows)); fp32 rounding of the normalised value ~ 1e-6 relative
+  expect_close(y, bn_ref(rows, C, xd, gd, bd, p.eps), 2e-5, "bn forward");
+  for (int c = 0; c < C; ++c) {  // running statistics: momentum 0.1 toward the batch mean and unbiased variance
+    double mean = 0.0, sq = 0.0;
+    for (long m = 0; m < rows; ++m) mean += xd[m * C + c] / rows;
+    for (long m = 0; m < rows; ++m) sq += (xd[m * C + c] - mean) * (xd[m * C + c] - mean);
+    EXPECT_NEAR(rm[c], 0.1 * mean, 1e-6);
+    EXPECT_NEAR(rv[c], 0.9 + 0.1 * sq / (rows - 1), 1e-6);
+  }
+  batchnorm_backward(p, rows, x.data(), R.data(), g.data(), saved, dx.data(), dg.data(), db.data());
+  auto lx = [&](const std::vector<double>& v) { return dot(bn_ref(rows, C, v, gd, bd, p.eps), R); };
+  auto lg = [&](const std::vector<double>& v) { return dot(bn_ref(rows, C, xd, v, bd, p.eps), R); };
+  auto lb = [&](const std::vector<double>& v) { return dot(bn_ref(rows, C, xd, gd, v, p.eps), R); };
+  // gradients are sums of rows=30 terms of O(1): fp32 error ~ 1e-6 x 30; 1e-4 leaves headroom, a wrong term is O(0.1)
+  for (long i = 0; i < rows * C; ++i) ASSERT_NEAR(dx[i], fd(xd, i, lx), 1e-4) << i;
+  for (int c = 0; c < C; ++c) {
+    EXPECT_NEAR(dg[c], fd(gd, c, lg), 1e-4);
+    EXPECT_NEAR(db[c], fd(bd, c, lb), 1e-4);
+  }
+  // evaluation uses the running statistics: y = g (x - rm) / sqrt(rv + eps) + b
+  batchnorm_forward_eval(p, rows, x.data(), g.data(), b.data(), rm.data(), rv.data(), y.data());
+  for (long m = 0; m < rows; ++m)
+    for (int c = 0; c < C; ++c)
+      ASSERT_NEAR(y[m * C + c], gd[c] * (xd[m * C + c] - rm[c]) / std::sqrt(double(rv[c]) + p.eps) + bd[c], 1e-5);
+}
+
+namespace {
+
+std::vector<double> pool_ref(const PoolShape& s, const std::vector<double>& x, bool max) {
+  std::vector<double> y(s.out_size());
+  for (int n = 0; n < s.n; ++n)
+    for (int p = 0; p < s.out_h(); ++p)
+      for (int q = 0; q < s.out_w(); ++q)
+        for (int c = 0; c < s.c; ++c) {
+          double acc = max ? -1e300 : 0.0;
+          for (int r = 0; r < s.window; ++r)
+            for (int t = 0; t < s.window; ++t) {
+              const int ih = p * s.stride - s.pad + r, iw = q * s.stride - s.pad + t;
+              if (ih < 0 || iw < 0 || ih >= s.h || iw >= s.w) continue;
+              const double v = x[((long(n) * s.h + ih) * s.w + iw) * s.c + c];
+              acc = max ? std::max(acc, v) : acc + v / (s.window * s.window);
+            }
+          y[((long(n) * s.out_h() + p) * s.out_w() + q) * s.c + c] = acc;
+        }
+  return y;
+}
+
+}  // namespace
+
+TEST(VisionPool, MaxAndAverageAgainstFloat64AndFiniteDifferences) {
+  // n h w c window stride pad: ImageNet's 3x3 s2 p1 max pool on an odd map, 2x2 s2, and a global 7x7 average
+  const std::vector<PoolShape> shapes = {{2, 7, 7, 3, 3, 2, 1}, {1, 6, 5, 2, 2, 2, 0}, {2, 7, 7, 4, 7, 1, 0}};
+  for (const auto& s : shapes) {
+    const auto x = randv(s.in_size(), 21), R = randv(s.out_size(), 22);
+    const auto xd = to_d(x);
+    std::vector<float> y(s.out_size()), dx(s.in_size());
+    std::vector<long> arg;
+    for (bool max : {true, false}) {
+      if (max) maxpool_forward(s, x.data(), y.data(), arg);
+      else avgpool_forward(s, x.data(), y.data());
+      expect_close(y, pool_ref(s, xd, max), 1e-6, max ? "maxpool" : "avgpool");  // <= 49 adds of O(1/49)
+      if (max) maxpool_backward(s, R.data(), arg, dx.data());
+      else avgpool_backward(s, R.data(), dx.data());
+      // random inputs have no ties, so max pooling is differentiable at x; h = 1e-4 << the gap between values
+      auto loss = [&](const std::vector<double>& v) { return dot(pool_ref(s, v, max), R); };
+      for (long i = 0; i < s.in_size(); ++i) ASSERT_NEAR(dx[i], fd(xd, i, loss), 1e-5) << i;
+    }
+  }
+}
+
+TEST(VisionHead, LinearSoftmaxCrossEntropyAgainstFiniteDifferences) {
+  const int B = 3, F = 7, K = 5;
+  const auto x = randv(B * F, 31), w = randv(K * F, 32), b = randv(K, 33);
+  const std::vector<int> labels = {4, 0, 2};
+  const auto xd = to_d(x), wd = to_d(w), bd = to_d(b);
+  auto loss_of = [&](const std::vector<double>& xv, const std::vector<double>& wv, const std::vector<double>& bv) {
+    double loss = 0.0;  // float64 reference: mean over the batch of logsumexp(z) - z[label]
+    for (int n = 0; n < B; ++n) {
+      std::vector<double> z(K);
+      double s = 0.0;
+      for (int k = 0; k < K; ++k) {
+        z[k] = bv[k];
+        for (int f = 0; f < F; ++f) z[k] += xv[n * F + f] * wv[k * F + f];
+        s += std::exp(z[k]);
+      }
+      loss += (std::log(s) - z[labels[n]]) / B;
+    }
+    return loss;
+  };
+  std::vector<float> logits(B * K), dl(B * K), dx(B * F), dw(K * F), db(K);
+  linear_forward(B, F, K, x.data(), w.data(), b.data(), logits.data());
+  int correct = 0;
+  const double loss = softmax_xent(B, K, logits.data(), labels.data(), dl.data(), &correct);
+  EXPECT_NEAR(loss, loss_of(xd, wd, bd), 1e-5);  // fp32 logits of 7-term dots, O(1): error ~ 1e-6
+  linear_backward(B, F, K, x.data(), w.data(), dl.data(), dx.data(), dw.data(), db.data());
+  for (int i = 0; i < B * F; ++i)
+    ASSERT_NEAR(dx[i], fd(xd, i, [&](const std::vector<double>& v) { return loss_of(v, wd, bd); }), 1e-5);
+  for (int i = 0; i < K * F; ++i)
+    ASSERT_NEAR(dw[i], fd(wd, i, [&](const std::vector<double>& v) { return loss_of(xd, v, bd); }), 1e-5);
+  for (int i = 0; i < K; ++i)
+    ASSERT_NEAR(db[i], fd(bd, i, [&](const std::vector<double>& v) { return loss_of(xd, wd, v); }), 1e-5);
+  int want = 0;  // top-1 count from the logits directly
+  for (int n = 0; n < B; ++n) {
+    int best = 0;
+    for (int k = 1; k < K; ++k)
+      if (logits[n * K + k] > logits[n * K + best]) best = k;
+    want += best == labels[n];
+  }
+  EXPECT_EQ(correct, want);
+  // huge logits: the max-subtracted softmax stays finite
+  std::vector<float> big = {1000.f, -1000.f, 999.f, 0.f, 0.f};
+  std::vector<float> dbig(K);
+  const int lab = 2;
+  EXPECT_NEAR(softmax_xent(1, K, big.data(), &lab, dbig.data(), nullptr), std::log1p(std::exp(-1.0)) + 1.0, 1e-6);
+}
+
+TEST(VisionHead, ReluAndSgdMomentumWithDecayMask) {
+  const std::vector<float> x = {-1.f, 0.f, 2.f}, dy = {5.f, 6.f, 7.f};
+  std::vector<float> y(3), dx(3);
+  relu_forward(3, x.data(), y.data());
+  relu_backward(3, y.data(), dy.data(), dx.data());
+  EXPECT_EQ(y, (std::vector<float>{0.f, 0.f, 2.f}));
+  EXPECT_EQ(dx, (std::vector<float>{0.f, 0.f, 7.f}));
+  // two steps against the recurrence in float64: v = mu v + g + wd w (wd only with decay), w -= lr v
+  const SgdParams p{0.1f, 0.9f, 0.01f};
+  for (bool decay : {true, false}) {
+    std::vector<float> w = {1.f, -2.f}, v = {0.f, 0.f};
+    const std::vector<float> g = {0.5f, 0.25f};
+    std::vector<double> wr = {1.0, -2.0}, vr = {0.0, 0.0};
+    for (int step = 0; step < 2; ++step) {
+      sgd_step(p, decay, 2, w.data(), g.data(), v.data());
+      for (int i = 0; i < 2; ++i) {
+        vr[i] = 0.9 * vr[i] + g[i] + (decay ? 0.01 * wr[i] : 0.0);
+        wr[i] -= 0.1 * vr[i];
+      }
+    }
+    for (int i = 0; i < 2; ++i) EXPECT_NEAR(w[i], wr[i], 1e-6);  // a few fp32 roundings of O(1) values
+  }
+}
