@@ -4,17 +4,11 @@
 
 #include "src/core/error.hpp"
 #include "src/train/metrics.hpp"
+#include "src/train/straggler_monitor.hpp"  // stage_of_every_rank
 
 namespace gt {
 
 namespace {
-
-std::vector<int> stage_of_every_rank(Grid& grid) {
-  const int mine = grid.pp_rank();
-  std::vector<int> all(size_t(grid.world_size()));
-  grid.world().allgather(&mine, all.data(), 1, DType::I32);
-  return all;
-}
 
 AdaptSettings settings(const Config& cfg) {
   AdaptSettings s;

@@ -8,14 +8,12 @@
 
 namespace gt {
 
-namespace {
 std::vector<int> stage_of_every_rank(Grid& grid) {
   const int mine = grid.pp_rank();
   std::vector<int> all(size_t(grid.world_size()));
   grid.world().allgather(&mine, all.data(), 1, DType::I32);
   return all;
 }
-}  // namespace
 
 StragglerMonitor::StragglerMonitor(Grid& grid) : grid_(grid), detector_(StragglerConfig{}, stage_of_every_rank(grid)) {
   const test_hooks::SlowRank hook = test_hooks::slow_rank();  // src/core/test_hooks.hpp

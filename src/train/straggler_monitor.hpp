@@ -12,6 +12,10 @@
 
 namespace gt {
 
+// The pipeline stage of every world rank (collective over the world): the detector's and the adapter's view
+// of which ranks belong to one stage.
+std::vector<int> stage_of_every_rank(Grid& grid);
+
 class StragglerMonitor {
  public:
   // Collective over the grid's world (gathers each rank's pipeline stage: ranks are compared within a stage).
