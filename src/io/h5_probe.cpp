@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,8 @@ namespace {
 
 // argv[1] of a probe child: not a command a user would type, and not a section.key=value override.
 constexpr const char* kProbeArg = "--gridtrain-internal-h5-probe";
+// The probe child's heap limit (RLIMIT_DATA): far above a metadata walk, far below a node's memory.
+constexpr rlim_t kProbeHeapBytes = rlim_t(2) << 30;
 bool g_serves_probe = false;  // set by serve_probe_if_asked(): see the header
 
 const char* signal_name(int sig) {
@@ -74,6 +77,11 @@ int serve_probe_if_asked(int argc, char** argv) {
   // A parent killed while it waits (a cancelled job) takes a hung child with it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != static_cast<pid_t>(std::atoll(argv[3]))) return 0;  // the parent is already gone
+  // Damaged metadata can make libhdf5 ask for gigabytes (CI's fuzzer found a 4.2 GB malloc inside the library).
+  // The walk needs metadata and one chunk at a time, so the child's heap is capped: such a request fails here and
+  // the file is called damaged, instead of the child taking the node's memory next to the training ranks.
+  const rlimit heap{kProbeHeapBytes, kProbeHeapBytes};
+  ::setrlimit(RLIMIT_DATA, &heap);
   // Test hook: GRIDTRAIN_TEST_H5_PROBE_SLEEP_S makes the child hang as libhdf5 does on some files, whatever the
   // library does with the file at hand (the time limit is tested without depending on a libhdf5 bug).
   if (const double s = test_hooks::h5_probe_sleep_s(); s > 0)  // src/core/test_hooks.hpp
