@@ -7,6 +7,7 @@
 #include "kernels/work_sizes.hpp"
 #include "src/plan/framework.hpp"
 #include "src/plan/rebalance.hpp"
+#include "src/train/dp/shard_plan.hpp"
 
 namespace gt::plan {
 
@@ -227,12 +228,13 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   // Staged gradients (zero 2/3, one micro-batch, one stage) split the tied wte into chunks of as many rows as fit
   // in the largest block (zero_units, wte_chunk_rows): the embedding unit is wpe alone, each chunk a unit. An
   // untied wte stays whole (the trainer chunks only the tied one).
-  const bool staged = f == Framework::Gridtrain && l.zero >= 2 && l.dp > 1 && l.micro_batches == 1 && l.pp == 1;
+  const int zero = shard_plan::running_stage(l.zero, l.dp);  // gridtrain's rules (src/train/dp/shard_plan.hpp)
+  const bool staged = f == Framework::Gridtrain && shard_plan::stages_grads(zero, l.micro_batches, l.pp);
   std::vector<double> units(size_t(blocks), block);
   if (first && staged && m.tied()) {
     units.push_back(wpe);
-    const double rows = std::max(1.0, std::floor((blocks > 0 ? block : norm_f) / m.h));
-    units.push_back(std::min(emb, rows * m.h));
+    const double rows = shard_plan::wte_chunk_rows(std::floor(blocks > 0 ? block : norm_f), double(m.h));
+    units.push_back(std::min(emb, std::floor(rows) * m.h));
   } else if (first) {
     units.push_back(emb + wpe);
   }
@@ -241,12 +243,9 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   // gridtrain's ZeRO-2/3 (src/train/zero.cpp, predicted_state_bytes): the gradient shard, plus either the staging
   // of one unit at a time (two buffers of the largest unit, src/train/zero_grads.hpp) or the full accumulation
   // buffer.
-  if (f == Framework::Gridtrain && l.zero >= 2 && l.dp > 1) {
-    const double g = state_bytes(l.precision).g;
-    if (staged)
-      r.grads = psi * g / l.dp + g * 2.0 * units.front();
-    else
-      r.grads = psi * g * (1.0 + 1.0 / l.dp);
+  if (f == Framework::Gridtrain && zero >= 2) {
+    const double staging = staged ? shard_plan::staging_elems(units.front()) : 0.0;
+    r.grads = state_bytes(l.precision).g * shard_plan::grad_elems(psi, l.dp, zero, staging);
   }
   const double e = elem_bytes(l.precision), sbh = double(m.s) / l.cp * l.micro_batch * m.h;
   if (f == Framework::Gridtrain) {
@@ -266,8 +265,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   // the embedding or the tied head, a block).
   // (gridtrain with sequence parallelism sends this rank's rows only)
   if (l.pp > 1) r.comm_buffers += 2 * sbh * e / (f == Framework::Gridtrain ? split_rows(l) : 1.0);
-  if (f == Framework::Gridtrain && l.zero >= 3 && l.dp > 1) {
-    for (size_t i = 0; i < std::min<size_t>(2, units.size()); ++i) r.comm_buffers += units[i] * e;
+  if (f == Framework::Gridtrain && zero >= 3) {
+    r.comm_buffers += e * shard_plan::gather_elems(units[0], units.size() > 1 ? units[1] : 0.0);
   } else if (l.zero >= 3 && blocks > 0) {
     // the block computing and the one prefetched, gathered in the compute dtype, and (FSDP2, DeepSpeed) one block's
     // unsharded gradients before their reduce-scatter

@@ -10,15 +10,12 @@
 #include "src/core/error.hpp"
 #include "src/core/stop_signal.hpp"
 #include "src/core/test_hooks.hpp"
-#include "src/train/half_wire.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/rebalancer.hpp"
 #include "src/train/stage_chunks.hpp"
 #include "src/train/startup_stop.hpp"
-#include "src/train/zero.hpp"
-#include "src/train/zero_grads.hpp"
 
 namespace gt {
 
@@ -72,12 +69,10 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                     cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
 
-  // The ZeRO plan first: the state is allocated as shards directly (no full buffer exists even at start-up).
+  // The DP plan first: the state is allocated as shards directly (no full buffer exists even at start-up).
   TensorLayout layout(stage_tensor_specs(m, chunks, tp.rank, tp.size), g.dp);
-  zero_ = ZeroPlan(cfg_.parallel.zero, layout, grid_.dp_rank(), g.dp);
-  const bool stage_grads = ZeroGradStaging::applies(zero_, cfg_.train.micro_batches, g.pp);
-  const StateExtents extents = state_extents(zero_, layout.size(), stage_grads);
-  state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, extents);
+  DataParallel::Plan dp_plan = DataParallel::plan(cfg_, g.pp, grid_.dp_rank(), g.dp, layout);
+  state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, dp_plan.extents);
   auto grads = [this] { return state_->has_buffer("grads") ? state_->grads() : nullptr; };
   model_ = make_stage_model(choice.precision, m, seed, cfg_.train.micro_batch_size, chunks, tp, ops, state_->layout(),
                             choice.recompute);
@@ -92,110 +87,22 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
-  apply_zero_plan(*state_, zero_);
-  // Staged gradients: the tied wte in chunks of rows no larger than a block, so neither its gradient nor (zero 3)
-  // its gathered parameters are ever held whole (zero_units; GPT::set_vocab_chunks).
-  const size_t chunk_rows = !stage_grads || cfg_.model.llama() ? 0  // Llama's wte is not tied
-                            : cfg_.parallel.wte_chunk_rows > 0 ? size_t(cfg_.parallel.wte_chunk_rows)
-                                                               : wte_chunk_rows(state_->layout());
-  const std::map<int, ZeroUnit> units = zero_units(state_->layout(), chunk_rows);
-  if (stage_grads) staging_ = std::make_unique<ZeroGradStaging>(*state_, zero_, *model_, chunk_rows);
-  if (g.dp > 1 && exec_on_host) {
-    // On CPU builds with every DP rank on one node (parallel.allreduce=shm) the buffers the DP collectives read
-    // move into the DP group's shared region (zero_shm.hpp), where they need no copy and no MPI progress: the
-    // full gradient buffer the shm all-reduce sums in place (zero 0, 1); the working parameters whose shards
-    // the ranks copy from each other after the update (zero 1, 2); the staging buffers of staged gradients and,
-    // at zero 3, the parameter shard the units are gathered from. Collective over dp; elsewhere (several nodes,
-    // parallel.allreduce=mpi|ring) nothing moves and the MPI path runs.
-    std::vector<std::string> moved;
-    if (zero_.stage <= 1) moved.push_back("grads");
-    if (zero_.stage == 1 || zero_.stage == 2 || (zero_.stage == 3 && stage_grads)) moved.push_back("params");
-    if (stage_grads)
-      for (const std::string& b : ZeroGradStaging::buffer_names()) moved.push_back(b);
-    zero_shm_ = ZeroShm::create(grid_.dp(), *state_, moved, units.begin()->first, units.rbegin()->first);
-    if (zero_shm_) {
-      model_->bind(state_->params(), grads());
-      if (staging_) staging_->attach(zero_shm_.get());
-    }
-  }
-  if (zero_.stage >= 3) {  // the working parameters are a shard now: the model reads gathered units
-    model_->bind(state_->params(), grads());
-    gather_ = std::make_unique<ZeroGather>(*state_, zero_, grid_.dp(), *model_, chunk_rows);
-    if (zero_shm_ && staging_) gather_->attach(zero_shm_.get());
-    model_->set_param_hook([this](int a, int b) { gather_->need(a, b); });
-  }
-  if (chunk_rows > 0 && state_->layout().has("wte")) {
-    std::function<const void*(int)> param;  // zero 2: the full working copy holds wte
-    if (gather_) param = [this](int c) { return gather_->chunk(c); };
-    model_->set_vocab_chunks(wte_chunk_starts(state_->layout(), chunk_rows), param,
-                             [this](int c) { return staging_->staged(wte_chunk_unit(c)); });
-  }
-  if (g.dp > 1) {
-    std::vector<TensorSpec> tensors = state_->layout().tensors();
-    // ZeRO-2 reduces the tied wte over DP before the embedding group could sum the two copies, so its bucket
-    // waits for the end of backward, where that sum comes first (finish's before_rest).
-    if (zero_.stage >= 2 && tied_embed())
-      for (TensorSpec& t : tensors)
-        if (t.name == "wte") t.unit = -1;
-    buckets_ = std::make_unique<GradBuckets>(tensors, static_cast<size_t>(cfg_.parallel.bucket_mb * 1048576.0),
-                                             sizeof(float));
-    if (zero_.stage >= 2)
-      buckets_->reduce_scatter_into(state_->layout(), zero_.shard, state_->data<float>("grads_shard"));
-  }
-  const DType wire = grad_wire_dtype(choice.compress, choice.grad_reduce_dtype);
-  if (buckets_ && wire != DType::F32) {  // the dense 16-bit all-reduce (config.cpp refuses it with top-k)
-    if (zero_.stage >= 2)
-      throw Error("a 16-bit gradient all-reduce (compress.method / parallel.grad_reduce_dtype) with parallel.zero >= 2: "
-                  "a 16-bit reduce-scatter is not implemented");
-    buckets_->set_wire(wire, static_cast<uint16_t*>(state_->add_buffer("grad_wire", wire).data));
-  }
-  if (buckets_ && choice.compress == CompressMethod::TopK) {  // on GPU builds by device kernels (compress/topk_device.hpp)
-    if (zero_.stage >= 2)
-      throw Error("compress.method = \"topk\" with parallel.zero >= 2: a compressed reduce-scatter is not implemented");
-    GradBuckets::Compression c;
-    c.density = cfg_.compress.density;
-    c.warmup_steps = cfg_.compress.warmup_steps;
-    c.topk.error_feedback = cfg_.compress.error_feedback;
-    c.topk.select = choice.topk_select == TopkSelect::Exact ? compress::Select::Exact : compress::Select::Sampled;
-    c.local_clip = cfg_.compress.local_clip;
-    c.topk.force = choice.topk_transport != TopkTransport::Auto;
-    c.topk.forced = choice.topk_transport == TopkTransport::SharedIndex ? compress::Transport::Shared : compress::Transport::AllGather;
-    c.topk.values = working_dtype(choice.topk_values);  // the same mapping of a precision to a DType
-    // per rank; in checkpoints, resumed on the same layout only (Checkpointer::resume_residuals)
-    c.residual = state_->data<float>(state_->add_buffer("ef_residual", DType::F32).name);
-    buckets_->set_compression(c);
-  }
+  dp_ = std::make_unique<DataParallel>(cfg_, grid_, *state_, *model_, std::move(dp_plan), tied_embed() != nullptr);
+  const ZeroPlan& zero = dp_->zero();
   if (choice.sparsity != SparsityPattern::None) {
-    if (zero_.sharded())
+    if (zero.sharded())
       throw Error("sparsity.pattern = \"2:4\" with parallel.zero > 0 is not implemented (the masked working copy "
                   "of sharded masters)");
     sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_);
   }
-  optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero_);
+  optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   guard_ = std::make_unique<StepGuard>(cfg_.train, choice.nonfinite);
   progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
-                                                 loader_->global_batch(), zero_, mirror_mode_);
-  if (grid_.world_rank() == 0) {  // the memory ledger of rank 0 (stage 0 of the pipeline, TP rank 0)
-    const StateLedger pred = predicted_ledger();
-    const StateLedger have = allocated_state_bytes(*state_);
-    const double mib = 1048576.0;
-    // The activation ledger counts the stored activations in the working type (2 bytes in bf16/fp16), the
-    // LayerNorm and cross-entropy statistics in fp32 (GPT<T>::activation_bytes_per_slot, work_bytes):
-    // what every slot keeps and the shared work buffers (train.recompute shifts the first to the second).
-    const double kept = double(model_->kept_activation_bytes());
-    std::string zero_line = zero_.describe();  // and which path the DP collectives take
-    if (zero_in_shared_memory()) zero_line += ", DP collectives through shared memory";
-    else if (staging_) zero_line += ", gradients staged per unit, reduce-scattered over " + grid_.dp().backend();
-    std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
-                "optimizer %.2f/%.2f | activations %.2f MiB in %s (ledger, %d micro-batches in flight + work buffers; "
-                "recompute %s: kept %.2f, work %.2f)\n",
-                zero_line.c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
-                pred.optimizer / mib, have.optimizer / mib, activation_bytes() / mib, cfg_.train.precision.c_str(),
-                model_->slots(), cfg_.train.recompute.c_str(), kept / mib, double(model_->work_bytes()) / mib);
-  }
+                                                 loader_->global_batch(), zero, mirror_mode_);
+  if (grid_.world_rank() == 0) print_memory_line();  // the ledger of rank 0 (pipeline stage 0, TP rank 0)
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);
     io::write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
@@ -203,15 +110,31 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   grid_.world().barrier();
   if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them
     if (sparsity_) sparsity_->write_working();
-    else if (state_->working() != Precision::FP32) {  // 16-bit: rounded from the fp32 master, as after a step
-      state_->refresh_params(zero_.shard);
-      allgather_params(*state_, zero_, grid_.dp());
-    }
+    else if (state_->working() != Precision::FP32) dp_->refresh_working_copy();  // 16-bit: as after a step
   }
   scaler_->restore(progress_.scaler);
 }
 
 Trainer::~Trainer() = default;
+
+// The start line: the DP plan and its path, the model state per rank (predicted and allocated) and the
+// activation ledger.
+void Trainer::print_memory_line() const {
+  const StateLedger pred = predicted_ledger();
+  const StateLedger have = allocated_state_bytes(*state_);
+  const double mib = 1048576.0;
+  // The activation ledger counts the stored activations in the working type (2 bytes in bf16/fp16), the
+  // LayerNorm and cross-entropy statistics in fp32 (GPT<T>::activation_bytes_per_slot, work_bytes):
+  // what every slot keeps and the shared work buffers (train.recompute shifts the first to the second).
+  const double kept = double(model_->kept_activation_bytes());
+  const std::string zero_line = dp_->describe();  // and which path the DP collectives take
+  std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
+              "optimizer %.2f/%.2f | activations %.2f MiB in %s (ledger, %d micro-batches in flight + work buffers; "
+              "recompute %s: kept %.2f, work %.2f)\n",
+              zero_line.c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
+              pred.optimizer / mib, have.optimizer / mib, activation_bytes() / mib, cfg_.train.precision.c_str(),
+              model_->slots(), cfg_.train.recompute.c_str(), kept / mib, double(model_->work_bytes()) / mib);
+}
 
 size_t Trainer::activation_bytes() const {
   return model_->kept_activation_bytes() + model_->work_bytes();
@@ -224,33 +147,21 @@ StepStats Trainer::train_step() {
   const double tp0 = blocked(&grid_.tp()), pp0 = blocked(&grid_.pp()), dp0 = blocked(&grid_.dp());
   const double other0 = blocked(&grid_.mp()) + blocked(embed);
   loader_->take_wait_seconds();  // what validation waited is not this step's
-  if (staging_) staging_->begin_step();
-  else state_->zero_grads();
-  if (gather_) gather_->invalidate();  // the parameters changed since the last gather (step, resume)
-  test_overflow_hook(grid_.world_rank(), progress_.step + 1, staging_ ? staging_->some_grad() : state_->grads());
   const double loss_scale = scaler_->scale();
+  dp_->begin_step(progress_.step, loss_scale);
+  test_overflow_hook(grid_.world_rank(), progress_.step + 1, dp_->some_grad());
 
-  // Forward and backward of every micro-batch; the DP buckets go out as the last backward completes them.
+  // Forward and backward of every micro-batch; the DP reductions go out as the last backward completes units.
   double loss_sum = 0;
-  std::function<void(int)> on_unit;
-  if (buckets_) {
-    buckets_->begin_step(progress_.step, loss_scale);
-    on_unit = [this](int u) { buckets_->unit_done(u, grid_.dp(), state_->grads()); };
-  }
-  if (staging_) on_unit = [this](int u) { staging_->unit_done(u, grid_.dp()); };
-  pipeline_->train_step(progress_.samples_done, loss_scale, &loss_sum, on_unit);
-  auto sum_tied_wte = [&] {  // the tied wte: the embedding's and the head's gradients summed
-    const TensorSpec& wte = state_->layout().spec("wte");
-    embed->allreduce(state_->grads() + wte.offset, wte.size, DType::F32, ReduceOp::Sum);
-  };
-  const bool wte_first = embed && zero_.stage >= 2;  // before the reduce-scatter: the shards cut wte differently
-  if (staging_) staging_->finish();  // one pipeline stage: no tied wte to sum
-  else if (buckets_)
-    buckets_->finish(grid_.dp(), state_->grads(), wte_first ? std::function<void()>(sum_tied_wte) : nullptr);
-  else if (wte_first) sum_tied_wte();
-  if (embed && !wte_first) sum_tied_wte();
-  GradBuckets::WireStats wire;
-  if (buckets_) wire = buckets_->wire_stats(grid_.dp().size());
+  pipeline_->train_step(progress_.samples_done, loss_scale, &loss_sum, dp_->on_unit());
+  std::function<void()> sum_tied_wte;
+  if (embed)
+    sum_tied_wte = [&] {  // the tied wte: the embedding's and the head's gradients summed
+      const TensorSpec& wte = state_->layout().spec("wte");
+      embed->allreduce(state_->grads() + wte.offset, wte.size, DType::F32, ReduceOp::Sum);
+    };
+  dp_->finish(sum_tied_wte);
+  const GradBuckets::WireStats wire = dp_->wire_stats();
 
   const double t_opt0 = MPI_Wtime();
   const TrainConfig& tc = cfg_.train;
@@ -266,8 +177,7 @@ StepStats Trainer::train_step() {
   const bool skip = overflow || !bad.empty();
   if (!skip) {
     optimizer_->step(updates + 1, lr, norm, loss_scale);
-    allgather_params(*state_, zero_, grid_.dp(), zero_shm_.get());  // ZeRO 1, 2: every updated shard to every rank
-    if (gather_) gather_->invalidate();
+    dp_->after_update();  // ZeRO 1, 2: every updated shard to every rank; ZeRO 3: gathers dropped
     if (sparsity_) sparsity_->after_update(updates + 1);  // new masks, the masked working copy
   }
   Kokkos::fence();
@@ -295,7 +205,7 @@ StepStats Trainer::train_step() {
   s.grad_norm = norm / loss_scale;
   s.loss_scale = loss_scale;
   s.skipped = skip;
-  s.wire_bytes = buckets_ ? wire.bytes : -1;  // this rank's (logged: world rank 0, DP rank 0 of stage 0)
+  s.wire_bytes = dp_->has_buckets() ? wire.bytes : -1;  // this rank's (logged: world rank 0, DP rank 0 of stage 0)
   s.compression_ratio = wire.bytes > 0 ? wire.dense_fp32_bytes / wire.bytes : 0;
   s.residual_norm = wire.residual_norm;
   if (straggler_) straggler_->after_step(t, &s);
@@ -354,18 +264,14 @@ void Trainer::finish(const std::string& status) {
   const double a3[3] = {double(have.params), double(have.grads), double(have.optimizer)};
   std::copy(p3, p3 + 3, in.ledger_predicted);
   std::copy(a3, a3 + 3, in.ledger_allocated);
-  in.zero_stage = zero_.stage;
+  in.zero_stage = dp_->zero().stage;
   in.activation_bytes = activation_bytes();
   in.activation_dtype = cfg_.train.precision;
   if (adapter_) in.adapt_decisions_json = adapter_->decisions_json();
   report_->write_summary(in);
 }
 
-StateLedger Trainer::predicted_ledger() const {
-  return predicted_state_bytes(state_->layout().size(), zero_.dp_size, zero_.stage,
-                               dtype_size(state_->buffer("params").dtype), gather_ ? gather_->buffer_elems() : 0,
-                               staging_ ? staging_->elems() : 0);
-}
+StateLedger Trainer::predicted_ledger() const { return dp_->predicted_ledger(); }
 
 int Trainer::run() {
   install_stop_signal_handlers();
@@ -447,8 +353,7 @@ void Trainer::adopt(StateHandoff h) {
   scatter_global(*state_, "adam_m", h.adam_m, mirror_mode_);
   scatter_global(*state_, "adam_v", h.adam_v, mirror_mode_);
   if (master) state_->refresh_params(state_->buffer("master").extent);
-  allgather_params(*state_, zero_, grid_.dp(), zero_shm_.get());
-  if (gather_) gather_->invalidate();
+  dp_->after_update();  // as after a step: the shards to every rank (ZeRO 1, 2), no stale gathered unit (3)
   progress_ = h.progress;
   history_ = std::move(h.history);
   scaler_->restore(progress_.scaler);

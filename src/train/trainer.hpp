@@ -4,7 +4,8 @@
 //   GPT             the model stage, computing on the TrainState's buffers
 //   BatchLoader     the tokens of each micro-batch (sampler position, prefetch)
 //   PipelineRunner  the schedule's forward/backward ops and the traffic between stages
-//   GradBuckets     the DP all-reduce, overlapped with the last backward
+//   DataParallel    the DP traffic: gradient reductions overlapped with the last backward, ZeRO's shards,
+//                   gathers and staging (src/train/dp/data_parallel.hpp)
 //   Optimizer       global norm, clipping, AdamW (over this rank's ZeRO shard: zero.hpp)
 //   Sparsity        2:4 masks and the masked working copy of the weights (sparsity.hpp; when configured)
 //   LossScaler      the dynamic loss scale and the skip decision on overflow
@@ -21,8 +22,8 @@
 #include "src/model/gpt.hpp"
 #include "src/train/batch_loader.hpp"
 #include "src/train/checkpointer.hpp"
+#include "src/train/dp/data_parallel.hpp"
 #include "src/train/host_mirror.hpp"
-#include "src/train/grad_buckets.hpp"
 #include "src/train/loss_scaler.hpp"
 #include "src/train/optimizer.hpp"
 #include "src/train/pipeline_adapter.hpp"
@@ -35,9 +36,6 @@
 #include "src/train/step_stats.hpp"
 #include "src/train/straggler_monitor.hpp"
 #include "src/train/train_state.hpp"
-#include "src/train/zero.hpp"
-#include "src/train/zero_gather.hpp"
-#include "src/train/zero_grads.hpp"
 
 namespace gt {
 
@@ -72,7 +70,7 @@ class Trainer {
   // All parameters gathered in global shapes on every rank (name -> row-major values), for comparisons.
   // Whether ZeRO's all-gathers (stages 1, 2), staged reduce-scatters and stage 3's gathers run through the DP
   // group's shared memory (zero_shm.hpp) instead of MPI.
-  bool zero_in_shared_memory() const { return zero_shm_ && zero_.stage >= 1 && (zero_.stage <= 2 || staging_); }
+  bool zero_in_shared_memory() const { return dp_->in_shared_memory(); }
   std::vector<std::pair<std::string, std::vector<float>>> gather_params();
 
  private:
@@ -81,6 +79,7 @@ class Trainer {
   // is in neither, and for model.arch = llama, whose head is not tied to the embedding.
   Comm* tied_embed() { return cfg_.model.llama() ? nullptr : grid_.embed(); }
   size_t activation_bytes() const;  // this rank's activation ledger (stored activations + work buffers)
+  void print_memory_line() const;   // the start line of rank 0: the DP plan, model state and activations
   double validate();
   void save(const std::string& reason);
   void finish(const std::string& status);
@@ -91,19 +90,15 @@ class Trainer {
   StageLayout stage_;
   std::unique_ptr<TrainState> state_;
   std::unique_ptr<StageModel> model_;
+  std::unique_ptr<DataParallel> dp_;  // after model_: the model's hooks point into it
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<PipelineRunner> pipeline_;
-  std::unique_ptr<GradBuckets> buckets_;
   std::unique_ptr<Sparsity> sparsity_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<StepGuard> guard_;  // the bad-step policy (train.nonfinite)
-  ZeroPlan zero_;
   // How the host reads device state (checkpoints, gathers); Copy only under the test hook test_hooks::host_mirror_copy().
   MirrorMode mirror_mode_ = host_mirror_mode_from_env();
-  std::unique_ptr<ZeroShm> zero_shm_;   // ZeRO-2/3 on one node: gathers and reduce-scatters in shared memory
-  std::unique_ptr<ZeroGather> gather_;  // ZeRO-3: the units' parameters gathered before use
-  std::unique_ptr<ZeroGradStaging> staging_;  // ZeRO-2/3: gradients staged unit by unit, no full buffer
   StateLedger predicted_ledger() const;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<RunReport> report_;

@@ -4,12 +4,13 @@
 
 #include "src/core/error.hpp"
 #include "src/model/stage_model.hpp"
+#include "src/train/dp/shard_plan.hpp"
 #include "src/train/zero_shm.hpp"
 
 namespace gt {
 
 ZeroPlan::ZeroPlan(int requested_stage, const TensorLayout& layout, int dp_rank, int dp)
-    : requested(requested_stage), stage(dp > 1 ? requested_stage : 0), dp_size(dp) {
+    : requested(requested_stage), stage(shard_plan::running_stage(requested_stage, dp)), dp_size(dp) {
   if (requested_stage < 0 || requested_stage > 3)
     throw Error("parallel.zero = " + std::to_string(requested_stage) + ": the stages are 0, 1, 2 and 3");
   if (layout.dp_size() != dp) throw Error("zero: the layout is padded for another DP size");
@@ -44,8 +45,7 @@ size_t wte_chunk_rows(const TensorLayout& layout) {
   size_t largest = 0;
   for (const auto& [id, u] : zero_units(layout))
     if (id != wte.unit) largest = std::max(largest, u.elems);
-  const size_t cols = size_t(wte.local_shape().back());
-  return std::max<size_t>(1, largest / cols);
+  return shard_plan::wte_chunk_rows(largest, size_t(wte.local_shape().back()));
 }
 
 std::vector<size_t> wte_chunk_starts(const TensorLayout& layout, size_t chunk_rows) {
@@ -147,7 +147,7 @@ StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_
   l.params = stage >= 3 && dp > 1 ? working_bytes * (psi / dp + gather_elems) : working_bytes * psi;
   l.params += working_bytes != 4 ? 4 * (psi / nd) : 0;
   // the accumulation buffer (full, or the staging of a unit at a time), and the reduced shard from stage 2
-  l.grads = 4 * (staging_elems > 0 ? staging_elems : psi) + (stage >= 2 && dp > 1 ? 4 * (psi / dp) : 0);
+  l.grads = 4 * shard_plan::grad_elems(psi, dp, stage, staging_elems);
   l.optimizer = 8 * (psi / nd);
   return l;
 }

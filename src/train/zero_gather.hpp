@@ -16,6 +16,7 @@
 
 #include "src/comm/comm.hpp"
 #include "src/model/stage_model.hpp"
+#include "src/train/dp/shard_plan.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
 #include "src/train/zero_shm.hpp"
@@ -42,7 +43,7 @@ class ZeroGather {
   // (zero_shm.hpp), where "params" was moved; no MPI call. Before the first need().
   void attach(ZeroShm* shm) { shm_ = shm; }
   // Elements of both gather buffers together (the largest unit plus the second largest: the ledger's figure).
-  size_t buffer_elems() const { return slots_[0].cap + slots_[1].cap; }
+  size_t buffer_elems() const { return shard_plan::gather_elems(slots_[0].cap, slots_[1].cap); }
   // Gathers issued so far (prefetched or not) and how many a request found already in flight or done.
   long gathers() const { return gathers_; }
   long prefetch_hits() const { return hits_; }

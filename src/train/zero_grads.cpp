@@ -4,12 +4,15 @@
 #include <iterator>
 #include <string>
 
+#include "kernels/half.hpp"
 #include "src/core/error.hpp"
+#include "src/train/half_wire.hpp"
+#include "src/train/dp/shard_plan.hpp"
 
 namespace gt {
 
 bool ZeroGradStaging::applies(const ZeroPlan& plan, int micro_batches, int pp) {
-  return plan.stage >= 2 && micro_batches == 1 && pp == 1;
+  return shard_plan::stages_grads(plan.stage, micro_batches, pp);
 }
 
 ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model, size_t chunk_rows)
@@ -50,6 +53,38 @@ void ZeroGradStaging::attach(ZeroShm* shm) {
   for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = state_.data<float>(t->name);
 }
 
+void ZeroGradStaging::set_wire(DType t) {
+  wire_ = t;
+  if (shm_) return;  // summed from the peers' fp32 staging, rounded as read
+  auto add = [&](const std::string& name, Range extent) {
+    return static_cast<uint16_t*>(state_.add_buffer(name, t, MemSpace::Device, extent).data);
+  };
+  for (Slot* s : {&tied_, &slots_[0], &slots_[1]})
+    s->wire = add(std::string("grad_wire_") + (s->name + 6), Range{0, s->cap});  // grads_stage0 -> grad_wire_stage0
+  wire_shard_ = add("grad_wire_shard", plan_.shard);
+}
+
+void ZeroGradStaging::launch(int unit, Slot& s, Comm& dp) {
+  const ZeroUnit& u = units_.at(unit);
+  if (wire_ == DType::F32) {
+    float* shard = state_.data<float>("grads_shard");
+    const float* at = s.data;
+    for (const Range& r : u.ranges) {
+      s.pending.push_back(ireduce_scatter_range(dp, state_.layout(), plan_.shard, r, at, shard));
+      at += r.size();
+    }
+    return;
+  }
+  to_wire(s.data, s.wire, u.elems, wire_);
+  const uint16_t* at = s.wire;
+  for (const Range& r : u.ranges) {
+    const size_t first = std::min(std::max(r.begin, plan_.shard.begin), plan_.shard.end);
+    s.pending.push_back(dp.ireduce_scatter_v(at, wire_shard_ + (first - plan_.shard.begin),
+                                             shard_counts(state_.layout(), r), wire_, ReduceOp::Sum));
+    at += r.size();
+  }
+}
+
 void ZeroGradStaging::wait(Slot& s) {
   if (shm_) {
     if (s.unit != -1)  // -1: empty (wte chunks have negative ids)
@@ -75,6 +110,24 @@ void ZeroGradStaging::reduce_ready() {
   }
 }
 
+namespace {
+template <class H>
+void sum_rounded_as(const std::vector<const float*>& in, size_t at, size_t len, float* o) {
+  for (size_t i = 0; i < len; ++i) {
+    H acc(in[0][at + i]);
+    for (size_t k = 1; k < in.size(); ++k) acc = H(float(acc) + float(H(in[k][at + i])));
+    o[i] = float(acc);
+  }
+}
+}  // namespace
+
+// The 16-bit wire's sum through shared memory: each rank's value rounded to the wire type, the partial sums
+// rounded after every addition in rank order (half_sum.hpp's arithmetic, the MPI reduce-scatter's values at dp 2).
+void ZeroGradStaging::sum_rounded(const std::vector<const float*>& in, size_t at, size_t len, float* o) const {
+  if (wire_ == DType::BF16) sum_rounded_as<bf16_t>(in, at, len, o);
+  else sum_rounded_as<fp16_t>(in, at, len, o);
+}
+
 // Every rank's staged unit at the same place in its region: this rank's piece summed in rank order 0..p-1
 // (the order of the shm all-reduce, so the bits of zero 0 with parallel.allreduce=shm) into its shard.
 void ZeroGradStaging::reduce(int unit, const Slot& s) {
@@ -90,9 +143,13 @@ void ZeroGradStaging::reduce(int unit, const Slot& s) {
       const size_t len = std::min<size_t>(4096, hi - t);
       float* o = out + (t - shard.begin);
       const size_t at = packed + (t - r.begin);
-      for (size_t i = 0; i < len; ++i) o[i] = in[0][at + i];
-      for (int k = 1; k < p; ++k)
-        for (size_t i = 0; i < len; ++i) o[i] += in[size_t(k)][at + i];
+      if (wire_ == DType::F32) {
+        for (size_t i = 0; i < len; ++i) o[i] = in[0][at + i];
+        for (int k = 1; k < p; ++k)
+          for (size_t i = 0; i < len; ++i) o[i] += in[size_t(k)][at + i];
+      } else {
+        sum_rounded(in, at, len, o);
+      }
     }
     packed += r.size();
   }
@@ -138,12 +195,7 @@ void ZeroGradStaging::unit_done(int unit, Comm& dp) {
     shm_->set(ZeroShm::Done, unit, step_);  // the peers may sum it from here on
     to_reduce_.emplace_back(unit, s);
   } else {
-    float* shard = state_.data<float>("grads_shard");
-    const float* at = s->data;
-    for (const Range& r : units_.at(unit).ranges) {
-      s->pending.push_back(ireduce_scatter_range(dp, state_.layout(), plan_.shard, r, at, shard));
-      at += r.size();
-    }
+    launch(unit, *s, dp);
   }
   if (unit != tied_unit_) {  // the next unit down (the tied one is staged for the whole step)
     auto it = units_.find(unit);
@@ -168,6 +220,7 @@ void ZeroGradStaging::finish() {
     return;
   }
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) wait(*s);
+  if (wire_shard_) from_wire(wire_shard_, state_.data<float>("grads_shard"), plan_.shard.size(), wire_);
 }
 
 }  // namespace gt

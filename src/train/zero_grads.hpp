@@ -19,6 +19,7 @@
 
 #include "src/comm/comm.hpp"
 #include "src/model/stage_model.hpp"
+#include "src/train/dp/shard_plan.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/zero.hpp"
 #include "src/train/zero_shm.hpp"
@@ -44,6 +45,12 @@ class ZeroGradStaging {
   // were moved into the region (their pointers are read again). Before the first step.
   void attach(ZeroShm* shm);
 
+  // compress.method = bf16 | fp16 or parallel.grad_reduce_dtype = bf16 (DataParallel's 16-bit reduce-scatter):
+  // each staged unit is rounded to `t` and reduce-scattered in `t` (MPI: into a 16-bit shard "grad_wire_shard",
+  // widened into grads_shard by finish(); shm: every rank's values rounded to `t` as they are read and summed in
+  // rank order with one rounding per addition, the MPI 16-bit sum's arithmetic). Before the first step.
+  void set_wire(DType t);
+
   // Start of a step: the wte unit and the first unit of backward (the highest) zeroed and writable, nothing
   // else.
   void begin_step();
@@ -53,7 +60,7 @@ class ZeroGradStaging {
   // Waits every reduce-scatter: grads_shard holds the step's reduced gradient.
   void finish();
   // Elements of all staging buffers together (the ledger's figure).
-  size_t elems() const { return tied_.cap + slots_[0].cap + slots_[1].cap; }
+  size_t elems() const { return shard_plan::staging_elems(slots_[0].cap, tied_.cap); }
   // A gradient element of this step (the overflow test hook poisons one).
   float* some_grad() { return tied_.cap > 0 ? tied_.data : slots_[0].data; }
   // The staged buffer of unit u (a wte chunk: GPT::set_vocab_chunks' grad); throws if u is not staged now.
@@ -67,7 +74,9 @@ class ZeroGradStaging {
     int unit = -1;
     uint64_t step = 0;                // (shm) the step its unit was staged in
     std::vector<RequestPtr> pending;  // (MPI) its reduce-scatter until waited
+    uint16_t* wire = nullptr;         // (16-bit wire, MPI) the unit rounded to wire_
   };
+  void launch(int unit, Slot& s, Comm& dp);  // (MPI) the unit's reduce-scatter
   void point(int unit, float* at);  // null: not writable
   void prepare(Slot& s, int unit);
   // Until nobody reads the slot any more: its reduce-scatter waited (MPI), or every rank has summed its piece
@@ -76,6 +85,7 @@ class ZeroGradStaging {
   // (shm) Sums this rank's piece of every unit staged here that every rank has staged.
   void reduce_ready();
   void reduce(int unit, const Slot& s);
+  void sum_rounded(const std::vector<const float*>& in, size_t at, size_t len, float* o) const;
 
   TrainState& state_;
   const ZeroPlan& plan_;
@@ -86,6 +96,8 @@ class ZeroGradStaging {
   Slot slots_[2];
   int turn_ = 0;  // the rotating buffer the next unit takes
   ZeroShm* shm_ = nullptr;
+  DType wire_ = DType::F32;        // the reduce-scatter's type
+  uint16_t* wire_shard_ = nullptr;  // (16-bit wire, MPI) this rank's shard of the 16-bit sums
   uint64_t step_ = 0;                             // (shm) steps begun: the flags' values
   std::vector<std::pair<int, Slot*>> to_reduce_;  // (shm) units staged here whose piece is not summed yet
 };

@@ -3,7 +3,8 @@
 #   - parallel.grad_reduce_dtype=bf16 and compress.method=bf16 are one path: the same losses, bit for bit;
 #   - bf16 and fp16 end within TOL of the fp32 all-reduce's final loss, and their losses are not all equal to the
 #     fp32 run's (the 16-bit wire is in use);
-#   - bf16 with top-k and bf16 with ZeRO-2 are one-line errors naming the key.
+#   - bf16 with top-k is a one-line error naming the key. (bf16 with ZeRO-2/3 runs since issue 20: a 16-bit
+#     reduce-scatter, tested by test_zero_wire_*.)
 # The grad_reduce_dtype=bf16 run only feeds the bitwise check: its first 12 steps against the bf16 run's.
 #   test_half_reduce_train.sh GRIDTRAIN MPIEXEC
 set -u
@@ -43,5 +44,4 @@ if not (s["wire_bytes_per_step"] == 2 * s["params"] and s["compression_ratio"] =
 PY
 bad() { bad_run 2 "$@"; }
 bad "bf16 reduce with top-k" parallel.grad_reduce_dtype parallel.grad_reduce_dtype=bf16 compress.method=topk
-bad "bf16 with ZeRO-2" compress.method compress.method=bf16 parallel.zero=2
 echo "ok"
