@@ -81,6 +81,47 @@ std::vector<int> zero_choices(const PlanOptions& o) {
   return z;
 }
 
+// Micro-batch (size, count) pairs for a layout with dp replicas: b x m x dp = the global batch, or m fixed and the
+// batch follows. Empty with *why set when none is possible.
+std::vector<std::pair<int, int>> micro_batch_choices(const PlanOptions& o, int dp, std::string* why) {
+  std::vector<std::pair<int, int>> bm;
+  if (o.fixed_micro_batches > 0) {
+    for (int b : o.micro_batch_sizes) bm.push_back({b, o.fixed_micro_batches});
+    return bm;
+  }
+  if (o.global_batch % dp != 0) {
+    *why = "global batch " + num(o.global_batch) + " is not divisible by dp " + num(dp);
+    return bm;
+  }
+  const long per_rank = o.global_batch / dp;
+  for (long b = 1; b <= per_rank && b <= o.max_micro_batch; ++b) {
+    if (per_rank % b) continue;
+    if (!o.micro_batch_sizes.empty() &&
+        std::find(o.micro_batch_sizes.begin(), o.micro_batch_sizes.end(), int(b)) == o.micro_batch_sizes.end())
+      continue;
+    bm.push_back({int(b), int(per_rank / b)});
+  }
+  if (bm.empty()) *why = "no micro-batch size asked for divides the per-rank batch " + num(per_rank);
+  return bm;
+}
+
+// One structurally valid layout: its memory and step time, and whether it fits the devices (the reason when not).
+Candidate evaluate(const ModelShape& m, const Cluster& c, const Layout& l, Framework f, const std::vector<int>& begin,
+                   const TimeOptions& topt) {
+  Candidate cand;
+  cand.layout = l;
+  cand.memory = peak_memory(m, l, f, begin);
+  cand.time = step_time(m, l, c, f, begin, topt);
+  if (cand.memory.total() > c.usable_memory_bytes()) {
+    cand.reason = "needs " + gb(cand.memory.total()) + " on stage " + num(cand.memory.stage) + " > " +
+                  gb(c.usable_memory_bytes()) + " usable (states " + gb(cand.memory.states()) + ", activations " +
+                  gb(cand.memory.activations) + ")";
+    return cand;
+  }
+  cand.fits = true;
+  return cand;
+}
+
 }  // namespace
 
 Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
@@ -113,26 +154,11 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
       base.device_split = c.gpu;
       const bool sp = o.sequence_parallel < 0 ? traits(o.framework).sequence_parallel : o.sequence_parallel > 0;
       base.sequence_parallel = sp && tp > 1;
-      // Micro-batch sizes and counts: b x m x dp = global batch (or m fixed and the batch follows).
-      std::vector<std::pair<int, int>> bm;
-      if (o.fixed_micro_batches > 0) {
-        for (int b : o.micro_batch_sizes) bm.push_back({b, o.fixed_micro_batches});
-      } else if (o.global_batch % base.dp != 0) {
-        reject(base, "global batch " + num(o.global_batch) + " is not divisible by dp " + num(base.dp));
+      std::string why;
+      const std::vector<std::pair<int, int>> bm = micro_batch_choices(o, base.dp, &why);
+      if (bm.empty()) {  // say so, rather than leave the layout out without a reason
+        reject(base, why);
         continue;
-      } else {
-        const long per_rank = o.global_batch / base.dp;
-        for (long b = 1; b <= per_rank && b <= o.max_micro_batch; ++b) {
-          if (per_rank % b) continue;
-          if (!o.micro_batch_sizes.empty() &&
-              std::find(o.micro_batch_sizes.begin(), o.micro_batch_sizes.end(), int(b)) == o.micro_batch_sizes.end())
-            continue;
-          bm.push_back({int(b), int(per_rank / b)});
-        }
-        if (bm.empty()) {  // say so, rather than leave the layout out without a reason
-          reject(base, "no micro-batch size asked for divides the per-rank batch " + num(per_rank));
-          continue;
-        }
       }
       // The stage split depends on pp alone: computed once here, not once per candidate (a cost-balanced split is
       // O(pp L^2)).
@@ -154,19 +180,8 @@ Plan make_plan(const ModelShape& m, const Cluster& c, const PlanOptions& o) {
                   reject(l, why);
                   continue;
                 }
-                Candidate cand;
-                cand.layout = l;
-                cand.memory = peak_memory(m, l, o.framework, begin);
-                cand.time = step_time(m, l, c, o.framework, begin, topt);
-                if (cand.memory.total() > c.usable_memory_bytes()) {
-                  cand.reason = "needs " + gb(cand.memory.total()) + " on stage " + num(cand.memory.stage) + " > " +
-                                gb(c.usable_memory_bytes()) + " usable (states " + gb(cand.memory.states()) +
-                                ", activations " + gb(cand.memory.activations) + ")";
-                  plan.rejected.push_back(cand);
-                  continue;
-                }
-                cand.fits = true;
-                plan.fits.push_back(cand);
+                Candidate cand = evaluate(m, c, l, o.framework, begin, topt);
+                (cand.fits ? plan.fits : plan.rejected).push_back(std::move(cand));
               }
     }
   }
