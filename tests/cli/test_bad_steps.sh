@@ -17,17 +17,9 @@
 #   test_bad_steps.sh GRIDTRAIN MPIEXEC CASE
 set -u
 bin=$1 mpiexec=$2 case=$3
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_bad_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=bad source "$(dirname "$0")/../common/train_runs.sh"  # $work, fail, run
 common=(train --config tiny model.n_layer=2 model.d_model=32 model.n_head=4 model.seq_len=16 model.vocab_size=64
         train.micro_batch_size=2 output.log_every=1000 output.peak_gflops=1)
-# run RANKS LOG args... : a generous limit for a loaded 2-core machine; a hang fails instead of blocking CI
-run() {
-  local n=$1 log=$2; shift 2
-  if [ "$n" -gt 1 ]; then timeout -k 10 240 "$mpiexec" -n "$n" "$bin" "${common[@]}" "$@" >"$log" 2>&1
-  else timeout -k 10 240 "$bin" "${common[@]}" "$@" >"$log" 2>&1; fi
-}
 # nan_at RANKS STEP: the test hook of src/train/trainer.cpp puts a NaN into one gradient of the last rank
 nan_at() { export GRIDTRAIN_TEST_INF_RANK=$(($1 - 1)) GRIDTRAIN_TEST_INF_STEP=$2 GRIDTRAIN_TEST_INF_NAN=1; }
 field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))

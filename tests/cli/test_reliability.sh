@@ -22,17 +22,9 @@
 #   test_reliability.sh GRIDTRAIN MPIEXEC CASE
 set -u
 bin=$1 mpiexec=$2 case=$3
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_rel_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=rel source "$(dirname "$0")/../common/train_runs.sh"  # $work, fail, run
 common=(train --config tiny model.n_layer=2 model.d_model=32 model.n_head=4 model.seq_len=16 model.vocab_size=64
         train.micro_batch_size=2 output.log_every=1000 output.peak_gflops=1)
-# run RANKS LOG args... : generous limit (a loaded 2-core machine), -k because one SIGTERM only asks to stop
-run() {
-  local n=$1 log=$2; shift 2
-  if [ "$n" -gt 1 ]; then timeout -k 10 240 "$mpiexec" -n "$n" "$bin" "${common[@]}" "$@" >"$log" 2>&1
-  else timeout -k 10 240 "$bin" "${common[@]}" "$@" >"$log" 2>&1; fi
-}
 flip() { python3 -c 'import sys
 f=open(sys.argv[1],"r+b"); f.seek(0,2); n=f.tell(); f.seek(n//2); b=f.read(64); f.seek(n//2); f.write(bytes(x^0xFF for x in b))' "$1"; }
 

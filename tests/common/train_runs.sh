@@ -20,6 +20,14 @@ run_short_np() {
   # each step's loss is there (a differs-from check on an empty list would pass)
   [[ $(wc -l <"$work/$name/metrics.jsonl") == "$steps" ]] || fail "$name: not $steps steps in metrics.jsonl"
 }
+# run RANKS LOG args...: gridtrain with ${common[@]} and args on RANKS ranks, output in LOG; returns its exit code.
+# A generous limit for a loaded 2-core machine (a hang fails instead of blocking CI); -k because one SIGTERM only
+# asks gridtrain to stop at the next step.
+run() {
+  local n=$1 log=$2; shift 2
+  if [ "$n" -gt 1 ]; then timeout -k 10 240 "$mpiexec" -n "$n" "$bin" "${common[@]}" "$@" >"$log" 2>&1
+  else timeout -k 10 240 "$bin" "${common[@]}" "$@" >"$log" 2>&1; fi
+}
 # The per-step losses of a run, one per line, and its final loss (repr: every bit).
 losses() { python3 -c 'import json,sys
 for l in open(sys.argv[1]+"/metrics.jsonl"): print(repr(json.loads(l)["loss"]))' "$work/$1"; }
