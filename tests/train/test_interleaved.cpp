@@ -18,28 +18,14 @@
 
 #include "src/train/trainer.hpp"
 #include "tests/common/run_helpers.hpp"
+#include "tests/common/trainer_run.hpp"
 
 namespace {
 constexpr int kGlobalBatch = 16;
 
-struct Result {
-  std::vector<double> losses, val;
-  std::vector<std::pair<std::string, std::vector<float>>> grads, params;
-};
+using Result = gt_test::RunRecord;  // with the validation losses
 
-Result run(const gt::Config& c, int expect_exit) {
-  gt::Grid grid(MPI_COMM_WORLD, c.parallel.tp, c.parallel.pp, c.parallel.dp, gt::parse_allreduce_algo(c.parallel.allreduce));
-  gt::Trainer t(c, grid, c.to_toml());
-  EXPECT_EQ(t.run(), expect_exit);
-  Result r;
-  for (const auto& s : t.history()) {
-    r.losses.push_back(s.loss);
-    r.val.push_back(s.val_loss);
-  }
-  r.grads = t.gather("grads");
-  r.params = t.gather_params();
-  return r;
-}
+Result run(const gt::Config& c, int expect_exit) { return gt_test::run_and_record(MPI_COMM_WORLD, c, expect_exit); }
 
 gt::Config with_schedule(gt::Config c, const std::string& schedule, int v, const std::string& out) {
   c.parallel.schedule = schedule;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 
 #include "tests/common/run_helpers.hpp"
+#include "tests/common/trainer_run.hpp"
 #include "src/train/trainer.hpp"
 
 namespace {
@@ -22,23 +23,9 @@ std::string g_sched = "1f1b", g_algo = "mpi", g_precision = "fp32", g_arch = "gp
 bool g_sp = false;
 constexpr int kGlobalBatch = 16;
 
-struct Result {
-  std::vector<double> losses, grad_norms;
-  std::vector<std::pair<std::string, std::vector<float>>> params;
-};
+using Result = gt_test::RunRecord;  // losses, gradient norms, parameters
 
-Result run(MPI_Comm comm, gt::Config c) {
-  gt::Grid grid(comm, c.parallel.tp, c.parallel.pp, c.parallel.dp, gt::parse_allreduce_algo(c.parallel.allreduce));
-  gt::Trainer t(c, grid, c.to_toml());
-  EXPECT_EQ(t.run(), 0);
-  Result r;
-  for (const auto& s : t.history()) {
-    r.losses.push_back(s.loss);
-    r.grad_norms.push_back(s.grad_norm);
-  }
-  r.params = t.gather_params();
-  return r;
-}
+Result run(MPI_Comm comm, const gt::Config& c) { return gt_test::run_and_record(comm, c, 0, false); }
 
 // ||a - b|| in double.
 double diff_norm(const std::vector<float>& a, const std::vector<float>& b) {

@@ -11,23 +11,12 @@
 
 #include "src/train/trainer.hpp"
 #include "tests/common/run_helpers.hpp"
+#include "tests/common/trainer_run.hpp"
 
 namespace {
-struct Result {
-  std::vector<double> losses;
-  std::vector<std::pair<std::string, std::vector<float>>> grads, params;
-};
+using Result = gt_test::RunRecord;
 
-Result run(const gt::Config& c) {
-  gt::Grid grid(MPI_COMM_WORLD, c.parallel.tp, c.parallel.pp, c.parallel.dp, gt::parse_allreduce_algo(c.parallel.allreduce));
-  gt::Trainer t(c, grid, c.to_toml());
-  EXPECT_EQ(t.run(), 0);
-  Result r;
-  for (const auto& s : t.history()) r.losses.push_back(s.loss);
-  r.grads = t.gather("grads");
-  r.params = t.gather_params();
-  return r;
-}
+Result run(const gt::Config& c) { return gt_test::run_and_record(MPI_COMM_WORLD, c); }
 }  // namespace
 
 TEST(Recompute, EqualsNoneBitwise) {

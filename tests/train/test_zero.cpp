@@ -32,6 +32,7 @@
 
 #include "src/train/trainer.hpp"
 #include "tests/common/run_helpers.hpp"
+#include "tests/common/trainer_run.hpp"
 
 namespace {
 constexpr int kGlobalBatch = 16;
@@ -45,18 +46,17 @@ struct Result {
 };
 
 Result run(MPI_Comm comm, const gt::Config& c) {
-  gt::Grid grid(comm, c.parallel.tp, c.parallel.pp, c.parallel.dp, gt::parse_allreduce_algo(c.parallel.allreduce));
-  gt::Trainer t(c, grid, c.to_toml());
-  EXPECT_EQ(t.run(), 0);
   Result r;
-  for (const auto& s : t.history()) {
-    r.losses.push_back(s.loss);
-    r.norms.push_back(s.grad_norm);
-  }
-  r.params = t.gather_params();
-  r.full_grads = t.state().has_buffer("grads");
-  r.shm = t.zero_in_shared_memory();
-  r.tied_staging = t.state().has_buffer("grads_tied") ? t.state().buffer("grads_tied").bytes : 0;
+  gt_test::run_trainer(comm, c, 0, [&](gt::Trainer& t) {
+    for (const auto& s : t.history()) {
+      r.losses.push_back(s.loss);
+      r.norms.push_back(s.grad_norm);
+    }
+    r.params = t.gather_params();
+    r.full_grads = t.state().has_buffer("grads");
+    r.shm = t.zero_in_shared_memory();
+    r.tied_staging = t.state().has_buffer("grads_tied") ? t.state().buffer("grads_tied").bytes : 0;
+  });
   return r;
 }
 

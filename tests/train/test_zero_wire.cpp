@@ -28,6 +28,7 @@
 
 #include "src/train/trainer.hpp"
 #include "tests/common/run_helpers.hpp"
+#include "tests/common/trainer_run.hpp"
 
 namespace {
 constexpr int kGlobalBatch = 16;
@@ -40,19 +41,17 @@ struct Result {
 };
 
 Result run(const gt::Config& c) {
-  gt::Grid grid(MPI_COMM_WORLD, c.parallel.tp, c.parallel.pp, c.parallel.dp,
-                gt::parse_allreduce_algo(c.parallel.allreduce));
-  gt::Trainer t(c, grid, c.to_toml());
-  EXPECT_EQ(t.run(), 0);
   Result r;
-  for (const auto& s : t.history()) {
-    r.losses.push_back(s.loss);
-    r.wire_bytes.push_back(s.wire_bytes);
-  }
-  r.params = t.gather_params();
-  r.full_grads = t.state().has_buffer("grads");
-  r.wire_shard = t.state().has_buffer("grad_wire_shard");
-  r.wire_staging = t.state().has_buffer("grad_wire_stage0");
+  gt_test::run_trainer(MPI_COMM_WORLD, c, 0, [&](gt::Trainer& t) {
+    for (const auto& s : t.history()) {
+      r.losses.push_back(s.loss);
+      r.wire_bytes.push_back(s.wire_bytes);
+    }
+    r.params = t.gather_params();
+    r.full_grads = t.state().has_buffer("grads");
+    r.wire_shard = t.state().has_buffer("grad_wire_shard");
+    r.wire_staging = t.state().has_buffer("grad_wire_stage0");
+  });
   return r;
 }
 
