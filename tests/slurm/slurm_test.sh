@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The Slurm tests: submit the project's own batch scripts to the local cluster (scripts/slurm_local.sh) and check
 # what the jobs did from their files and `scontrol show job` (there is no accounting database).
-#   tests/slurm/slurm_test.sh job|chain|timelimit|bad|sweep|sweep_local|early_signal
+#   tests/slurm/slurm_test.sh job|chain|elastic|timelimit|bad|sweep|sweep_local|early_signal
 # Environment (set by tests/slurm/CMakeLists.txt): GT_BIN trainer, GT_SLURM_STATE cluster state directory,
 # GT_TEST_WORK scratch directory, GT_TEST_DECK deck (default tiny).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-what=${1:?usage: slurm_test.sh job|chain|timelimit|bad|sweep|sweep_local|early_signal}
+what=${1:?usage: slurm_test.sh job|chain|elastic|timelimit|bad|sweep|sweep_local|early_signal}
 work=${GT_TEST_WORK:?}/$what
 deck=${GT_TEST_DECK:-tiny}
 export GT_BIN=${GT_BIN:?} GT_ROOT=$here
@@ -123,6 +123,56 @@ chain)
   loss=$(json "$s" final_loss)
   same_float "$loss" "$ref_loss" || fail "final loss after the restart $loss differs from the uninterrupted run's $ref_loss"
   ok "chain: stopped at step $stopped/$steps by SIGUSR1, resumed from $(json "$s" resumed_from), final loss $loss = reference $ref_loss"
+  ;;
+
+elastic)
+  # Continue after a lost rank under Slurm (issue 25; slurm/chain.sh --elastic). An uninterrupted 4-task job (dp 4,
+  # global batch 8 = 2 x 1 x 4, a checkpoint every 2 steps) is the reference. The elastic chain of 3 jobs runs the
+  # same; world rank 3 fails alone as step 5 begins (test hook) and the health check's file says 3 ranks remain.
+  # Job 2 starts without a person, re-plans (3 ranks cannot keep the batch of 8: 2 ranks with 4 micro-batches, as
+  # in cli_continue_after_loss), resumes from step 4 and finishes; job 3 is cancelled. Steps 5-8 within 1e-5
+  # relative of the reference (the same samples and update summed in another order). Then a bad deck in an elastic
+  # chain stops it at the first job instead of failing every job.
+  common=(--ntasks 4 --deck "$deck" --steps 8 --every 2 --
+          train.micro_batch_size=2 train.micro_batches=1 output.peak_gflops=1 parallel.allreduce=mpi output.log_every=1)
+  ref=$work/reference
+  rid=$("$here/slurm/submit.sh" --run-dir "$ref" --job-name t-eref "${common[@]}") || fail "submit"
+  wait_job "$rid" 300; expect_state "$rid" COMPLETED "$ref/slurm-$rid.out"
+  run=$work/elastic
+  echo 3 >"$work/available"
+  mapfile -t ids < <(GRIDTRAIN_TEST_FAIL_RANK=3 GRIDTRAIN_TEST_FAIL_STEP=5 GT_RANKS_AVAILABLE=$work/available \
+                     "$here/slurm/chain.sh" --elastic --jobs 3 --run-dir "$run" --job-name t-elastic "${common[@]}")
+  [ ${#ids[@]} = 3 ] || fail "chain.sh submitted ${#ids[@]} jobs, expected 3"
+  for id in "${ids[@]}"; do wait_job "$id" 300; done
+  out1=$run/slurm-${ids[0]}.out out2=$run/slurm-${ids[1]}.out
+  expect_state "${ids[0]}" FAILED "$out1"
+  grep -q "failed alone in step 5" "$out1" || fail "the hook did not fire in job 1: $(tail -8 "$out1")"
+  grep -q "elastic chain: the run had reached step_00000004.h5" "$out1" || fail "job 1 did not hand over: $(tail -5 "$out1")"
+  expect_state "${ids[1]}" COMPLETED "$out2"
+  grep -q "re-planned to 2 ranks" "$out2" || fail "job 2 did not re-plan to 2 ranks: $(grep train.sbatch "$out2")"
+  [ "$(job_field "${ids[2]}" JobState)" = CANCELLED ] || fail "job 3 ended $(job_field "${ids[2]}" JobState), expected CANCELLED"
+  python3 - "$ref" "$run" <<'PY' || fail "the continued run does not match the reference (see above)"
+import json, sys
+ref = {json.loads(l)["step"]: json.loads(l)["loss"] for l in open(sys.argv[1] + "/metrics.jsonl")}
+rows = [json.loads(l) for l in open(sys.argv[2] + "/metrics.jsonl")]
+assert [r["step"] for r in rows] == list(range(1, 9)), [r["step"] for r in rows]
+s_ref, s = json.load(open(sys.argv[1] + "/summary.json")), json.load(open(sys.argv[2] + "/summary.json"))
+assert s["status"] == "finished" and s["world_size"] == 2 and s_ref["world_size"] == 4, (s["status"], s["world_size"])
+assert s["global_batch_tokens"] == s_ref["global_batch_tokens"], (s["global_batch_tokens"], s_ref["global_batch_tokens"])
+worst = max(abs(r["loss"] - ref[r["step"]]) / abs(ref[r["step"]]) for r in rows if r["step"] >= 5)
+assert worst <= 1e-5, worst
+print(f"steps 5-8 within {worst:.1e} of the uninterrupted 4-rank job, global batch kept")
+PY
+  ok "elastic chain: job ${ids[0]} lost rank 3 at step 5, job ${ids[1]} finished on 2 ranks, job ${ids[2]} cancelled"
+
+  mapfile -t ids < <("$here/slurm/chain.sh" --elastic --jobs 3 --ntasks 2 --deck no-such-deck --run-dir "$work/bad" --job-name t-ebad)
+  for id in "${ids[@]}"; do wait_job "$id" 60; done
+  expect_state "${ids[0]}" FAILED "$work/bad/slurm-${ids[0]}.out"
+  for id in "${ids[1]}" "${ids[2]}"; do
+    [ "$(job_field "$id" JobState)" = CANCELLED ] || fail "bad deck: elastic job $id ended $(job_field "$id" JobState), expected CANCELLED"
+  done
+  grep -q "input deck 'no-such-deck' not found" "$work/bad/chain.stopped" || fail "chain.stopped: $(cat "$work/bad/chain.stopped")"
+  ok "elastic chain with a bad deck: stopped at job ${ids[0]}, the rest cancelled"
   ;;
 
 timelimit)
