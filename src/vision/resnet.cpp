@@ -1,5 +1,5 @@
-// The small-image ResNet: parameter layout, initialisation, and the forward/backward pass over the layers of
-// resnet_layers.hpp.
+// The ResNet's parameter layout (stem, blocks, classifier), the named presets, and initialisation; the passes are
+// resnet_step.cpp's.
 #include "src/vision/resnet.hpp"
 
 #include <cmath>
@@ -13,7 +13,7 @@
 
 namespace gt::vision {
 
-using detail::BasicBlock;
+using detail::ResBlock;
 using detail::BatchNormLayer;
 using detail::ConvLayer;
 using detail::Dims;
@@ -42,34 +42,53 @@ void add_bn(std::vector<ParamTensor>& t, long& total, const std::string& name, B
 
 }  // namespace
 
+// One block of stage `st`: its units (basic: 3x3, 3x3; bottleneck: 1x1, 3x3 with the stride, 1x1 to 4x) and the
+// projection where the shape changes, each appended to the tensor layout under `name`.
+ResBlock make_block(const ResNetConfig& cfg, int cin, int width, int stride, const std::string& name,
+                    std::vector<ParamTensor>& t, long& total) {
+  ResBlock blk;
+  const int cout = cfg.bottleneck ? 4 * width : width;
+  if (cfg.bottleneck)
+    blk.convs = {{cin, width, 1, 1, 0}, {width, width, 3, stride, 1}, {width, cout, 1, 1, 0}};
+  else
+    blk.convs = {{cin, cout, 3, stride, 1}, {cout, cout, 3, 1, 1}};
+  blk.bns.resize(blk.convs.size());
+  for (size_t k = 0; k < blk.convs.size(); ++k) {
+    add_conv(t, total, name + ".conv" + std::to_string(k + 1), blk.convs[k]);
+    add_bn(t, total, name + ".bn" + std::to_string(k + 1), blk.bns[k], blk.convs[k].cout);
+  }
+  blk.has_proj = stride != 1 || cin != cout;
+  if (blk.has_proj) {
+    blk.proj = {cin, cout, 1, stride, 0};
+    add_conv(t, total, name + ".proj", blk.proj);
+    add_bn(t, total, name + ".bn_proj", blk.bn_proj, cout);
+  }
+  return blk;
+}
+
 ResNet::ResNet(const ResNetConfig& cfg) : cfg_(cfg), impl_(std::make_unique<Impl>()) {
-  if (cfg.widths.empty() || cfg.blocks_per_stage < 1 || cfg.classes < 2)
-    throw Error("resnet: needs at least one stage, one block per stage and two classes");
+  if (cfg.widths.empty() || cfg.classes < 2)
+    throw Error("resnet: needs at least one stage and two classes");
+  if (!cfg.stage_blocks.empty() && cfg.stage_blocks.size() != cfg.widths.size())
+    throw Error("resnet: " + std::to_string(cfg.stage_blocks.size()) + " block counts for " +
+                std::to_string(cfg.widths.size()) + " stages");
+  for (size_t st = 0; st < cfg.widths.size(); ++st)
+    if (cfg.blocks_in(st) < 1) throw Error("resnet: every stage needs at least one block");
+  if (cfg.height != cfg.width)  // the global average pool takes the last map whole as one square window
+    throw Error("resnet: images must be square, got " + std::to_string(cfg.height) + "x" + std::to_string(cfg.width));
   auto& m = *impl_;
   long total = 0;
-  m.stem = {cfg.channels, cfg.widths[0], 3, 1, 1};
+  m.stem = cfg.stem == ResNetStem::ImageNet ? ConvLayer{cfg.channels, cfg.widths[0], 7, 2, 3}
+                                            : ConvLayer{cfg.channels, cfg.widths[0], 3, 1, 1};
   add_conv(tensors_, total, "stem.conv", m.stem);
   add_bn(tensors_, total, "stem.bn", m.stem_bn, cfg.widths[0]);
   int cin = cfg.widths[0];
   for (size_t st = 0; st < cfg.widths.size(); ++st)
-    for (int b = 0; b < cfg.blocks_per_stage; ++b) {
-      const int cout = cfg.widths[st], stride = (st > 0 && b == 0) ? 2 : 1;
+    for (int b = 0; b < cfg.blocks_in(st); ++b) {
+      const int stride = (st > 0 && b == 0) ? 2 : 1;
       const std::string name = "stage" + std::to_string(st) + ".block" + std::to_string(b);
-      BasicBlock blk;
-      blk.conv1 = {cin, cout, 3, stride, 1};
-      blk.conv2 = {cout, cout, 3, 1, 1};
-      add_conv(tensors_, total, name + ".conv1", blk.conv1);
-      add_bn(tensors_, total, name + ".bn1", blk.bn1, cout);
-      add_conv(tensors_, total, name + ".conv2", blk.conv2);
-      add_bn(tensors_, total, name + ".bn2", blk.bn2, cout);
-      blk.has_proj = stride != 1 || cin != cout;
-      if (blk.has_proj) {
-        blk.proj = {cin, cout, 1, stride, 0};
-        add_conv(tensors_, total, name + ".proj", blk.proj);
-        add_bn(tensors_, total, name + ".bn_proj", blk.bn_proj, cout);
-      }
-      m.blocks.push_back(std::move(blk));
-      cin = cout;
+      m.blocks.push_back(make_block(cfg, cin, cfg.widths[st], stride, name, tensors_, total));
+      cin = m.blocks.back().convs.back().cout;
     }
   m.features = cin;
   m.fc_w = add(tensors_, total, "fc.weight", long(cfg.classes) * cin, true);
@@ -77,6 +96,28 @@ ResNet::ResNet(const ResNetConfig& cfg) : cfg_(cfg), impl_(std::make_unique<Impl
   params_.assign(total, 0.f);
   grads_.assign(total, 0.f);
   init_params();
+}
+
+ResNetConfig resnet_preset(const std::string& name, int height, int width, int channels, int classes) {
+  ResNetConfig c;
+  c.height = height;
+  c.width = width;
+  c.channels = channels;
+  c.classes = classes;
+  const std::vector<int> imagenet_widths = {64, 128, 256, 512};
+  if (name == "resnet18" || name == "resnet34" || name == "resnet50" || name == "resnet18-small") {
+    c.widths = imagenet_widths;
+    c.stage_blocks = name == "resnet18" || name == "resnet18-small" ? std::vector<int>{2, 2, 2, 2}
+                                                                     : std::vector<int>{3, 4, 6, 3};
+    c.bottleneck = name == "resnet50";
+    c.stem = name == "resnet18-small" ? ResNetStem::Small : ResNetStem::ImageNet;
+  } else if (name == "resnet20" || name == "resnet56") {
+    c.widths = {16, 32, 64};
+    c.blocks_per_stage = name == "resnet20" ? 3 : 9;
+  } else {
+    throw Error("resnet: unknown model '" + name + "' (resnet18, resnet34, resnet50, resnet20, resnet56, resnet18-small)");
+  }
+  return c;
 }
 
 ResNet::~ResNet() = default;

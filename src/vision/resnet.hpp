@@ -1,22 +1,40 @@
 #pragma once
-// The small-image ResNet (He et al. 2016, section 4.2: CIFAR form): a 3x3 stem, no max pool, stages of basic
-// blocks (two 3x3 convolutions with BatchNorm, ReLU, and an identity shortcut or a 1x1 stride-2 projection when
-// the shape changes), global average pooling and a fully connected classifier. ResNet-20 is widths {16, 32, 64}
-// with 3 blocks per stage. Parameters live in one flat fp32 array (so a data-parallel all-reduce can take them
-// as one buffer), each tensor an entry of tensors() with its offset and whether weight decay applies to it.
-// Activations are channels-last. BatchNorm statistics are this process's batch's (per-rank under DP).
+// The ResNet family (He et al. 2016) in two forms:
+//   small-image (section 4.2, CIFAR form): a 3x3 stem, no max pool, stages of basic blocks; ResNet-20 is widths
+//     {16, 32, 64} with 3 blocks per stage (ResNet-56: 9);
+//   ImageNet (224x224): a 7x7 stride-2 stem and a 3x3 stride-2 max pool, stages of widths {64, 128, 256, 512}:
+//     ResNet-18/34 basic blocks {2,2,2,2} / {3,4,6,3}, ResNet-50 bottleneck blocks {3,4,6,3} (4x expansion).
+// Blocks (resnet_layers.hpp): two 3x3 convolutions (basic) or 1x1-3x3-1x1 (bottleneck) with BatchNorm and ReLU,
+// an identity shortcut or a 1x1 strided projection with BatchNorm where the shape changes; then global average
+// pooling and a fully connected classifier. Parameters live in one flat fp32 array (so a data-parallel all-reduce
+// can take them as one buffer), each tensor an entry of tensors() with its offset and whether weight decay applies
+// to it. Activations are channels-last. BatchNorm statistics are this process's batch's (per-rank under DP).
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace gt::vision {
 
+enum class ResNetStem {
+  Small,     // 3x3 stride 1, no pool
+  ImageNet,  // 7x7 stride 2 (pad 3), BN, ReLU, 3x3 max pool stride 2 (pad 1)
+};
+
 struct ResNetConfig {
   int height = 28, width = 28, channels = 1, classes = 10;
   std::vector<int> widths = {16, 32, 64};
   int blocks_per_stage = 3;
+  std::vector<int> stage_blocks;  // blocks of each stage; empty: blocks_per_stage everywhere
+  bool bottleneck = false;        // 1x1-3x3-1x1 blocks with 4x expansion instead of basic blocks
+  ResNetStem stem = ResNetStem::Small;
   unsigned seed = 1;  // initialisation
+  int blocks_in(size_t stage) const { return stage_blocks.empty() ? blocks_per_stage : stage_blocks[stage]; }
 };
+
+// resnet18, resnet34, resnet50 (the ImageNet form), resnet20, resnet56 (small-image), resnet18-small (ResNet-18's
+// stages on the small-image stem, for 28x28 and 32x32): the shapes of the names in the literature and torchvision,
+// for images of height x width x channels and `classes` classes. gt::Error for another name.
+ResNetConfig resnet_preset(const std::string& name, int height, int width, int channels, int classes);
 
 struct ParamTensor {
   std::string name;

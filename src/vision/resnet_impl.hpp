@@ -11,13 +11,14 @@ namespace gt::vision {
 struct ResNet::Impl {
   detail::ConvLayer stem;
   detail::BatchNormLayer stem_bn;
-  std::vector<detail::BasicBlock> blocks;
+  std::vector<detail::ResBlock> blocks;
   long fc_w = 0, fc_b = 0;
   int features = 0;
   // the last training forward's activations that backward needs
-  detail::Dims in_dims, stem_dims;
+  detail::Dims in_dims, stem_dims, pool_dims;  // pool_dims: after the ImageNet stem's max pool
   const float* images = nullptr;
-  std::vector<float> stem_a, stem_out, pooled, logits, dlogits;
+  std::vector<float> stem_a, stem_out, stem_pooled, pooled, logits, dlogits;
+  std::vector<long> stem_argmax;  // the max pool's winners
   std::vector<int> labels;
   int batch = 0;
 };

@@ -46,15 +46,24 @@ void BatchNormLayer::backward(const Dims& d, const float* params, const float* x
                      grads + beta_off);
 }
 
-void BasicBlock::forward(const Dims& d, const float* params, const float* input, bool train) {
+void ResBlock::forward(const Dims& d, const float* params, const float* input, bool train) {
+  const size_t n = convs.size();
   in = d;
   x = input;
-  mid = conv1.out(d);
-  conv1.forward(d, params, x, a1);
-  bn1.forward(mid, params, a1.data(), b1, train);
-  relu_forward(mid.size(), b1.data(), b1.data());
-  conv2.forward(mid, params, b1.data(), a2);
-  bn2.forward(mid, params, a2.data(), b2, train);
+  conv_in.resize(n);
+  a.resize(n);
+  b.resize(n);
+  Dims cur = d;
+  const float* h = x;
+  for (size_t k = 0; k < n; ++k) {
+    conv_in[k] = cur;
+    convs[k].forward(cur, params, h, a[k]);
+    cur = convs[k].out(cur);
+    bns[k].forward(cur, params, a[k].data(), b[k], train);
+    if (k + 1 < n) relu_forward(cur.size(), b[k].data(), b[k].data());
+    h = b[k].data();
+  }
+  mid = cur;
   const float* shortcut = x;
   if (has_proj) {
     proj.forward(d, params, x, ap);
@@ -62,18 +71,22 @@ void BasicBlock::forward(const Dims& d, const float* params, const float* input,
     shortcut = bp.data();
   }
   out.resize(mid.size());
-  for (long i = 0; i < mid.size(); ++i) out[i] = b2[i] + shortcut[i];
+  for (long i = 0; i < mid.size(); ++i) out[i] = b[n - 1][i] + shortcut[i];
   relu_forward(mid.size(), out.data(), out.data());
 }
 
-void BasicBlock::backward(const float* params, const float* dout, float* grads, std::vector<float>& dx) {
-  std::vector<float> dsum(mid.size()), da(mid.size()), dr;
+void ResBlock::backward(const float* params, const float* dout, float* grads, std::vector<float>& dx) {
+  const size_t n = convs.size();
+  std::vector<float> dsum(mid.size()), dh, da, dprev;
   relu_backward(mid.size(), out.data(), dout, dsum.data());
-  bn2.backward(mid, params, a2.data(), dsum.data(), grads, da);
-  conv2.backward(mid, params, b1.data(), da.data(), grads, &dr);
-  relu_backward(mid.size(), b1.data(), dr.data(), dr.data());  // b1 holds relu(bn1(a1))
-  bn1.backward(mid, params, a1.data(), dr.data(), grads, da);
-  conv1.backward(in, params, x, da.data(), grads, &dx);
+  dh = dsum;  // the last unit's output gradient: the sum's, before any ReLU
+  for (size_t k = n; k-- > 0;) {
+    const Dims od = convs[k].out(conv_in[k]);
+    if (k + 1 < n) relu_backward(od.size(), b[k].data(), dh.data(), dh.data());  // b[k] holds relu(bn(a[k]))
+    bns[k].backward(od, params, a[k].data(), dh.data(), grads, da);
+    convs[k].backward(conv_in[k], params, k == 0 ? x : b[k - 1].data(), da.data(), grads, k == 0 ? &dx : &dprev);
+    if (k > 0) dh.swap(dprev);
+  }
   if (has_proj) {
     std::vector<float> dp, dxp;
     bn_proj.backward(mid, params, ap.data(), dsum.data(), grads, dp);

@@ -39,14 +39,21 @@ struct BatchNormLayer {
                 std::vector<float>& dx) const;
 };
 
-// conv - BN - ReLU - conv - BN, plus the shortcut (identity, or 1x1 stride-2 conv - BN), then ReLU.
-struct BasicBlock {
-  ConvLayer conv1, conv2, proj;
-  BatchNormLayer bn1, bn2, bn_proj;
+// A residual block: a chain of conv - BN units with ReLU after each but the last, plus the shortcut (identity, or
+// a 1x1 strided conv - BN where the shape changes), added, then ReLU. Basic (ResNet-18/34, the small-image nets):
+// 3x3, 3x3. Bottleneck (ResNet-50): 1x1 reduce, 3x3, 1x1 expand to 4x the stage width, with the stride on the 3x3
+// (torchvision's "v1.5" placement, which its published ResNet-50 uses).
+struct ResBlock {
+  std::vector<ConvLayer> convs;
+  std::vector<BatchNormLayer> bns;
+  ConvLayer proj;
+  BatchNormLayer bn_proj;
   bool has_proj = false;
-  Dims in, mid;
+  Dims in, mid;              // the block's input and output shapes
+  std::vector<Dims> conv_in;  // each conv's input shape
   const float* x = nullptr;  // the block's input of the last forward (the previous layer's output, kept there)
-  std::vector<float> a1, b1, a2, b2, ap, bp, out;
+  std::vector<std::vector<float>> a, b;  // per unit: the conv's output, the BN's (ReLU'd but the last)
+  std::vector<float> ap, bp, out;
   void forward(const Dims& d, const float* params, const float* input, bool train);
   // dout: gradient of out; dx (resized) receives the gradient of the input
   void backward(const float* params, const float* dout, float* grads, std::vector<float>& dx);

@@ -1,4 +1,5 @@
-// The ResNet's forward pass (stem, blocks, global average pool, classifier, loss) and its backward pass.
+// The ResNet's forward pass (stem, [max pool,] blocks, global average pool, classifier, loss) and its backward
+// pass, side by side.
 #include <cstring>
 
 #include "src/core/error.hpp"
@@ -10,6 +11,11 @@ namespace gt::vision {
 
 using detail::Dims;
 
+namespace {
+// The ImageNet stem's max pool: 3x3, stride 2, pad 1 (224 -> 112 -> 56).
+PoolShape stem_pool(const Dims& d) { return {d.n, d.h, d.w, d.c, 3, 2, 1}; }
+}  // namespace
+
 float* ResNet::forward_features(bool train) {
   auto& m = *impl_;
   const float* p = params_.data();
@@ -19,6 +25,13 @@ float* ResNet::forward_features(bool train) {
   relu_forward(m.stem_dims.size(), m.stem_out.data(), m.stem_out.data());
   const float* x = m.stem_out.data();
   Dims d = m.stem_dims;
+  if (cfg_.stem == ResNetStem::ImageNet) {  // the 3x3 stride-2 max pool after the 7x7 stem
+    const PoolShape ps = stem_pool(d);
+    m.stem_pooled.resize(ps.out_size());
+    maxpool_forward(ps, x, m.stem_pooled.data(), m.stem_argmax);
+    m.pool_dims = d = {d.n, ps.out_h(), ps.out_w(), d.c};
+    x = m.stem_pooled.data();
+  }
   for (auto& blk : m.blocks) {
     blk.forward(d, p, x, train);
     d = blk.mid;
@@ -65,6 +78,11 @@ void ResNet::backward() {
     dx.swap(dnext);
   }
   std::vector<float> da;
+  if (cfg_.stem == ResNetStem::ImageNet) {  // back through the max pool to the stem's full map
+    dnext.assign(m.stem_dims.size(), 0.f);
+    maxpool_backward(stem_pool(m.stem_dims), dx.data(), m.stem_argmax, dnext.data());
+    dx.swap(dnext);
+  }
   relu_backward(m.stem_dims.size(), m.stem_out.data(), dx.data(), dx.data());
   m.stem_bn.backward(m.stem_dims, p, m.stem_a.data(), dx.data(), g, da);
   m.stem.backward(m.in_dims, p, m.images, da.data(), g, nullptr);

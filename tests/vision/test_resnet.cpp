@@ -43,13 +43,11 @@ std::vector<float> images(int batch, const ResNetConfig& c, unsigned seed) {
   return v;
 }
 
-}  // namespace
-
-TEST(VisionResNet, EveryTensorsGradientAgainstFiniteDifferences) {
-  const ResNetConfig cfg = tiny();
+// Every tensor's directional derivative against central differences (see the header); returns how many were checked.
+int check_every_tensor(const ResNetConfig& cfg, int image_seed) {
   ResNet net(cfg);
   const int batch = 5;
-  const auto x = images(batch, cfg, 3);
+  const auto x = images(batch, cfg, unsigned(image_seed));
   const std::vector<int> y = {0, 2, 1, 1, 0};
   net.forward(batch, x.data(), y.data(), true);
   net.backward();
@@ -78,9 +76,38 @@ TEST(VisionResNet, EveryTensorsGradientAgainstFiniteDifferences) {
     EXPECT_NEAR((up - down) / (2 * h), want, 0.03 * std::fabs(want) + 1e-3) << t.name;
     ++checked;
   }
+  return checked;
+}
+
+}  // namespace
+
+TEST(VisionResNet, EveryTensorsGradientAgainstFiniteDifferences) {
   // stem conv+bn; stage 0's block keeps 4 channels (identity shortcut: conv1 bn1 conv2 bn2), the two others
   // change width and stride (a projection and its BN too); fc weight and bias
-  EXPECT_EQ(checked, 3 + 6 + 2 * 9 + 2);
+  EXPECT_EQ(check_every_tensor(tiny(), 3), 3 + 6 + 2 * 9 + 2);
+}
+
+// The ImageNet form's pieces at a tiny size: the 7x7 stride-2 stem with the max pool, and bottleneck blocks (the
+// first with a stride-1 projection to 4x its width, the second strided), so the pool's and the 1x1-3x3-1x1
+// chain's gradients are checked as the basic blocks' are.
+TEST(VisionResNet, BottleneckAndImageNetStemGradientsAgainstFiniteDifferences) {
+  ResNetConfig c = tiny();
+  c.height = c.width = 16;  // 16 -> 8 (stem) -> 4 (pool) -> 4 -> 2
+  c.widths = {2, 3};
+  c.bottleneck = true;
+  c.stem = ResNetStem::ImageNet;
+  // stem conv+bn; two bottleneck blocks with a projection each (3 convs, 3 BNs, proj, bn_proj); fc
+  EXPECT_EQ(check_every_tensor(c, 4), 3 + 2 * (3 * 3 + 3) + 2);
+}
+
+// The presets' parameter counts against torchvision's published ones for 1000 classes (its model docs:
+// resnet18 11,689,512, resnet50 25,557,032): the same convolutions (no bias), BatchNorm gamma and beta, fc with bias.
+TEST(VisionResNet, PresetsHaveTorchvisionsParameterCounts) {
+  EXPECT_EQ(ResNet(resnet_preset("resnet18", 224, 224, 3, 1000)).params().size(), 11689512u);
+  EXPECT_EQ(ResNet(resnet_preset("resnet50", 224, 224, 3, 1000)).params().size(), 25557032u);
+  EXPECT_EQ(ResNet(resnet_preset("resnet20", 32, 32, 3, 10)).params().size(), 272474u);  // He et al.: 0.27M
+  EXPECT_THROW(resnet_preset("resnet42", 224, 224, 3, 1000), gt::Error);
+  EXPECT_THROW(ResNet(resnet_preset("resnet18", 224, 200, 3, 1000)), gt::Error);  // not square
 }
 
 TEST(VisionResNet, SgdLearnsASyntheticTaskAndEvalUsesRunningStatistics) {
