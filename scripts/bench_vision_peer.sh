@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# gridtrain's ResNet training step against torchvision's (PyTorch 1.13 + torchvision 0.14, Debian's
+# python3-torchvision; a benchmark dependency, never a test one), alternated on core 0 with one thread, on the same
+# synthetic ImageNet-shaped batch (issue 21: ResNet-50 at 224x224, target 1.3x). Figures are the medians of process
+# CPU time per timed step (robust on a shared machine; wall time is in the JSON too), after one untimed warm-up
+# step each. The peer runs channels-last (its faster layout on CPUs) and contiguous once, to show the difference.
+# Writes $OUT/vision_peer.txt and .jsonl.
+#   scripts/bench_vision_peer.sh [ROUNDS (2)] [BATCH (16)] [STEPS (3)] [MODEL (resnet50)] [IMAGE (224)]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${1:-2} batch=${2:-16} steps=${3:-3} model=${4:-resnet50} image=${5:-224}
+bin=${GT_BENCH_VISION:-$here/build/bench/bench_vision}
+out=${OUT:-$here/runs/bench/vision_peer}; mkdir -p "$out"
+/usr/bin/python3 -c "import torchvision" 2>/dev/null ||
+  { echo "bench_vision_peer.sh: needs python3-torchvision (apt-get install python3-torchvision)" >&2; exit 1; }
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+echo "# $(date -u +%FT%TZ) | $cpu | core 0, one thread | $model ${image}x${image} batch $batch | $steps timed steps | load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/vision_peer.txt"
+field() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
+for r in $(seq "$rounds"); do
+  layouts=(channels_last); [ "$r" = 1 ] && layouts+=(contiguous)
+  for layout in "${layouts[@]}"; do
+    taskset -c 0 /usr/bin/python3 "$here/scripts/bench_torchvision.py" --model "$model" --image "$image" --batch "$batch" \
+      --steps "$steps" --threads 1 --layout "$layout" --out "$tmp/peer_$layout.jsonl" >/dev/null
+  done
+  taskset -c 0 "$bin" --synthetic 1 --model "$model" --image "$image" --batch "$batch" --steps "$steps" --out "$tmp/gt.json" >/dev/null
+  p=$(field "$tmp/peer_channels_last.jsonl" median_cpu_step_s) g=$(field "$tmp/gt.json" median_cpu_step_s)
+  line=$(python3 -c 'import json,sys; p,g=float(sys.argv[1]),float(sys.argv[2]); print(json.dumps({"round": int(sys.argv[3]), "peer_cpu_s": p, "gridtrain_cpu_s": g, "peer_img_per_cpu_s": int(sys.argv[4])/p, "gridtrain_img_per_cpu_s": int(sys.argv[4])/g, "ratio": p/g, "load": open("/proc/loadavg").read().split()[:3]}))' "$p" "$g" "$r" "$batch")
+  echo "$line" | tee -a "$out/vision_peer.txt"
+  echo "$line" >>"$out/vision_peer.jsonl"
+done
+[ -f "$tmp/peer_contiguous.jsonl" ] && echo "peer, contiguous layout (round 1): $(field "$tmp/peer_contiguous.jsonl" median_cpu_step_s) s CPU per step" | tee -a "$out/vision_peer.txt"
+python3 - "$out/vision_peer.txt" <<'PY' | tee -a "$out/vision_peer.txt"
+import json, statistics, sys
+r = [json.loads(l)["ratio"] for l in open(sys.argv[1]) if l.startswith("{")]
+print(f"gridtrain is {statistics.median(r):.2f}x the torchvision peer's speed (median of {len(r)} rounds, CPU time per step)")
+PY
