@@ -20,6 +20,7 @@ struct ResNet::Impl {
   std::vector<float> stem_a, stem_out, stem_pooled, pooled, logits, dlogits;
   std::vector<long> stem_argmax;  // the max pool's winners
   std::vector<int> labels;
+  std::vector<float> g_pooled, g_x, g_next, g_stem;  // backward's gradients, kept between steps (see ResBlock)
   int batch = 0;
 };
 

@@ -77,23 +77,22 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
 
 void ResBlock::backward(const float* params, const float* dout, float* grads, std::vector<float>& dx) {
   const size_t n = convs.size();
-  std::vector<float> dsum(mid.size()), dh, da, dprev;
-  relu_backward(mid.size(), out.data(), dout, dsum.data());
-  dh = dsum;  // the last unit's output gradient: the sum's, before any ReLU
+  g_sum.resize(mid.size());
+  relu_backward(mid.size(), out.data(), dout, g_sum.data());
+  g_h.assign(g_sum.begin(), g_sum.end());  // the last unit's output gradient: the sum's, before any ReLU
   for (size_t k = n; k-- > 0;) {
     const Dims od = convs[k].out(conv_in[k]);
-    if (k + 1 < n) relu_backward(od.size(), b[k].data(), dh.data(), dh.data());  // b[k] holds relu(bn(a[k]))
-    bns[k].backward(od, params, a[k].data(), dh.data(), grads, da);
-    convs[k].backward(conv_in[k], params, k == 0 ? x : b[k - 1].data(), da.data(), grads, k == 0 ? &dx : &dprev);
-    if (k > 0) dh.swap(dprev);
+    if (k + 1 < n) relu_backward(od.size(), b[k].data(), g_h.data(), g_h.data());  // b[k] holds relu(bn(a[k]))
+    bns[k].backward(od, params, a[k].data(), g_h.data(), grads, g_a);
+    convs[k].backward(conv_in[k], params, k == 0 ? x : b[k - 1].data(), g_a.data(), grads, k == 0 ? &dx : &g_prev);
+    if (k > 0) g_h.swap(g_prev);
   }
   if (has_proj) {
-    std::vector<float> dp, dxp;
-    bn_proj.backward(mid, params, ap.data(), dsum.data(), grads, dp);
-    proj.backward(in, params, x, dp.data(), grads, &dxp);
-    for (long i = 0; i < in.size(); ++i) dx[i] += dxp[i];
+    bn_proj.backward(mid, params, ap.data(), g_sum.data(), grads, g_proj);
+    proj.backward(in, params, x, g_proj.data(), grads, &g_xproj);
+    for (long i = 0; i < in.size(); ++i) dx[i] += g_xproj[i];
   } else {
-    for (long i = 0; i < in.size(); ++i) dx[i] += dsum[i];
+    for (long i = 0; i < in.size(); ++i) dx[i] += g_sum[i];
   }
 }
 

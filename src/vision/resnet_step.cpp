@@ -69,7 +69,9 @@ void ResNet::backward() {
   const float* p = params_.data();
   float* g = grads_.data();
   const Dims last = m.blocks.back().mid;
-  std::vector<float> dpooled(m.pooled.size()), dx(last.size()), dnext;
+  std::vector<float>&dpooled = m.g_pooled, &dx = m.g_x, &dnext = m.g_next;
+  dpooled.resize(m.pooled.size());
+  dx.resize(last.size());
   linear_backward(m.batch, m.features, cfg_.classes, m.pooled.data(), p + m.fc_w, m.dlogits.data(),
                   dpooled.data(), g + m.fc_w, g + m.fc_b);
   avgpool_backward({m.batch, last.h, last.w, last.c, last.h, 1, 0}, dpooled.data(), dx.data());
@@ -77,7 +79,7 @@ void ResNet::backward() {
     m.blocks[i].backward(p, dx.data(), g, dnext);
     dx.swap(dnext);
   }
-  std::vector<float> da;
+  std::vector<float>& da = m.g_stem;
   if (cfg_.stem == ResNetStem::ImageNet) {  // back through the max pool to the stem's full map
     dnext.assign(m.stem_dims.size(), 0.f);
     maxpool_backward(stem_pool(m.stem_dims), dx.data(), m.stem_argmax, dnext.data());
