@@ -3,7 +3,7 @@
 # python3-torchvision; a benchmark dependency, never a test one), alternated on core 0 with one thread, on the same
 # synthetic ImageNet-shaped batch (issue 21: ResNet-50 at 224x224, target 1.3x). Figures are the medians of process
 # CPU time per timed step (robust on a shared machine; wall time is in the JSON too), after one untimed warm-up
-# step each. The peer runs channels-last (its faster layout on CPUs) and contiguous once, to show the difference.
+# step each, under the same allocator settings (below). The peer runs channels-last (its faster layout on CPUs) and contiguous once, to show the difference.
 # Writes $OUT/vision_peer.txt and .jsonl.
 #   scripts/bench_vision_peer.sh [ROUNDS (2)] [BATCH (16)] [STEPS (3)] [MODEL (resnet50)] [IMAGE (224)]
 set -euo pipefail
@@ -14,6 +14,11 @@ out=${OUT:-$here/runs/bench/vision_peer}; mkdir -p "$out"
 /usr/bin/python3 -c "import torchvision" 2>/dev/null ||
   { echo "bench_vision_peer.sh: needs python3-torchvision (apt-get install python3-torchvision)" >&2; exit 1; }
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# Both run with glibc's allocator told to keep freed memory (no mmap for large blocks, no trimming), as PyTorch's
+# CPU performance guide gets with jemalloc or tcmalloc: without it every fresh activation and gradient tensor is a
+# new mapping whose pages fault on first touch, which made the peer 1.96x slower (6.64 -> 3.40 s CPU per step at
+# batch 16, measured 2026-12-05). gridtrain keeps its buffers between steps and barely notices.
+export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 echo "# $(date -u +%FT%TZ) | $cpu | core 0, one thread | $model ${image}x${image} batch $batch | $steps timed steps | load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/vision_peer.txt"
