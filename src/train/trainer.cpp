@@ -60,11 +60,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   // The stage's model chunks (one but under the interleaved schedule: stage_chunks.hpp); stage_ spans them.
   const std::vector<StageLayout> chunks = stage_chunks(cfg_, g.pp, grid_.pp_rank(), partition);
   stage_ = StageLayout{grid_.pp_rank(), g.pp, chunks.front().block_begin, chunks.back().block_end};
-  const Schedule kind = choice.schedule == PipelineSchedule::GPipe         ? Schedule::GPipe
-                        : choice.schedule == PipelineSchedule::Interleaved ? Schedule::Interleaved
-                                                                           : Schedule::OneFOneB;
-  std::vector<PipeOp> ops =
-      pipeline_schedule(kind, g.pp, grid_.pp_rank(), cfg_.train.micro_batches, cfg_.pipeline_chunks());
+  std::vector<PipeOp> ops = pipeline_ops(choice.schedule);
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
                     cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
@@ -78,12 +74,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                             choice.recompute);
   model_->bind(state_->params(), grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
-  if (choice.adapt == AdaptMode::Monitor || choice.adapt == AdaptMode::Rebalance)
-    straggler_ = std::make_unique<StragglerMonitor>(grid_);
-  if (choice.adapt == AdaptMode::Rebalance) {
-    check_adapt_rebalance(cfg_, g.pp);
-    adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition, AdaptCarry{});
-  }
+  make_adaptation(choice.adapt, partition);
   loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
 
@@ -117,6 +108,23 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
 
 Trainer::~Trainer() = default;
 
+// This rank's part of the pipeline schedule (train.schedule; one chunk but under the interleaved one).
+std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule) const {
+  const Schedule kind = schedule == PipelineSchedule::GPipe         ? Schedule::GPipe
+                        : schedule == PipelineSchedule::Interleaved ? Schedule::Interleaved
+                                                                    : Schedule::OneFOneB;
+  return pipeline_schedule(kind, grid_.shape().pp, grid_.pp_rank(), cfg_.train.micro_batches, cfg_.pipeline_chunks());
+}
+
+// parallel.adapt: the straggler monitor (monitor, rebalance) and the live pipeline rebalancer (rebalance).
+void Trainer::make_adaptation(AdaptMode mode, const std::vector<int>& partition) {
+  if (mode == AdaptMode::Monitor || mode == AdaptMode::Rebalance) straggler_ = std::make_unique<StragglerMonitor>(grid_);
+  if (mode == AdaptMode::Rebalance) {
+    check_adapt_rebalance(cfg_, grid_.shape().pp);
+    adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition, AdaptCarry{});
+  }
+}
+
 // The start line: the DP plan and its path, the model state per rank (predicted and allocated) and the
 // activation ledger.
 void Trainer::print_memory_line() const {
@@ -144,8 +152,7 @@ StepStats Trainer::train_step() {
   Comm* embed = tied_embed();
   const double t0 = MPI_Wtime();
   if (straggler_) straggler_->before_step();  // inside the step's time: the slow-rank test hook
-  const double tp0 = blocked(&grid_.tp()), pp0 = blocked(&grid_.pp()), dp0 = blocked(&grid_.dp());
-  const double other0 = blocked(&grid_.mp()) + blocked(embed);
+  const CommMarks marks = comm_marks();
   loader_->take_wait_seconds();  // what validation waited is not this step's
   const double loss_scale = scaler_->scale();
   dp_->begin_step(progress_.step, loss_scale);
@@ -183,23 +190,8 @@ StepStats Trainer::train_step() {
   Kokkos::fence();
   const double t_end = MPI_Wtime();
 
-  StepTimes t;
+  StepTimes t = step_times(t0, t_opt0, t_end, marks);
   t.loss_sum = stage_.last() && grid_.tp_rank() == 0 ? loss_sum : 0.0;  // one rank owns the loss
-  // A stop file (train.stop_file, written by slurm/train.sbatch on the time-limit warning) is looked at by rank 0
-  // only: one stat per step on the shared file system, not one per rank.
-  t.stop_requested = stop_requested_locally() ||
-                     (grid_.world_rank() == 0 && !tc.stop_file.empty() && file_exists(tc.stop_file));
-  const double data_s = loader_->take_wait_seconds();
-  t.step_ms = (t_end - t0) * 1e3;
-  t.fwd_ms = (pipeline_->fwd_s() - pipeline_->comm_fwd_s() - data_s) * 1e3;
-  t.bwd_ms = (pipeline_->bwd_s() - pipeline_->comm_bwd_s()) * 1e3;
-  t.opt_ms = (t_end - t_opt0) * 1e3;
-  t.data_ms = data_s * 1e3;
-  t.comm_tp_ms = (blocked(&grid_.tp()) - tp0) * 1e3;
-  t.comm_pp_ms = (blocked(&grid_.pp()) - pp0) * 1e3;
-  t.comm_dp_ms = (blocked(&grid_.dp()) - dp0) * 1e3;
-  t.comm_other_ms = (blocked(&grid_.mp()) + blocked(embed) - other0) * 1e3;
-  t.energy_j = report_->step_energy_j();
   StepStats s = reduce_step_stats(t, grid_.world(), double(loader_->global_batch()) * cfg_.model.seq_len);
   s.lr = lr;
   s.grad_norm = norm / loss_scale;
@@ -226,6 +218,36 @@ StepStats Trainer::train_step() {
   progress_.skipped += skip ? 1 : 0;
   progress_.scaler = scaler_->state();
   return s;
+}
+
+// Seconds each group's communicators have spent blocked so far (their totals grow over the run).
+Trainer::CommMarks Trainer::comm_marks() {
+  return {blocked(&grid_.tp()), blocked(&grid_.pp()), blocked(&grid_.dp()),
+          blocked(&grid_.mp()) + blocked(tied_embed())};
+}
+
+// This rank's times of the step that ran from t0 (optimizer from t_opt0) to t_end, split by phase and by the
+// group that blocked (against the marks taken at its start), and whether a stop was asked for.
+StepTimes Trainer::step_times(double t0, double t_opt0, double t_end, const CommMarks& start) {
+  StepTimes t;
+  // A stop file (train.stop_file, written by slurm/train.sbatch on the time-limit warning) is looked at by rank 0
+  // only: one stat per step on the shared file system, not one per rank.
+  const std::string& stop_file = cfg_.train.stop_file;
+  t.stop_requested = stop_requested_locally() ||
+                     (grid_.world_rank() == 0 && !stop_file.empty() && file_exists(stop_file));
+  const double data_s = loader_->take_wait_seconds();
+  const CommMarks now = comm_marks();
+  t.step_ms = (t_end - t0) * 1e3;
+  t.fwd_ms = (pipeline_->fwd_s() - pipeline_->comm_fwd_s() - data_s) * 1e3;
+  t.bwd_ms = (pipeline_->bwd_s() - pipeline_->comm_bwd_s()) * 1e3;
+  t.opt_ms = (t_end - t_opt0) * 1e3;
+  t.data_ms = data_s * 1e3;
+  t.comm_tp_ms = (now.tp - start.tp) * 1e3;
+  t.comm_pp_ms = (now.pp - start.pp) * 1e3;
+  t.comm_dp_ms = (now.dp - start.dp) * 1e3;
+  t.comm_other_ms = (now.other - start.other) * 1e3;
+  t.energy_j = report_->step_energy_j();
+  return t;
 }
 
 double Trainer::validate() {

@@ -75,6 +75,13 @@ class Trainer {
 
  private:
   StepStats train_step();
+  std::vector<PipeOp> pipeline_ops(PipelineSchedule schedule) const;
+  void make_adaptation(AdaptMode mode, const std::vector<int>& partition);
+  struct CommMarks {
+    double tp = 0, pp = 0, dp = 0, other = 0;  // seconds blocked so far (other: the model-parallel and embedding groups)
+  };
+  CommMarks comm_marks();
+  StepTimes step_times(double t0, double t_opt0, double t_end, const CommMarks& start);
   // The group of the first and last pipeline stages that sums the tied wte's two gradients; null when this rank
   // is in neither, and for model.arch = llama, whose head is not tied to the embedding.
   Comm* tied_embed() { return cfg_.model.llama() ? nullptr : grid_.embed(); }
