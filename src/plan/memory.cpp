@@ -63,7 +63,9 @@ double block_params_per_rank(const ModelShape& m, int tp) {
   const double h = double(m.h);
   const double split_bias = m.llama() ? 0.0 : (h + 2.0 * m.kv_dim()) + double(m.ffn_width());
   const double replicated = m.llama() ? 2.0 * h : 6.0 * h;
-  return (m.block_matmul_params() + split_bias) / tp + replicated;
+  // K and V: split over tp, or one head per rank (replicated over tp / n_kv_head ranks) where tp > n_kv_head
+  const double kv = 2.0 * h * m.kv_dim();
+  return (m.block_matmul_params() - kv + split_bias) / tp + 2.0 * h * m.kv_dim_per_rank(tp) + replicated;
 }
 }  // namespace
 
@@ -90,10 +92,10 @@ struct BlockWidths {
   double Cl, Qw, Fl, fc, stats, stats_f, norm_cols;
 };
 BlockWidths block_widths(const ModelShape& m, int tp) {
-  const double C = double(m.h), t = tp, hd = C / double(m.a);
+  const double C = double(m.h), t = tp;
   BlockWidths w;
   w.Cl = C / t;
-  w.Qw = w.Cl + 2.0 * double(m.kv_heads()) / t * hd;
+  w.Qw = w.Cl + 2.0 * m.kv_dim_per_rank(tp);  // K, V: one head per rank where tp > n_kv_head
   w.Fl = double(m.ffn_width()) / t;
   w.fc = m.gated() ? 2.0 * w.Fl : w.Fl;
   w.stats = m.llama() ? 2.0 : 4.0;
@@ -199,8 +201,8 @@ double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l, Att
   }
   const double replicated = sbh * (4 * e + masks);
   const double mlp = (m.gated() ? 3.0 : 2.0) * double(m.ffn_width());
-  const double split = s * b * e * (h + 2.0 * m.kv_dim() + h + mlp);
-  double bytes = replicated / (sp ? t : 1.0) + split / t;
+  const double split = s * b * e * (h + h + mlp);
+  double bytes = replicated / (sp ? t : 1.0) + split / t + s * b * e * 2.0 * m.kv_dim_per_rank(l.tp);
   if (att == Attention::Fused)
     bytes += 4.0 * a * s * b / t;
   else if (l.recompute == Recompute::None)
