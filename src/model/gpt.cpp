@@ -699,7 +699,7 @@ size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
              att_scratch_.size() + lnf_.size() + logits_.size() + sp_full_.size();
   const size_t na = ce_.size() + colsum_.size() + fa_scratch_.size() + rope_cos_.size() + rope_sin_.size() +
-                    sp_grads_.size();
+                    sp_grads_.size() + kv_grads_.size();
   return n * sizeof(T) + na * sizeof(A) + loss_acc_.size() * sizeof(double) + tp_sum_.size() * sizeof(float) +
          sp_.staging_bytes() + block_acts_bytes(shared_);
 }

@@ -153,6 +153,8 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   if (blocks > 0) n += BT * (w.Qw + w.Cl + w.fc + w.Fl);  // dqkv, datty, dfch, dfchg
   // Llama: RoPE's cos and sin tables, (T, head dim / 2) each in fp32
   const double rope = m.llama() && blocks > 0 ? 4.0 * T * (C / m.a) : 0.0;
+  // tp > n_kv_head: the replicated key/value heads' gradient slots, one per head and one set aside, fp32 (K and V)
+  const double kv_slots = m.llama() && blocks > 0 && t > m.kv_heads() ? 4.0 * (m.kv_heads() + 1.0) * 2.0 * (C / m.a) * C : 0.0;
   if (blocks > 0 && !fused(m)) n += attention_scratch_elems(int(NHl), int(T), l.device_split);
   if (last) n += BT * C + BT * (m.V / t) + 3 * BT;  // lnf, logits, ce
   // The device split's column-sum partials, fp32 in every precision (the gradient type), for the widest column sum
@@ -168,7 +170,7 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   if (l.recompute == Recompute::Full && blocks > 0) n += block_elems(m, w, l, BT) + probs - rows * C;
   if (l.recompute == Recompute::Selective && blocks > 0) n += probs;
   // + the loss accumulator, one double
-  return n * e + partials * 4.0 + fused_scratch + shared_lse + rope + sp_extra + (last ? 8.0 : 0.0);
+  return n * e + partials * 4.0 + fused_scratch + shared_lse + rope + kv_slots + sp_extra + (last ? 8.0 : 0.0);
 }
 
 double in_flight_stages(const Layout& l, int stage) {

@@ -8,6 +8,9 @@
 #   bitwise_bf16, bitwise_fp16  bitwise in bf16 (dp=2 ZeRO-1) and in fp16 with the scaler and a skip
 #   cross_precision  an fp32 checkpoint resumed in bf16 and a bf16 one in fp32: losses near the fp32 run
 #   reshard   saved at tp=2 dp=2, resumed at tp=1 pp=2 dp=2 and at one rank: losses within fp32 tolerance
+#   reshard_llama  the Llama blocks at tp=4 > n_kv_head=2 (each key/value head replicated on 2 ranks) on dp=2
+#             with ZeRO-1: bit for bit across a stop at step 10; resumed at tp=2 and at one rank, and a tp=2
+#             checkpoint resumed at tp=4: losses within the reshard case's 1e-5
 #   sigkill   killed inside the step-20 checkpoint write: resume picks step 10 and finishes bit for bit
 #   corrupt   newest checkpoint with flipped bytes under resume=auto: reported, the previous one used
 #   stop      stop requests: a stop file (one rank, and on two ranks where only rank 0 looks), SIGUSR1 during
@@ -61,6 +64,29 @@ case $case in
   bitwise1) bitwise 1 ;;
   bitwise8) bitwise 8 parallel.tp=2 parallel.pp=2 parallel.dp=2 ;;
   bitwise_llama) bitwise 2 parallel.tp=2 "${llama[@]}" ;;  # the grouped qkv weight saved and loaded in kv-head shards
+  reshard_llama)
+    # The global batch (micro_batch_size 4 x micro_batches 4) is the same on every layout here: dp=2 takes 2.
+    tp4=(parallel.tp=4 parallel.dp=2 parallel.zero=1 train.micro_batches=2 "${llama[@]}")
+    bitwise 8 "${tp4[@]}"  # full/ and part/ (stopped at 10, resumed): equal bit for bit
+    losses "$work/full" >"$work/a"
+    for target in "2 parallel.tp=2" "1 parallel.tp=1"; do
+      set -- $target; n=$1; shift
+      dir="$work/to$n"
+      run "$n" "$dir" "$@" "${llama[@]}" checkpoint.resume="$work/part/checkpoints/step_00000010.h5" \
+        || fail "resume on $n ranks ($*) failed: $(tail -3 "$dir.log")"
+      grep -q "written on tp=4 pp=1 dp=2" "$dir.log" || fail "resume did not report the writing grid"
+      losses "$dir" >"$work/b$n"
+      [ "$(wc -l <"$work/b$n")" -eq 10 ] || fail "expected 10 resumed steps"
+      close "$work/a" "$work/b$n" 1e-5 || fail "losses after resharding tp=4 to $n ranks ($*) are not within 1e-5"
+      echo "ok: resharded tp=4 (key/value heads replicated) -> $n ranks ($*)"
+    done
+    run 2 "$work/src2" parallel.tp=2 "${llama[@]}" train.max_steps_per_run=10; [ $? -eq 75 ] || fail "tp=2 first half"
+    run 8 "$work/to8" "${tp4[@]}" checkpoint.resume="$work/src2/checkpoints/step_00000010.h5" \
+      || fail "resume of a tp=2 checkpoint at tp=4 failed: $(tail -3 "$work/to8.log")"
+    losses "$work/to8" >"$work/b8"
+    [ "$(wc -l <"$work/b8")" -eq 10 ] || fail "expected 10 resumed steps at tp=4"
+    close "$work/a" "$work/b8" 1e-5 || fail "losses of a tp=2 checkpoint resumed at tp=4 are not within 1e-5"
+    echo "ok: resharded tp=2 -> tp=4 (key/value heads replicated)" ;;
   cross_model)  # a llama checkpoint given to a gpt2 run of the same size, and a gpt2 one to a llama run
     run 1 "$work/l" "${llama[@]}" train.steps=2 || fail "llama run failed: $(tail -3 "$work/l.log")"
     run 1 "$work/g" train.steps=2 || fail "gpt2 run failed: $(tail -3 "$work/g.log")"
