@@ -51,7 +51,7 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"model.n_head", Kind::Int, &c.model.n_head, "attention heads"},
       {"model.attention", Kind::String, &c.model.attention, "fused: causal attention without the T x T probabilities (memory linear in seq_len); materialized: the probabilities stored per block; the same function to rounding (docs/model.md)", names<AttentionKernel>()},
       {"model.arch", Kind::String, &c.model.arch, "gpt2 (LayerNorm, GELU, learned positions, tied head) or llama (RMSNorm, SwiGLU, RoPE, grouped-query attention, untied head, no biases; docs/model.md)", names<ModelArch>()},
-      {"model.n_kv_head", Kind::Int, &c.model.n_kv_head, "llama: key/value heads (grouped-query attention); divides n_head, divisible by parallel.tp; 0: n_head"},
+      {"model.n_kv_head", Kind::Int, &c.model.n_kv_head, "llama: key/value heads (grouped-query attention); divides n_head; parallel.tp divides it or is a multiple of it (then each head is replicated on tp / n_kv_head TP ranks); 0: n_head"},
       {"model.ffn_hidden", Kind::Int, &c.model.ffn_hidden, "llama: SwiGLU width; divisible by parallel.tp; 0: 2/3 of 4 d_model rounded up to a multiple of 256"},
       {"model.rope_theta", Kind::Double, &c.model.rope_theta, "llama: RoPE base (angle t theta^(-2i/head dim))"},
       {"model.norm_eps", Kind::Double, &c.model.norm_eps, "llama: RMSNorm epsilon"},

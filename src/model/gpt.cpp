@@ -33,7 +33,9 @@ ModelDims::ModelDims(const ModelConfig& m, int tp_rank, int tp_size)
     throw Error("model.ffn_hidden (" + std::to_string(m.ffn_hidden) + ") needs model.arch = llama (GPT-2's MLP is 4 d_model = " +
                 std::to_string(F) + " wide)");
   if (llama) check_llama(m, tp_size);
-  NKVl = NKV / tp_size;
+  kv_rep = NKV < tp_size ? tp_size / NKV : 1;
+  NKVl = NKV / tp_size > 0 ? NKV / tp_size : 1;
+  kv0 = tp_rank * NKV / tp_size;
   Fl = F / tp_size;
   Qw = (NHl + 2 * NKVl) * hd;
 }
@@ -45,9 +47,9 @@ void ModelDims::check_llama(const ModelConfig& m, int tp_size) const {
   if (hd % 2 != 0)
     throw Error("model.arch = llama: RoPE rotates pairs of a head's dimensions, but the head dimension d_model / n_head = " +
                 n(hd) + " is odd");
-  if (NKV % tp_size != 0)
-    throw Error("model.n_kv_head (" + n(NKV) + ") is not divisible by parallel.tp (" + n(tp_size) +
-                "): key/value heads are split over TP ranks, not replicated");
+  if (NKV % tp_size != 0 && tp_size % NKV != 0)
+    throw Error("model.n_kv_head (" + n(NKV) + ") is neither divisible by parallel.tp (" + n(tp_size) +
+                ") nor a divisor of it: key/value heads are split over TP ranks or each replicated on tp / n_kv_head");
   if (F % tp_size != 0)
     throw Error("model.ffn_hidden (" + n(F) + ") is not divisible by parallel.tp (" + n(tp_size) + ")");
   if (!m.fused_attention())
@@ -158,6 +160,7 @@ GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLa
     sp_full_ = DeviceView<T>("sp_full", BT * C);
     sp_grads_ = DeviceView<A>("sp_grads", (d_.llama ? 2L : 6L) * C);
   }
+  if (d_.kv_rep > 1 && nb > 0) kv_grads_ = DeviceView<A>("kv_grads", (d_.NKV + 1L) * 2 * d_.hd * C);
   tmp_ = DeviceView<T>("tmp", BT * C);
   dres_ = DeviceView<T>("dres", n * C);
   dln_ = DeviceView<T>("dln", BT * C);
@@ -278,6 +281,35 @@ void GPT<T>::sp_grads_end(const std::vector<A*>& real) {
   if (real.empty()) return;
   tp_.comm->allreduce(sp_grads_.data(), real.size() * size_t(d_.C), dtype_of<A>(), ReduceOp::Sum);
   for (size_t i = 0; i < real.size(); ++i) add_inplace(real[i], sp_grads_.data() + i * size_t(d_.C), long(d_.C));
+}
+
+// The key/value rows of the local qkv weight are its last 2 hd (times C) elements: [NHl query heads | key | value].
+// The sum over a head's replicas is one all-reduce over the TP group with a slot per key/value head, each rank adding
+// into its head's slot (as fast as a sub-communicator for the small kv_rep = tp / n_kv_head of today's models, and no
+// extra communicator to create and keep).
+template <class T>
+void GPT<T>::kv_grads_begin(A* gq) {
+  if (d_.kv_rep == 1) return;
+  const long n = 2L * d_.hd * d_.C, at = long(d_.NHl) * d_.hd * d_.C;
+  A* aside = kv_grads_.data() + long(d_.NKV) * n;
+  fill(aside, n, A(0));
+  add_inplace(aside, gq + at, n);
+  fill(gq + at, n, A(0));
+}
+
+template <class T>
+void GPT<T>::kv_grads_end(A* gq) {
+  if (d_.kv_rep == 1) return;
+  const long n = 2L * d_.hd * d_.C, at = long(d_.NHl) * d_.hd * d_.C;
+  A* slots = kv_grads_.data();
+  A* mine = slots + long(d_.kv0) * n;
+  A* aside = slots + long(d_.NKV) * n;
+  fill(slots, long(d_.NKV) * n, A(0));
+  add_inplace(mine, gq + at, n);
+  tp_.comm->allreduce(slots, size_t(d_.NKV) * size_t(n), dtype_of<A>(), ReduceOp::Sum);
+  add_inplace(aside, mine, n);
+  fill(gq + at, n, A(0));
+  add_inplace(gq + at, aside, n);
 }
 
 template <class T>
@@ -667,7 +699,7 @@ size_t GPT<T>::work_bytes() const {
   size_t n = tmp_.size() + dres_.size() + dln_.size() + dqkv_.size() + datty_.size() + dfch_.size() + dfchg_.size() +
              att_scratch_.size() + lnf_.size() + logits_.size() + sp_full_.size();
   const size_t na = ce_.size() + colsum_.size() + fa_scratch_.size() + rope_cos_.size() + rope_sin_.size() +
-                    sp_grads_.size();
+                    sp_grads_.size() + kv_grads_.size();
   return n * sizeof(T) + na * sizeof(A) + loss_acc_.size() * sizeof(double) + tp_sum_.size() * sizeof(float) +
          sp_.staging_bytes() + block_acts_bytes(shared_);
 }

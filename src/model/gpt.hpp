@@ -46,6 +46,9 @@ struct ModelDims {
   int NHl, Cl, Fl, Vl, v0;  // per TP rank: heads, attention width, MLP width, vocab shard and its start
   bool llama;               // model.arch = llama (docs/model.md)
   int NKV = 0, NKVl = 0;    // key/value heads, global and per TP rank (GPT-2: NH, NHl)
+  // tp > NKV (llama): each key/value head replicated on kv_rep = tp / NKV consecutive TP ranks (NKVl = 1); kv0:
+  // this rank's (first) key/value head. kv_rep = 1: the heads split over the ranks.
+  int kv_rep = 1, kv0 = 0;
   int F = 0;                // MLP width (GPT-2: 4C; Llama: model.ffn_hidden or its default)
   int Qw = 0;               // width of a local qkv row: (NHl + 2 NKVl) hd
   ModelDims(const ModelConfig& m, int tp_rank, int tp_size);
@@ -169,6 +172,12 @@ class GPT final : public StageModel {
   // the slices over tp and adds them there. Both do nothing without sequence parallelism.
   std::vector<A*> sp_grads_begin(std::initializer_list<A**> grads);
   void sp_grads_end(const std::vector<A*>& real);
+  // Replicated key/value heads (d_.kv_rep > 1): each replica's key/value gradient covers its own query heads only.
+  // begin sets the accumulated key/value rows of the qkv weight's gradient gq aside and zeroes them; end sums the
+  // micro-batch's partials over the kv_rep ranks sharing the head and adds the set-aside rows back. Both do nothing
+  // when the heads are split.
+  void kv_grads_begin(A* gq);
+  void kv_grads_end(A* gq);
   void block_forward(int l, const T* x, BlockActs& a);
   // model.arch = llama: RMSNorm, qkv (grouped layout) + RoPE, fused GQA attention, SwiGLU (src/model/llama_block.cpp)
   void llama_block_forward(int l, const T* x, BlockActs& a);
@@ -225,6 +234,7 @@ class GPT final : public StageModel {
   SeqSplit<T> sp_;            // sequence parallelism's split of the token rows (off: one split, every row)
   DeviceView<T> sp_full_;     // sequence parallel: gathered normed inputs and reduced rows (B*T, C)
   DeviceView<A> sp_grads_;    // sequence parallel: partial gradients of the replicated parameters (6 or 2 x C)
+  DeviceView<A> kv_grads_;    // kv_rep > 1: one key/value gradient slot per key/value head, and the set-aside rows
   std::function<void(int, bool)> unit_timer_;
   std::function<void(int, int)> param_hook_;
   std::vector<size_t> chunk_rows_;  // set_vocab_chunks' row_starts

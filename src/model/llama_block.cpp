@@ -16,6 +16,23 @@
 
 namespace gt {
 
+namespace {
+// tp > n_kv_head: the rank's slice of the grouped qkv weight is its key/value group kv0, of that group's G query
+// heads its NHl (the replica's share), and the group's key and value heads, which kv_rep ranks hold alike (Megatron's
+// replicated GQA). The local layout is the grouped one with one group: [NHl query heads | key | value].
+void replicate_kv(TensorSpec& s, const ModelDims& d, int tp_rank) {
+  s.split_start = d.kv0;
+  s.split_len = 1;
+  s.replicas = d.kv_rep;
+  s.replica = tp_rank % d.kv_rep;
+  s.sel_dim = 1;
+  s.sel_start = int64_t(s.replica) * d.NHl;
+  s.sel_len = d.NHl;
+  s.tail_start = d.NH / d.NKV;
+  s.tail_len = 2;
+}
+}  // namespace
+
 std::vector<TensorSpec> llama_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size) {
   const ModelDims d(cfg, tp_rank, tp_size);
   const int L = d.L, C = d.C, hd = d.hd, G = d.NH / d.NKV;
@@ -43,6 +60,7 @@ std::vector<TensorSpec> llama_tensor_specs(const ModelConfig& cfg, const StageLa
     const std::string b = "h." + std::to_string(l) + ".";
     add(b + "attn_norm.w", {C}, -1, 0, Init::Ones, 0, u);
     add(b + "attn.qkv.w", {d.NKV, G + 2, hd, C}, 0, d.NKVl, Init::Normal, std0, u);
+    if (d.kv_rep > 1) replicate_kv(specs.back(), d, tp_rank);
     add(b + "attn.proj.w", {C, int64_t(d.NH) * hd}, 1, d.Cl, Init::Normal, std_res, u);
     add(b + "mlp_norm.w", {C}, -1, 0, Init::Ones, 0, u);
     add(b + "mlp.gate_up.w", {2, d.F, C}, 1, d.Fl, Init::Normal, std0, u);
@@ -110,8 +128,10 @@ void GPT<T>::llama_block_backward(int l, const T* x, BlockActs& a) {
                            B, Tn, d_.NHl, hd, d_.NKVl, true);
   rope_apply(dqkv_.data(), rope_cos_.data(), rope_sin_.data(), BT, Tn, d_.NKVl, G + 1, long(G + 2) * hd, hd, d_.Qw,
              true);
+  kv_grads_begin(g.qkvw);  // replicated key/value heads: this rank's partial summed over the replicas at end
   linear_backward(dln_.data(), g.qkvw, no_bias, part, dqkv_.data(), gather_rows(sp_full_.data(), a.ln1.data()), p.qkvw,
                   BT, C, d_.Qw);
+  kv_grads_end(g.qkvw);
   rmsnorm_backward(dres, g.ln1w, part, reduce_rows(dln_.data(), sp_full_.data()), x, p.ln1w, a.ln1_rstd.data(), n, C);
   sp_grads_end(rep);
 }

@@ -10,12 +10,14 @@ namespace gt {
 std::vector<int64_t> TensorSpec::local_shape() const {
   std::vector<int64_t> s = global_shape;
   if (split_dim >= 0) s[split_dim] = split_len;
+  if (sel_dim >= 0) s[sel_dim] = sel_len + tail_len;
   return s;
 }
 
 std::vector<int64_t> TensorSpec::local_start() const {
   std::vector<int64_t> s(global_shape.size(), 0);
   if (split_dim >= 0) s[split_dim] = split_start;
+  if (sel_dim >= 0) s[sel_dim] = sel_start;  // of the first piece only (a two-piece slice is no hyperslab)
   return s;
 }
 
@@ -26,7 +28,7 @@ int64_t TensorSpec::global_size() const {
 }
 
 int64_t TensorSpec::global_index(int64_t i) const {
-  if (split_dim < 0) return i;
+  if (split_dim < 0 && sel_dim < 0) return i;
   // Decompose the local index over the local shape, shift the split dimension, recompose globally.
   const std::vector<int64_t> ls = local_shape();
   int64_t g = 0, stride = 1;
@@ -34,10 +36,23 @@ int64_t TensorSpec::global_index(int64_t i) const {
     int64_t coord = i % ls[d];
     i /= ls[d];
     if (d == split_dim) coord += split_start;
+    if (d == sel_dim) coord = coord < sel_len ? sel_start + coord : tail_start + (coord - sel_len);
     g += coord * stride;
     stride *= global_shape[d];
   }
   return g;
+}
+
+int64_t TensorSpec::tail_begin() const {
+  // The tail rows are the last tail_len along sel_dim and every dimension before sel_dim is one slice locally (the
+  // key/value group's), so the tail is one contiguous range at the end of the tensor.
+  const std::vector<int64_t> ls = local_shape();
+  int64_t inner = 1;
+  for (size_t d = 0; d < ls.size(); ++d) {
+    if (int(d) < sel_dim && ls[d] != 1) throw Error("tensor " + name + ": a replicated tail needs one outer slice");
+    if (int(d) > sel_dim) inner *= ls[d];
+  }
+  return sel_len * inner;
 }
 
 TensorLayout::TensorLayout(std::vector<TensorSpec> tensors, int dp_size) : dp_size_(dp_size) {

@@ -20,6 +20,14 @@ struct TensorSpec {
   int split_dim = -1;                // dimension split across TP ranks; -1: replicated on every TP rank
   int64_t split_start = 0;           // this rank's start along split_dim
   int64_t split_len = 0;             // this rank's extent along split_dim
+  // A key/value head replicated over TP ranks (llama, parallel.tp > model.n_kv_head; docs/model.md "Llama"):
+  // along sel_dim the local tensor is the rows [sel_start, sel_start + sel_len) (this rank's query heads) followed
+  // by the rows [tail_start, tail_start + tail_len) (the key and value head), a two-piece slice of the global
+  // tensor. The tail is the same on `replicas` consecutive TP ranks; `replica` is this rank's place among them
+  // (replicas - 1: the one whose copy counts in norms, gathers and checkpoints). sel_dim -1: none of this.
+  int sel_dim = -1;
+  int64_t sel_start = 0, sel_len = 0, tail_start = 0, tail_len = 0;
+  int replicas = 1, replica = 0;
   Init init = Init::Zeros;
   double std = 0.0;                  // for Init::Normal
   bool decay = false;                // AdamW weight decay applies
@@ -35,6 +43,10 @@ struct TensorSpec {
   int64_t global_size() const;
   // Global row-major index of local element i.
   int64_t global_index(int64_t local_i) const;
+  // The local elements [begin, end) (offsets within the tensor) of the replicated tail; empty without one.
+  // A copy that does not count (replica < replicas - 1) leaves them out of norms, gathers and checkpoints.
+  bool has_replicated_tail() const { return sel_dim >= 0 && tail_len > 0 && replicas > 1; }
+  int64_t tail_begin() const;
 };
 
 // An element range [begin, end) of the flat buffers.

@@ -1,6 +1,7 @@
 #pragma once
 // What the planner plans: a model shape and one layout (how the model is split over devices, in which
 // precision, with which ZeRO stage and recompute). Plain values; the memory and time models read them.
+#include <algorithm>
 #include <string>
 
 #include "src/core/config.hpp"
@@ -56,6 +57,9 @@ struct ModelShape {
   bool gated() const { return llama(); }  // SwiGLU: gate and up projections
   long kv_heads() const { return kv > 0 ? kv : a; }
   double kv_dim() const { return double(kv_heads()) * h / a; }  // width of K (and of V)
+  // Width of K (and of V) on one of tp ranks: kv_dim / tp, or one head where tp > n_kv_head replicates each head
+  // over tp / n_kv_head ranks (Megatron's GQA; gridtrain's llama_tensor_specs).
+  double kv_dim_per_rank(int tp) const { return kv_dim() / double(std::min<long>(tp, kv_heads())); }
   long ffn_width() const;
   // Weights of one block's GEMMs: Q, K, V, output projection, MLP (2 or 3 matrices of h x ffn).
   double block_matmul_params() const;

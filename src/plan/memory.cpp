@@ -64,7 +64,9 @@ double block_params_per_rank(const ModelShape& m, int tp) {
   const double h = double(m.h);
   const double split_bias = m.llama() ? 0.0 : (h + 2.0 * m.kv_dim()) + double(m.ffn_width());
   const double replicated = m.llama() ? 2.0 * h : 6.0 * h;
-  return (m.block_matmul_params() + split_bias) / tp + replicated;
+  // K and V: split over tp, or one head per rank (replicated over tp / n_kv_head ranks) where tp > n_kv_head
+  const double kv = 2.0 * h * m.kv_dim();
+  return (m.block_matmul_params() - kv + split_bias) / tp + 2.0 * h * m.kv_dim_per_rank(tp) + replicated;
 }
 }  // namespace
 
@@ -91,10 +93,10 @@ struct BlockWidths {
   double Cl, Qw, Fl, fc, stats, stats_f, norm_cols;
 };
 BlockWidths block_widths(const ModelShape& m, int tp) {
-  const double C = double(m.h), t = tp, hd = C / double(m.a);
+  const double C = double(m.h), t = tp;
   BlockWidths w;
   w.Cl = C / t;
-  w.Qw = w.Cl + 2.0 * double(m.kv_heads()) / t * hd;
+  w.Qw = w.Cl + 2.0 * m.kv_dim_per_rank(tp);  // K, V: one head per rank where tp > n_kv_head
   w.Fl = double(m.ffn_width()) / t;
   w.fc = m.gated() ? 2.0 * w.Fl : w.Fl;
   w.stats = m.llama() ? 2.0 : 4.0;
@@ -152,6 +154,8 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   if (blocks > 0) n += BT * (w.Qw + w.Cl + w.fc + w.Fl);  // dqkv, datty, dfch, dfchg
   // Llama: RoPE's cos and sin tables, (T, head dim / 2) each in fp32
   const double rope = m.llama() && blocks > 0 ? 4.0 * T * (C / m.a) : 0.0;
+  // tp > n_kv_head: the replicated key/value heads' gradient slots, one per head and one set aside, fp32 (K and V)
+  const double kv_slots = m.llama() && blocks > 0 && t > m.kv_heads() ? 4.0 * (m.kv_heads() + 1.0) * 2.0 * (C / m.a) * C : 0.0;
   if (blocks > 0 && !fused(m)) n += attention_scratch_elems(int(NHl), int(T), l.device_split);
   if (last) n += BT * C + BT * (m.V / t) + 3 * BT;  // lnf, logits, ce
   // The device split's column-sum partials, fp32 in every precision (the gradient type), for the widest column sum
@@ -167,7 +171,7 @@ double gridtrain_work_bytes(const ModelShape& m, const Layout& l, int blocks, bo
   if (l.recompute == Recompute::Full && blocks > 0) n += block_elems(m, w, l, BT) + probs - rows * C;
   if (l.recompute == Recompute::Selective && blocks > 0) n += probs;
   // + the loss accumulator, one double
-  return n * e + partials * 4.0 + fused_scratch + shared_lse + rope + sp_extra + (last ? 8.0 : 0.0);
+  return n * e + partials * 4.0 + fused_scratch + shared_lse + rope + kv_slots + sp_extra + (last ? 8.0 : 0.0);
 }
 
 double in_flight_stages(const Layout& l, int stage) {
@@ -200,8 +204,8 @@ double megatron_layer_activation_bytes(const ModelShape& m, const Layout& l, Att
   }
   const double replicated = sbh * (4 * e + masks);
   const double mlp = (m.gated() ? 3.0 : 2.0) * double(m.ffn_width());
-  const double split = s * b * e * (h + 2.0 * m.kv_dim() + h + mlp);
-  double bytes = replicated / (sp ? t : 1.0) + split / t;
+  const double split = s * b * e * (h + h + mlp);
+  double bytes = replicated / (sp ? t : 1.0) + split / t + s * b * e * 2.0 * m.kv_dim_per_rank(l.tp);
   if (att == Attention::Fused)
     bytes += 4.0 * a * s * b / t;
   else if (l.recompute == Recompute::None)

@@ -21,8 +21,8 @@ std::string structural_problem(const ModelShape& m, const Cluster& c, const Layo
   const FrameworkTraits& tr = traits(o.framework);
   const std::string fw = name(o.framework);
   if (m.a % l.tp != 0) return "tp " + num(l.tp) + " does not divide the " + num(m.a) + " heads";
-  if (m.kv_heads() % l.tp != 0 && m.kv_heads() < m.a)
-    return "tp " + num(l.tp) + " does not divide the " + num(m.kv_heads()) + " key/value heads";
+  if (m.kv_heads() % l.tp != 0 && l.tp % m.kv_heads() != 0)  // a multiple replicates each head (Megatron)
+    return "tp " + num(l.tp) + " neither divides the " + num(m.kv_heads()) + " key/value heads nor is a multiple of them";
   if (o.framework == Framework::Gridtrain && m.V % l.tp != 0)
     return "tp " + num(l.tp) + " does not divide the vocabulary " + num(m.V) + " (gridtrain does not pad it)";
   if (o.framework == Framework::Gridtrain && l.sequence_parallel && l.tp > 1 && m.s % l.tp != 0)

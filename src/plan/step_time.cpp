@@ -63,7 +63,7 @@ LayerTime layer_time(const ModelShape& m, const Layout& l, const Cluster& c, Fra
     return fl / (gemm_peak * c.gemm_eff(fl / chunks));
   };
   LayerTime r;
-  r.gemm[0] = gemm(bs, (h + 2 * m.kv_dim()) / t, h);
+  r.gemm[0] = gemm(bs, h / t + 2 * m.kv_dim_per_rank(l.tp), h);  // K, V: one head per rank where tp > n_kv_head
   r.gemm[1] = gemm(bs, h, h / t);
   r.gemm[2] = gemm(bs, (m.gated() ? 2 : 1) * f / t, h);
   r.gemm[3] = gemm(bs, h, f / t);

@@ -8,6 +8,7 @@
 #include "src/comm/watchdog.hpp"
 #include "src/core/error.hpp"
 #include "src/io/checkpoint_verify.hpp"
+#include "src/train/kv_replicas.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/resume_requirements.hpp"
 #include "src/train/sparsity.hpp"
@@ -16,6 +17,14 @@ namespace gt {
 
 namespace {
 constexpr int64_t kStateVersion = 1;
+
+// The hyperslab a rank reads and writes: its local slice, less the key/value rows of a replicated key/value head
+// on every replica but the last (src/train/kv_replicas.hpp).
+std::vector<int64_t> checkpoint_count(const TensorSpec& s) {
+  std::vector<int64_t> c = s.local_shape();
+  if (checkpoint_range(s).size() < s.size) c[size_t(s.sel_dim)] = s.sel_len;
+  return c;
+}
 
 }  // namespace
 
@@ -64,12 +73,13 @@ std::vector<TensorShard> Checkpointer::shards(HostState& h) {
     float* base = h[buffer == std::string("params") ? "master" : buffer];  // host memory: holds `extent`
     for (const TensorSpec& s : state_.layout().tensors()) {
       Range r = intersect(s, mine);  // inside `extent`: a sharded buffer holds the shard
-      if (r.size() == 0) r = Range{s.offset, s.offset};  // no element of s in this shard
+      r.end = std::min(r.end, checkpoint_range(s).end);  // a replicated key/value head: the last replica's
+      if (r.begin >= r.end) r = Range{s.offset, s.offset};  // no element of s in this shard
       TensorShard t;
       t.name = std::string(prefix) + s.name;
       t.global_shape = s.global_shape;
       t.start = s.local_start();
-      t.count = s.local_shape();
+      t.count = checkpoint_count(s);
       t.data = r.size() > 0 ? base + (r.begin - extent.begin) : base;
       if (zero_.sharded()) {  // the part of the tensor in this shard, maybe cut mid-row
         t.flat_begin = static_cast<int64_t>(r.begin - s.offset);
@@ -87,7 +97,7 @@ std::vector<TensorShard> Checkpointer::shards(HostState& h) {
       t.name = "sparse_mask/" + s.name;
       t.global_shape = s.global_shape;
       t.start = s.local_start();
-      t.count = s.local_shape();
+      t.count = checkpoint_count(s);
       t.data = h["sparse_mask"] + s.offset;
       t.writer = grid_.dp_rank() == 0 && owner(s, grid_);
       out.push_back(std::move(t));
@@ -178,6 +188,9 @@ CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::ve
   load_checkpoint(grid_.world_mpi(), path, s, meta);
   if (state_.has_buffer("ef_residual")) resume_residuals(path, meta, h);
   h.push();
+  // replicated key/value heads: the last replica read them (kv_replicas.hpp)
+  copy_kv_from_last_replica(state_, {state_.has_buffer("master") ? "master" : "params", "adam_m", "adam_v", "sparse_mask"},
+                            grid_.tp());
   // Each rank read its shard; the parameters it computes with are the whole layout (ZeRO 1 and 2). A separate
   // fp32 master (sparsity, lower precisions) is refreshed into the working copy by its owner's resume path.
   if (!state_.has_buffer("master")) allgather_params(state_, zero_, grid_.dp());

@@ -1,5 +1,6 @@
 #include "src/train/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <vector>
@@ -15,7 +16,9 @@ Optimizer::Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state, Zero
   for (const TensorSpec& s : state_.layout().tensors()) {
     const Range r = intersect(s, plan_.shard);
     if (r.size() == 0) continue;
-    if (owner(s, grid_)) append_pieces(&norm, long(r.begin), long(r.end), 0.0f);
+    const Range own = owned_range(s);  // a replicated key/value head counts once
+    if (owner(s, grid_) && std::min(r.end, own.end) > r.begin)
+      append_pieces(&norm, long(r.begin), long(std::min(r.end, own.end)), 0.0f);
     append_pieces(&adam, long(r.begin), long(r.end), float(s.decay ? cfg_.weight_decay : 0.0));
   }
   norm_pieces_ = to_device(norm);

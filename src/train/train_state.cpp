@@ -12,6 +12,11 @@ bool owner(const TensorSpec& s, const Grid& grid) {
   return (s.split_dim >= 0 || grid.tp_rank() == 0) && s.tied_to_stage < 0;
 }
 
+Range owned_range(const TensorSpec& s) {
+  const size_t end = s.has_replicated_tail() && s.replica < s.replicas - 1 ? s.offset + size_t(s.tail_begin()) : s.offset + s.size;
+  return Range{s.offset, end};
+}
+
 // Storage of one buffer: a Kokkos allocation in the buffer's memory space, or memory owned outside.
 struct TrainState::Storage {
   Kokkos::View<unsigned char*, mem_space> device;

@@ -41,6 +41,10 @@ struct StateBuffer {
 // copy (the head's wte off stage 0) never. Global norms count owned elements once; checkpoints and gathers
 // take owned elements from DP rank 0.
 bool owner(const TensorSpec& tensor, const Grid& grid);
+// The owned elements of an owned tensor, as a range of the flat buffers: all of it, except on the replicas of a
+// replicated key/value head (llama, tp > n_kv_head) but the last, whose copy of the key/value rows (the tensor's
+// tail) counts once (src/train/kv_replicas.hpp: the last replica's rows continue its query rows in the checkpoint).
+Range owned_range(const TensorSpec& tensor);
 
 // Which elements the standard buffers hold: the working copy, the optimizer's buffers (AdamW moments and the
 // fp32 master of a 16-bit run), and whether the full gradient buffer exists. All of the layout, or one DP shard

@@ -419,7 +419,8 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const st
     if (layout.has(g.name)) {
       const TensorSpec& s = layout.spec(g.name);
       if (grid_.dp_rank() == 0 && owner(s, grid_))
-        for (size_t i = 0; i < s.size; ++i) flat[at + size_t(s.global_index(int64_t(i)))] = master[s.offset + i];
+        for (size_t i = 0; i < owned_range(s).size(); ++i)  // a replicated key/value head once
+          flat[at + size_t(s.global_index(int64_t(i)))] = master[s.offset + i];
     }
     at += size_t(g.global_size());
   }

@@ -114,10 +114,10 @@ expect grid_too_big 2 nonzero "grid tp=2 pp=2 dp=1 needs 4 ranks but the world h
 expect grid_not_divisible 2 nonzero "does not divide the world size 2" -- train --config tiny parallel.tp=3
 expect heads_vs_tp 2 nonzero "model.n_head \(3\) is not divisible by parallel.tp \(2\)" -- train --config tiny parallel.tp=2 model.n_head=3 model.d_model=96
 expect vocab_vs_tp 2 nonzero "model.vocab_size \(255\) is not divisible by parallel.tp \(2\)" -- train --config tiny parallel.tp=2 model.vocab_size=255
-# Llama blocks (issue 23): grouped key/value heads, their TP split (no replication), RoPE's pairs, the fused-only
+# Llama blocks (issue 23): grouped key/value heads, their TP split (split or replicated), RoPE's pairs, the fused-only
 # attention, and the Llama keys on a GPT-2 model
 expect llama_kv_heads 1 nonzero "model.n_kv_head \(3\) does not divide model.n_head \(4\)" -- train --config llama-tiny model.n_kv_head=3
-expect llama_kv_vs_tp 2 nonzero "model.n_kv_head \(1\) is not divisible by parallel.tp \(2\): key/value heads are split over TP ranks, not replicated" -- train --config llama-tiny parallel.tp=2 model.n_kv_head=1
+expect llama_kv_vs_tp 2 nonzero "model.n_kv_head \(3\) is neither divisible by parallel.tp \(2\) nor a divisor of it" -- train --config llama-tiny parallel.tp=2 model.n_head=6 model.n_kv_head=3 model.d_model=96
 expect llama_rope_odd 1 nonzero "RoPE rotates pairs of a head's dimensions, but the head dimension d_model / n_head = 3 is odd" -- train --config llama-tiny model.d_model=12
 expect llama_materialized 1 nonzero "model.arch = llama needs model.attention = fused" -- train --config llama-tiny model.attention=materialized
 expect gpt2_kv_heads 1 nonzero "model.n_kv_head \(2\) needs model.arch = llama" -- train --config tiny model.n_kv_head=2

@@ -9,6 +9,9 @@
 #   cross_precision  an fp32 checkpoint resumed in bf16 and a bf16 one in fp32: losses near the fp32 run
 #   reshard   saved at tp=2 dp=2, resumed at tp=1 pp=2 dp=2 and at one rank: losses within fp32 tolerance
 #   reshard_sp  a Llama run saved at tp=2 with sequence parallelism, resumed without it and at one rank: same bound
+#   reshard_llama  the Llama blocks at tp=4 > n_kv_head=2 (each key/value head replicated on 2 ranks): bit for
+#             bit across a stop at step 3; resumed at tp=2 and at one rank, and a tp=2 checkpoint at tp=4:
+#             losses within the reshard case's 1e-5 (ZeRO-1 at tp=4 dp=2, its checkpoint too: test_zero)
 #   sigkill   killed inside the step-20 checkpoint write: resume picks step 10 and finishes bit for bit
 #   corrupt   newest checkpoint with flipped bytes under resume=auto: reported, the previous one used
 #   stop      stop requests: a stop file (one rank, and on two ranks where only rank 0 looks), SIGUSR1 during
@@ -62,6 +65,32 @@ case $case in
   bitwise1) bitwise 1 ;;
   bitwise8) bitwise 8 parallel.tp=2 parallel.pp=2 parallel.dp=2 ;;
   bitwise_llama) bitwise 2 parallel.tp=2 "${llama[@]}" ;;  # the grouped qkv weight saved and loaded in kv-head shards
+  reshard_llama)
+    # 6 steps, stopped after 3 (4-8 ranks share the 2 CI cores: each step costs seconds). The global batch
+    # (micro_batch_size 4 x micro_batches 4) is the same on every layout: dp=2 takes 2 micro-batches.
+    short=(train.steps=6 train.warmup_steps=1 "${llama[@]}")
+    ck=checkpoints/step_00000003.h5
+    run 4 "$work/full" parallel.tp=4 "${short[@]}" || fail "uninterrupted tp=4 run failed: $(tail -3 "$work/full.log")"
+    run 4 "$work/part" parallel.tp=4 "${short[@]}" train.max_steps_per_run=3; [ $? -eq 75 ] || fail "tp=4 first half"
+    run 4 "$work/part" parallel.tp=4 "${short[@]}" checkpoint.resume=auto || fail "tp=4 resume failed: $(tail -3 "$work/part.log")"
+    losses "$work/full" >"$work/a"; losses "$work/part" >"$work/b"
+    cmp -s "$work/a" "$work/b" || { diff "$work/a" "$work/b" | head; fail "tp=4 resumed losses differ"; }
+    h5diff -d 0 "$(final_ckpt "$work/full")" "$(final_ckpt "$work/part")" /params >/dev/null || fail "tp=4 final parameters differ"
+    h5diff -d 0 "$(final_ckpt "$work/full")" "$(final_ckpt "$work/part")" /adam_v >/dev/null || fail "tp=4 final adam_v differs"
+    echo "ok: tp=4 (each key/value head on 2 ranks) resumed bit for bit"
+    # resharded: the tp=4 checkpoint at tp=2 and one rank; a tp=2 one at tp=4
+    reshard_to() {  # name ranks checkpoint layout...
+      local name=$1 n=$2 from=$3; shift 3
+      run "$n" "$work/$name" "$@" "${short[@]}" checkpoint.resume="$from" || fail "$name failed: $(tail -3 "$work/$name.log")"
+      losses "$work/$name" >"$work/$name.l"
+      [ "$(wc -l <"$work/$name.l")" -eq 3 ] || fail "$name: expected 3 resumed steps"
+      close "$work/a" "$work/$name.l" 1e-5 || fail "$name: losses not within 1e-5 of the uninterrupted tp=4 run"
+      echo "ok: $name"
+    }
+    reshard_to tp4_to_tp2 2 "$work/part/$ck" parallel.tp=2
+    reshard_to tp4_to_one 1 "$work/part/$ck" parallel.tp=1
+    run 2 "$work/src2" parallel.tp=2 "${short[@]}" train.max_steps_per_run=3; [ $? -eq 75 ] || fail "tp=2 first half"
+    reshard_to tp2_to_tp4 4 "$work/src2/$ck" parallel.tp=4 ;;  # ZeRO-1 at tp=4 dp=2: test_zero_tp4_..._llama
   cross_model)  # a llama checkpoint given to a gpt2 run of the same size, and a gpt2 one to a llama run
     run 1 "$work/l" "${llama[@]}" train.steps=2 || fail "llama run failed: $(tail -3 "$work/l.log")"
     run 1 "$work/g" train.steps=2 || fail "gpt2 run failed: $(tail -3 "$work/g.log")"

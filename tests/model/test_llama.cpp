@@ -217,21 +217,51 @@ TEST(Llama, EveryParameterMatchesFiniteDifferences) {
   }
 }
 
+// tp 2 splits the 2 key/value heads; tp 4 replicates each on 2 ranks (Megatron's GQA: tp a multiple of n_kv_head).
 TEST(Llama, TensorParallelShardsDrawTheUnshardedValues) {
   const gt::ModelConfig cfg = llama_model();
   gt::StageLayout whole{0, 1, 0, cfg.n_layer};
   gt::ParamStore<float> full(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, 0, 1), 1));
   full.allocate(99);
   auto fp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device_view(full.params(), full.size()));
-  for (int r = 0; r < 2; ++r) {
-    gt::ParamStore<float> shard(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, r, 2), 1));
-    shard.allocate(99);
-    auto sp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device_view(shard.params(), shard.size()));
-    for (const auto& s : shard.tensors()) {
-      const auto& f = full.spec(s.name);
-      for (size_t i = 0; i < s.size; ++i)
-        ASSERT_EQ(sp(s.offset + i), fp(f.offset + size_t(s.global_index(int64_t(i))))) << s.name << " rank " << r;
+  for (int tp : {2, 4})
+    for (int r = 0; r < tp; ++r) {
+      gt::ParamStore<float> shard(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, r, tp), 1));
+      shard.allocate(99);
+      auto sp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device_view(shard.params(), shard.size()));
+      for (const auto& s : shard.tensors()) {
+        const auto& f = full.spec(s.name);
+        for (size_t i = 0; i < s.size; ++i)
+          ASSERT_EQ(sp(s.offset + i), fp(f.offset + size_t(s.global_index(int64_t(i))))) << s.name << " tp " << tp << " rank " << r;
+      }
     }
+}
+
+// The replicated slice at tp 4 by hand (not through global_index): rank r holds, of key/value group r / 2, query head
+// r % 2 and the group's key and value heads, [q | k | v], as the grouped kernels expect one group; ranks 2k and
+// 2k + 1 hold the same key and value rows.
+TEST(Llama, TensorParallelBeyondKeyValueHeadsReplicatesThem) {
+  const gt::ModelConfig cfg = llama_model();
+  const int C = cfg.d_model, hd = C / cfg.n_head, G = cfg.n_head / cfg.n_kv_head;
+  gt::StageLayout whole{0, 1, 0, cfg.n_layer};
+  gt::ParamStore<float> full(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, 0, 1), 1));
+  full.allocate(7);
+  auto fp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device_view(full.params(), full.size()));
+  const auto& fq = full.spec("h.1.attn.qkv.w");
+  for (int r = 0; r < 4; ++r) {
+    gt::ParamStore<float> shard(gt::TensorLayout(gt::model_tensor_specs(cfg, whole, r, 4), 1));
+    shard.allocate(7);
+    auto sp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device_view(shard.params(), shard.size()));
+    const auto& q = shard.spec("h.1.attn.qkv.w");
+    ASSERT_EQ(q.size, size_t(3 * hd * C)) << "one query head, one key head, one value head";
+    const int group = r / 2, rows[3] = {r % 2, G, G + 1};
+    for (int row = 0; row < 3; ++row)
+      for (int k = 0; k < hd * C; ++k)
+        ASSERT_EQ(sp(q.offset + size_t(row * hd * C + k)), fp(fq.offset + size_t(((group * (G + 2) + rows[row]) * hd) * C + k)))
+            << "rank " << r << " local row " << row;
+    EXPECT_EQ(q.replicas, 2);
+    EXPECT_EQ(q.has_replicated_tail(), true);
+    EXPECT_EQ(q.tail_begin(), int64_t(hd) * C);
   }
 }
 
@@ -246,8 +276,8 @@ TEST(Llama, RefusesWhatItCannotRun) {
   };
   const Case cases[] = {
       {"kv heads not dividing heads", 4, 3, 16, 1, "fused", "llama", "model.n_kv_head (3) does not divide model.n_head (4)"},
-      {"tp not dividing kv heads", 4, 2, 16, 4, "fused", "llama",
-       "model.n_kv_head (2) is not divisible by parallel.tp (4): key/value heads are split over TP ranks, not replicated"},
+      {"tp neither dividing kv heads nor a multiple of them", 6, 3, 24, 2, "fused", "llama",
+       "model.n_kv_head (3) is neither divisible by parallel.tp (2) nor a divisor of it"},
       {"odd head dimension", 4, 2, 12, 1, "fused", "llama", "the head dimension d_model / n_head = 3 is odd"},
       {"materialized attention", 4, 2, 16, 1, "materialized", "llama", "model.arch = llama needs model.attention = fused"},
       {"GQA on GPT-2", 4, 2, 16, 1, "fused", "gpt2", "model.n_kv_head (2) needs model.arch = llama"},

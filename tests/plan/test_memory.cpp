@@ -75,7 +75,7 @@ TEST(PlanMemory, MonotoneInDp) {
 // what GPT<float> reports for the same stage (the model's own functions), and its parameter count equals the
 // stage's parameter store. Exact: both count elements. On a CUDA build this compares the device split's ledger.
 // GPT-2 with either attention, and Llama (fused only) with grouped key/value heads (4 on 8 heads, so tp 4 leaves
-// one per rank) and a SwiGLU width that is not 4 d_model; each layout with tp > 1 also with sequence parallelism.
+// one per rank; llama_rep: 2 on 8, so tp 4 replicates each on 2 ranks, Megatron's GQA) and a SwiGLU width that is not 4 d_model; each layout with tp > 1 also with sequence parallelism.
 TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   gt::ModelConfig mc;
   mc.n_layer = 5;
@@ -84,17 +84,17 @@ TEST(PlanMemory, GridtrainLedgerEqualsModel) {
   mc.seq_len = 16;
   mc.vocab_size = 64;
   struct Case { int tp, pp, b, mb; bool gpipe; };
-  for (const char* attention : {"materialized", "fused", "llama"})
+  for (const char* attention : {"materialized", "fused", "llama", "llama_rep"})
   for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
   for (Case k : {Case{1, 1, 2, 1, false}, Case{2, 1, 3, 2, false}, Case{1, 2, 2, 4, false}, Case{1, 3, 1, 4, true},
                  Case{4, 2, 2, 3, false}, Case{2, 5, 1, 8, false}})
   for (bool sp : {false, true}) {
     if (sp && k.tp == 1) continue;
-    const bool llama = std::string(attention) == "llama";
+    const bool llama = std::string(attention).rfind("llama", 0) == 0;
     mc.attention = llama ? "fused" : attention;
     mc.arch = llama ? "llama" : "gpt2";
     mc.n_head = llama ? 8 : 4;  // head dim 6: even, as RoPE needs
-    mc.n_kv_head = llama ? 4 : 0;
+    mc.n_kv_head = llama ? (std::string(attention) == "llama_rep" ? 2 : 4) : 0;
     mc.ffn_hidden = llama ? 72 : 0;
     const ModelShape m = ModelShape::from(mc);
     Layout l;

@@ -80,6 +80,14 @@ expect_error tp_overlap_value "--tp-overlap expects on or off, got 'yes'" -- "${
 expect_error llmc_no_tp "no layout of 8 devices fits.*llm.c has no tensor or pipeline parallelism" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --tp 2 --framework llm.c
 expect_error llmc_no_fp8 "no layout of 8 devices fits.*llm.c has no fp8 GEMMs" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --precision fp8 --framework llm.c
 expect_error mcore_no_zero3 "megatron-core-2024 has no ZeRO stage 3" -- "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --zero 3 --framework megatron-core-2024
+# tp above n_kv_head (4 > 2): gridtrain replicates each key/value head on tp / n_kv_head ranks, as Megatron does;
+# tp neither dividing n_kv_head nor a multiple of it is refused by name
+if "$bin" plan "${llama[@]}" --cluster dgx-h100 --devices 8 --global-batch 8 --tp 4 --framework gridtrain --json \
+     >"$work/kvrep.json" 2>"$work/kvrep.err" &&
+   python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['fits'][0]; assert b['layout']['tp']==4" "$work/kvrep.json"
+then ok "llama with 2 key/value heads planned at tp 4 (replicated)"
+else fail "llama at tp 4 > n_kv_head 2"; head -3 "$work/kvrep.err"; fi
+expect_error kv_vs_tp "tp 6 neither divides the 4 key/value heads nor is a multiple of them" -- --config tiny model.arch=llama model.n_layer=4 model.d_model=384 model.n_head=12 model.n_kv_head=4 model.ffn_hidden=704 model.seq_len=512 model.vocab_size=1536 --cluster dgx-h100 --devices 6 --global-batch 6 --tp 6 --framework gridtrain
 # every framework plans the Llama shape on a GPU cluster, with cp and interleaving where it has them
 for fw in gridtrain megatron-core-2024 torchtitan-fsdp2 deepspeed-zero3 llm.c megatron; do
   extra=(); case $fw in megatron-core-2024|torchtitan-fsdp2) extra=(--cp 2) ;; esac
