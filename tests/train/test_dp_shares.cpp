@@ -1,0 +1,158 @@
+// parallel.dp_shares (docs/adaptive.md, "Data-parallel shares"): the config's one-line errors, the sample
+// assignment (every sample of a step exactly once, whatever the shares), and the gradient weighting (the
+// weighted DP average equals the mean over all micro-batches of the global batch, against a float64 reference).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/core/config.hpp"
+#include "src/core/error.hpp"
+#include "src/train/dp/dp_shares.hpp"
+
+namespace {
+
+gt::Config base(const std::string& shares) {
+  gt::Config c;
+  c.output.dir = "/nonexistent";
+  c.parallel.dp = 2;
+  c.train.micro_batches = 2;
+  c.parallel.dp_shares = shares;
+  return c;
+}
+
+// The one-line error of validate(), or "" when it passes.
+std::string error_of(const gt::Config& c) {
+  try {
+    c.validate();
+  } catch (const gt::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_error(const gt::Config& c, const std::string& part) {
+  const std::string msg = error_of(c);
+  EXPECT_NE(msg.find(part), std::string::npos) << "got: " << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+}
+
+TEST(DpShares, EmptyAndEvenListsPass) {
+  EXPECT_EQ(error_of(base("")), "");
+  EXPECT_EQ(error_of(base("2,2")), "");
+  EXPECT_EQ(error_of(base(" 2 , 2 ")), "");
+}
+
+TEST(DpShares, BadListsGiveOneLineErrors) {
+  expect_error(base("4"), "has 1 entries, parallel.dp = 2");
+  expect_error(base("1,1,2"), "has 3 entries, parallel.dp = 2");
+  expect_error(base("4,0"), "each at least 1");
+  expect_error(base("5,-1"), "each at least 1");
+  expect_error(base("3,x"), "each at least 1");
+  expect_error(base("3,,1"), "each at least 1");
+  expect_error(base("3,2"), "adds up to 5 micro-batches, the global batch has parallel.dp x train.micro_batches = 4");
+  gt::Config no_dp = base("2,2");
+  no_dp.parallel.dp = 0;
+  expect_error(no_dp, "needs parallel.dp set");
+}
+
+TEST(DpShares, UnevenCombinationsAreRefused) {
+  gt::Config z = base("3,1");
+  z.parallel.zero = 2;
+  expect_error(z, "parallel.zero = 2");
+  gt::Config t = base("3,1");
+  t.compress.method = "topk";
+  expect_error(t, "compress.method = \"topk\"");
+  gt::Config p = base("3,1");
+  p.parallel.pp = 2;
+  expect_error(p, "parallel.pp = 2");
+  expect_error(base("3,1"), "not built yet");  // until the step runs uneven counts
+}
+
+// Replica r's micro-batch m of the step starting at samples_done covers B samples from
+// samples_done + B x (share_offset + m). Over steps with changing shares every sample is used exactly once, and
+// a step's sample set is the even split's (BatchLoader::first_sample: samples_done + r B M + m B).
+void expect_every_sample_once(int B, int M, const std::vector<std::vector<int>>& per_step) {
+  const int dp = int(per_step[0].size());
+  std::map<int64_t, int> used;
+  int64_t samples_done = 0;
+  const int64_t global = int64_t(B) * M * dp;
+  for (const std::vector<int>& shares : per_step) {
+    std::map<int64_t, int> step_set;
+    for (int r = 0; r < dp; ++r)
+      for (int m = 0; m < shares[size_t(r)]; ++m)
+        for (int b = 0; b < B; ++b) {
+          const int64_t s = samples_done + B * (gt::dp::share_offset(shares, r) + m) + b;
+          ++used[s];
+          ++step_set[s];
+        }
+    std::map<int64_t, int> even_set;
+    for (int r = 0; r < dp; ++r)
+      for (int m = 0; m < M; ++m)
+        for (int b = 0; b < B; ++b) ++even_set[samples_done + int64_t(r) * B * M + int64_t(m) * B + b];
+    EXPECT_EQ(step_set, even_set);
+    samples_done += global;
+  }
+  ASSERT_EQ(int64_t(used.size()), samples_done);
+  for (const auto& [s, n] : used) EXPECT_EQ(n, 1) << "sample " << s;
+}
+
+TEST(DpShares, EverySampleOnceWhateverTheShares) {
+  expect_every_sample_once(3, 2, {{2, 2}, {3, 1}, {1, 3}, {3, 1}, {2, 2}});
+  expect_every_sample_once(2, 2, {{2, 2, 2, 2}, {5, 1, 1, 1}, {1, 2, 3, 2}, {1, 1, 1, 5}});
+}
+
+// Per-micro-batch gradients g_k; replica r averages its own shares[r] of them (in fp32, as the step would), scales by
+// share_grad_scale, and the DP reduction averages over dp. Reference: the float64 mean over all micro-batches.
+std::vector<float> weighted_dp_mean(const std::vector<std::vector<float>>& g, const std::vector<int>& shares,
+                                    bool weighted) {
+  const size_t n = g[0].size();
+  const int dp = int(shares.size());
+  std::vector<float> out(n, 0.f);
+  for (int r = 0; r < dp; ++r) {
+    const int64_t first = gt::dp::share_offset(shares, r);
+    std::vector<float> mean(n, 0.f);
+    for (int m = 0; m < shares[size_t(r)]; ++m)
+      for (size_t i = 0; i < n; ++i) mean[i] += g[size_t(first + m)][i];
+    const float scale = weighted ? float(gt::dp::share_grad_scale(shares, r)) : 1.f;
+    for (size_t i = 0; i < n; ++i) out[i] += scale * (mean[i] / float(shares[size_t(r)])) / float(dp);
+  }
+  return out;
+}
+
+TEST(DpShares, WeightedAverageIsTheGlobalMean) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int K = 8;
+  const size_t n = 257;
+  std::vector<std::vector<float>> g(K, std::vector<float>(n));
+  for (auto& v : g)
+    for (float& x : v) x = nd(rng);
+  std::vector<double> ref(n, 0.0);
+  for (const auto& v : g)
+    for (size_t i = 0; i < n; ++i) ref[i] += double(v[i]) / K;
+  // Tolerance: about 8 fp32 additions of unit-size terms plus 3 roundings of the scale and divisions: a few
+  // ulps of values up to ~4 in magnitude; 1e-5 absolute is ~20 ulps at 4 and far below the 0.1-size error that
+  // dropping the weighting makes for these shares.
+  const double tol = 1e-5;
+  for (const std::vector<int>& shares : std::vector<std::vector<int>>{{4, 4}, {6, 2}, {1, 7}, {3, 1, 2, 2}, {5, 1, 1, 1}}) {
+    const std::vector<float> got = weighted_dp_mean(g, shares, true);
+    double worst = 0, unweighted_worst = 0;
+    const std::vector<float> plain = weighted_dp_mean(g, shares, false);
+    for (size_t i = 0; i < n; ++i) {
+      worst = std::max(worst, std::abs(double(got[i]) - ref[i]));
+      unweighted_worst = std::max(unweighted_worst, std::abs(double(plain[i]) - ref[i]));
+    }
+    EXPECT_LE(worst, tol) << "shares of size " << shares.size() << " first " << shares[0];
+    // The check can fail: without the weighting an uneven split misses the global mean by far more than tol.
+    bool even = true;
+    for (int s : shares) even = even && s == shares[0];
+    if (!even) {
+      EXPECT_GT(unweighted_worst, 100 * tol);
+    }
+  }
+}
+
+}  // namespace
