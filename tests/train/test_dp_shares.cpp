@@ -104,20 +104,23 @@ TEST(DpShares, EverySampleOnceWhateverTheShares) {
   expect_every_sample_once(2, 2, {{2, 2, 2, 2}, {5, 1, 1, 1}, {1, 2, 3, 2}, {1, 1, 1, 5}});
 }
 
-// Per-micro-batch gradients g_k; replica r averages its own shares[r] of them (in fp32, as the step would), scales by
-// share_grad_scale, and the DP reduction averages over dp. Reference: the float64 mean over all micro-batches.
-std::vector<float> weighted_dp_mean(const std::vector<std::vector<float>>& g, const std::vector<int>& shares,
-                                    bool weighted) {
+// Per-micro-batch gradients g_k; replica r accumulates its own shares[r] of them in fp32, each weighted as the step
+// weights it, and the DP reduction sums over replicas. `per_replica_mean` is the wrong weighting (each replica's
+// own mean, then the average over dp): the test checks that it misses, so the comparison can fail.
+// Reference: the float64 mean over all micro-batches.
+std::vector<float> dp_sum(const std::vector<std::vector<float>>& g, const std::vector<int>& shares,
+                          bool per_replica_mean) {
   const size_t n = g[0].size();
   const int dp = int(shares.size());
   std::vector<float> out(n, 0.f);
   for (int r = 0; r < dp; ++r) {
     const int64_t first = gt::dp::share_offset(shares, r);
-    std::vector<float> mean(n, 0.f);
+    const float w = per_replica_mean ? float(1.0 / (double(dp) * shares[size_t(r)]))
+                                     : float(gt::dp::micro_batch_weight(shares));
+    std::vector<float> acc(n, 0.f);
     for (int m = 0; m < shares[size_t(r)]; ++m)
-      for (size_t i = 0; i < n; ++i) mean[i] += g[size_t(first + m)][i];
-    const float scale = weighted ? float(gt::dp::share_grad_scale(shares, r)) : 1.f;
-    for (size_t i = 0; i < n; ++i) out[i] += scale * (mean[i] / float(shares[size_t(r)])) / float(dp);
+      for (size_t i = 0; i < n; ++i) acc[i] += w * g[size_t(first + m)][i];
+    for (size_t i = 0; i < n; ++i) out[i] += acc[i];
   }
   return out;
 }
@@ -133,20 +136,20 @@ TEST(DpShares, WeightedAverageIsTheGlobalMean) {
   std::vector<double> ref(n, 0.0);
   for (const auto& v : g)
     for (size_t i = 0; i < n; ++i) ref[i] += double(v[i]) / K;
-  // Tolerance: about 8 fp32 additions of unit-size terms plus 3 roundings of the scale and divisions: a few
-  // ulps of values up to ~4 in magnitude; 1e-5 absolute is ~20 ulps at 4 and far below the 0.1-size error that
-  // dropping the weighting makes for these shares.
+  // Tolerance: up to 8 fp32 products and additions of terms below ~0.5 into sums below ~1: a few ulps (6e-8
+  // each) of values of order 1; 1e-5 absolute is over 100 such ulps and far below the 0.1-size error of the wrong
+  // weighting for these shares.
   const double tol = 1e-5;
   for (const std::vector<int>& shares : std::vector<std::vector<int>>{{4, 4}, {6, 2}, {1, 7}, {3, 1, 2, 2}, {5, 1, 1, 1}}) {
-    const std::vector<float> got = weighted_dp_mean(g, shares, true);
+    const std::vector<float> got = dp_sum(g, shares, false);
     double worst = 0, unweighted_worst = 0;
-    const std::vector<float> plain = weighted_dp_mean(g, shares, false);
+    const std::vector<float> plain = dp_sum(g, shares, true);
     for (size_t i = 0; i < n; ++i) {
       worst = std::max(worst, std::abs(double(got[i]) - ref[i]));
       unweighted_worst = std::max(unweighted_worst, std::abs(double(plain[i]) - ref[i]));
     }
     EXPECT_LE(worst, tol) << "shares of size " << shares.size() << " first " << shares[0];
-    // The check can fail: without the weighting an uneven split misses the global mean by far more than tol.
+    // The check can fail: the per-replica-mean weighting misses the global mean by far more than tol when uneven.
     bool even = true;
     for (int s : shares) even = even && s == shares[0];
     if (!even) {

@@ -1,6 +1,6 @@
 // Data-parallel shares (parallel.dp_shares, docs/adaptive.md): the arithmetic of uneven micro-batch counts per DP
-// replica, kept apart from the step so that it can be checked on its own. Not wired into the step yet: the config
-// refuses uneven shares until it is (src/core/config.cpp, validate_dp_shares).
+// replica (which samples, what weight), kept apart from the step so that it can be checked on its own. Not wired
+// into the step yet: the config refuses uneven shares until it is (src/core/config.cpp, validate_dp_shares).
 #pragma once
 
 #include <cstdint>
@@ -20,14 +20,18 @@ inline int64_t share_offset(const std::vector<int>& shares, int r) {
   return off;
 }
 
-// The factor on replica r's gradient, taken as the mean over its own shares[r] micro-batches, before the DP
-// reduction that averages over dp replicas: dp x shares[r] / sum(shares). The reduction then yields
-// sum_r shares[r] x mean_r / sum(shares), the mean over every micro-batch of the global batch, which is the even
-// split's update mathematically. The additions happen in another order (per replica, then across), so in fp32 it
-// equals the even split's within rounding, not bitwise.
-inline double share_grad_scale(const std::vector<int>& shares, int r) {
-  const int64_t total = share_offset(shares, int(shares.size()));
-  return double(shares.size()) * double(shares[size_t(r)]) / double(total);
+// The weight of one micro-batch's gradient in the DP reduction: 1 / sum(shares), the same on every replica.
+// gridtrain's step already works this way: PipelineRunner::forward_op seeds backward with loss_scale /
+// (global_batch x seq_len) per token, global_batch being every replica's samples of the step, and the DP reducers
+// (src/train/dp/bucket_reducers.cpp) sum. So replica r's accumulated gradient is shares[r] micro-batches' worth at
+// the global weight, and the sum over replicas is the mean over every micro-batch of the global batch: the even
+// split's update mathematically, with no per-replica factor. (A per-replica mean followed by an average over dp,
+// weight 1 / (dp x shares[r]), would be wrong for uneven shares; the test checks that it misses.) The additions
+// run in another order (per replica, then across replicas), so in fp32 the result equals the even split's within
+// rounding, not bitwise. The reported loss is a sum over replicas divided by the global token count (the step's
+// statistics reduction, src/train/step_stats.cpp), so it is the global sample mean the same way.
+inline double micro_batch_weight(const std::vector<int>& shares) {
+  return 1.0 / double(share_offset(shares, int(shares.size())));
 }
 
 }  // namespace gt::dp
