@@ -369,8 +369,6 @@ void validate_dp_shares(const Config& c) {
     throw Error(key + " is uneven, compress.method = \"topk\" (error feedback) assumes equal shares; use none, bf16 or fp16");
   if (p.pp > 1)
     throw Error(key + " is uneven, parallel.pp = " + std::to_string(p.pp) + ": uneven shares are for pp = 1 only");
-  throw Error(key + " is uneven: the uneven step is not built yet, only the even split (" +
-              std::to_string(c.train.micro_batches) + " each) runs (docs/adaptive.md)");
 }
 }  // namespace
 

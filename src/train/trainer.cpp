@@ -1,4 +1,5 @@
 #include "src/train/trainer.hpp"
+#include "src/train/dp/dp_shares.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -64,7 +65,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                         : choice.schedule == PipelineSchedule::Interleaved ? Schedule::Interleaved
                                                                            : Schedule::OneFOneB;
   std::vector<PipeOp> ops =
-      pipeline_schedule(kind, g.pp, grid_.pp_rank(), cfg_.train.micro_batches, cfg_.pipeline_chunks());
+      pipeline_schedule(kind, g.pp, grid_.pp_rank(), dp::replica_micro_batches(cfg_, grid_.dp_rank()),
+                        cfg_.pipeline_chunks());
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
                     cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);

@@ -1,10 +1,12 @@
 // Data-parallel shares (parallel.dp_shares, docs/adaptive.md): the arithmetic of uneven micro-batch counts per DP
-// replica (which samples, what weight), kept apart from the step so that it can be checked on its own. Not wired
-// into the step yet: the config refuses uneven shares until it is (src/core/config.cpp, validate_dp_shares).
+// replica (which samples, what weight), kept apart from the step so that it can be checked on its own. BatchLoader,
+// PipelineRunner and the Trainer's schedule read the replica's count and offset from here.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "src/core/config.hpp"
 
 namespace gt::dp {
 
@@ -32,6 +34,17 @@ inline int64_t share_offset(const std::vector<int>& shares, int r) {
 // statistics reduction, src/train/step_stats.cpp), so it is the global sample mean the same way.
 inline double micro_batch_weight(const std::vector<int>& shares) {
   return 1.0 / double(share_offset(shares, int(shares.size())));
+}
+
+// This replica's micro-batches per step and its first micro-batch within the step's global batch, from
+// parallel.dp_shares (validated: one share per replica), or the even split when it is empty.
+inline int replica_micro_batches(const Config& c, int dp_rank) {
+  const std::vector<int> s = c.parallel.dp_share_counts();
+  return s.empty() ? c.train.micro_batches : s[size_t(dp_rank)];
+}
+inline int64_t replica_first_micro(const Config& c, int dp_rank) {
+  const std::vector<int> s = c.parallel.dp_share_counts();
+  return s.empty() ? int64_t(dp_rank) * c.train.micro_batches : share_offset(s, dp_rank);
 }
 
 }  // namespace gt::dp
