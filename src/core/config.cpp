@@ -110,6 +110,7 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"parallel.rebalance_gain", Kind::Double, &c.parallel.rebalance_gain, "re-partition when the slowest stage would shrink by at least this fraction"},
       {"parallel.adapt", Kind::String, &c.parallel.adapt, "monitor: name the ranks whose compute is consistently slower than their peers' (metrics.jsonl, the log; docs/adaptive.md); rebalance: and move pipeline blocks between stages when a stage stays slower (in memory, losses unchanged); full is not built yet", names<AdaptMode>()},
       {"parallel.stage_blocks", Kind::String, &c.parallel.stage_blocks, "blocks per pipeline stage, as \"3,2,2,1\" (count = pp, sum = n_layer); empty: the cost model's split"},
+      {"parallel.dp_shares", Kind::String, &c.parallel.dp_shares, "micro-batches per step per DP replica, as \"3,1\" (count = dp, each at least 1, sum = dp x train.micro_batches): uneven shares for ranks of unequal speed, the same update as the even split within fp32 rounding; pp = 1, zero <= 1, no top-k (docs/adaptive.md); empty: train.micro_batches each"},
       {"data.source", Kind::String, &c.data.source, "synthetic: a learnable token rule with noise; hdf5: a token dataset made by gridtrain prepare (docs/data.md)", names<DataSourceKind>()},
       {"data.path", Kind::String, &c.data.path, "the HDF5 token dataset for source = hdf5"},
       {"data.synthetic_noise", Kind::Double, &c.data.synthetic_noise, "probability that a synthetic token is random rather than the rule's, in [0, 1]"},
@@ -340,10 +341,40 @@ void validate_model_train_parallel(const Config& c) {
                   std::to_string(sum) + " blocks, the model has model.n_layer = " + std::to_string(c.model.n_layer));
   }
 }
+
+// parallel.dp_shares: the list's shape first (count, each share, sum), then the combinations that assume one
+// micro-batch count on every replica, then the uneven step, which is not built yet (docs/adaptive.md).
+void validate_dp_shares(const Config& c) {
+  const ParallelConfig& p = c.parallel;
+  if (p.dp_shares.empty()) return;
+  const std::string key = "config key 'parallel.dp_shares' = \"" + p.dp_shares + "\"";
+  if (p.layout == "auto" || p.dp < 1)
+    throw Error(key + " needs parallel.dp set (and parallel.layout = \"manual\"): one share per DP replica");
+  const std::vector<int> shares = p.dp_share_counts();  // throws on a malformed list or a share < 1
+  if (int(shares.size()) != p.dp)
+    throw Error(key + " has " + std::to_string(shares.size()) + " entries, parallel.dp = " + std::to_string(p.dp));
+  long long sum = 0;
+  for (int s : shares) sum += s;
+  const long long global = (long long)p.dp * c.train.micro_batches;
+  if (sum != global)
+    throw Error(key + " adds up to " + std::to_string(sum) + " micro-batches, the global batch has parallel.dp x " +
+                "train.micro_batches = " + std::to_string(global));
+  bool even = true;
+  for (int s : shares) even = even && s == c.train.micro_batches;
+  if (even) return;  // the even split: what an empty list means
+  if (p.zero >= 2)
+    throw Error(key + " is uneven, parallel.zero = " + std::to_string(p.zero) + " stages gradients per micro-batch "
+                "assuming equal counts on every replica; use zero <= 1");
+  if (c.compress.method == "topk")
+    throw Error(key + " is uneven, compress.method = \"topk\" (error feedback) assumes equal shares; use none, bf16 or fp16");
+  if (p.pp > 1)
+    throw Error(key + " is uneven, parallel.pp = " + std::to_string(p.pp) + ": uneven shares are for pp = 1 only");
+}
 }  // namespace
 
 ConfigChoices Config::validate() const {
   validate_model_train_parallel(*this);
+  validate_dp_shares(*this);
   Config copy = *this;
   for (const Field& f : schema(copy)) check_choice(f, "");
   // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/half_wire.hpp).
@@ -415,6 +446,22 @@ void Config::check_interleaving(int pp) const {
   if (parallel.rebalance == "auto")
     throw Error("config: parallel.rebalance = \"auto\" does not apply to parallel.schedule = \"interleaved\" (its "
                 "chunks are equal)");
+}
+
+std::vector<int> ParallelConfig::dp_share_counts() const {
+  std::vector<int> out;
+  std::stringstream ss(dp_shares);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const std::string text = trim(item);  // kept alive while strtol's end pointer is read
+    char* end = nullptr;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || v < 1 || v > 1000000)
+      throw Error("config key 'parallel.dp_shares' expects micro-batches per DP replica, each at least 1, as \"3,1\"; "
+                  "got \"" + dp_shares + "\"");
+    out.push_back(int(v));
+  }
+  return out;
 }
 
 std::vector<int> ParallelConfig::stage_block_counts() const {

@@ -106,11 +106,15 @@ struct ParallelConfig {
                                       // blocks between stages during the run (docs/adaptive.md)
   int adapt_interval = 10;            // adapt = rebalance: steps between two evaluations (moves) at least
   std::string stage_blocks;           // blocks per pipeline stage, "3,2,2,1"; empty: the cost model's split
+  std::string dp_shares;              // micro-batches per step per DP replica, "3,1" (sum = dp x micro_batches);
+                                      // empty: micro_batches each (docs/adaptive.md, "Data-parallel shares")
   // Not keys: what layout = auto chose at start (src/cli/auto_layout.hpp), for the start line and summary.json.
   std::string auto_choice, auto_runner_up, auto_cluster;
   std::string rebalanced_from;        // set by a rebalance: the stage times before, logged beside those after
   // stage_blocks as numbers (empty when unset); throws gt::Error naming the key on a malformed list.
   std::vector<int> stage_block_counts() const;
+  // dp_shares as numbers (empty when unset); throws gt::Error naming the key on a malformed list or a share < 1.
+  std::vector<int> dp_share_counts() const;
 };
 
 struct DataConfig {

@@ -1,4 +1,5 @@
 #include "src/train/batch_loader.hpp"
+#include "src/train/dp/dp_shares.hpp"
 
 #include <mpi.h>
 
@@ -10,6 +11,8 @@ BatchLoader::BatchLoader(const Config& cfg, int dp_rank, int dp_size, bool reads
     : cfg_(cfg),
       dp_rank_(dp_rank),
       global_batch_(int64_t(cfg.train.micro_batch_size) * cfg.train.micro_batches * dp_size),
+      local_m_(dp::replica_micro_batches(cfg, dp_rank)),
+      first_micro_(dp::replica_first_micro(cfg, dp_rank)),
       data_(make_data_source(cfg)) {
   if (cfg_.data.prefetch > 0 && reads_tokens)
     prefetch_ = std::make_unique<BatchPrefetcher>(*data_, cfg_.data.prefetch + 1);
@@ -22,7 +25,7 @@ BatchLoader::~BatchLoader() = default;
 
 int64_t BatchLoader::first_sample(int64_t samples_done, int m) const {
   const int64_t B = cfg_.train.micro_batch_size;
-  return samples_done + int64_t(dp_rank_) * B * cfg_.train.micro_batches + int64_t(m) * B;
+  return samples_done + (first_micro_ + m) * B;  // parallel.dp_shares: this replica's contiguous run
 }
 
 void BatchLoader::restart_at(int64_t samples_done) {
@@ -41,7 +44,7 @@ void BatchLoader::request_ahead() {
     for (int b = 0; b < B; ++b) samples[b] = first + b;
     prefetch_->request(Split::Train, std::move(samples));
     req_first_.push_back(first);
-    if (++req_m_ == cfg_.train.micro_batches) {
+    if (++req_m_ == local_m_) {
       req_m_ = 0;
       req_samples_done_ += global_batch_;
     }

@@ -20,6 +20,7 @@ class BatchLoader {
 
   DataSource& source() { return *data_; }
   int64_t global_batch() const { return global_batch_; }  // sequences per optimizer step
+  int micro_batches() const { return local_m_; }          // this replica's micro-batches per step
   // The first global sample of micro-batch m of the step that starts at sample `samples_done`: DP rank r
   // takes the r-th contiguous share of the global batch, so the global batch is the same sequences for any
   // layout.
@@ -42,6 +43,8 @@ class BatchLoader {
   const Config& cfg_;
   int dp_rank_;
   int64_t global_batch_;
+  int local_m_;          // this replica's micro-batches per step (parallel.dp_shares; else train.micro_batches)
+  int64_t first_micro_;  // its first micro-batch within the step's global batch
   std::unique_ptr<DataSource> data_;
   std::unique_ptr<BatchPrefetcher> prefetch_;
   int64_t req_samples_done_ = 0;  // the next prefetch request: step base and micro-batch

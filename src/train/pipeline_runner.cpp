@@ -116,7 +116,7 @@ void PipelineRunner::validate(int batches, double* loss_sum) {
   // Validation micro-batch j is micro-batch j % M of validation batch j / M, laid out like a training batch; with
   // several chunks in the interleaved schedule's forward order (every chunk of the stage, micro-batches in order
   // within each).
-  const int M = cfg_.train.micro_batches, p = grid_.shape().pp, v = model_.chunks();
+  const int M = loader_.micro_batches(), p = grid_.shape().pp, v = model_.chunks();
   std::vector<PipeOp> fwd;
   if (v == 1) {
     for (int j = 0; j < batches * M; ++j) fwd.push_back({PipeOp::Forward, j});

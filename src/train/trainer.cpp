@@ -10,6 +10,7 @@
 #include "src/core/error.hpp"
 #include "src/core/stop_signal.hpp"
 #include "src/core/test_hooks.hpp"
+#include "src/train/dp/dp_shares.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
@@ -113,7 +114,9 @@ std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule) const {
   const Schedule kind = schedule == PipelineSchedule::GPipe         ? Schedule::GPipe
                         : schedule == PipelineSchedule::Interleaved ? Schedule::Interleaved
                                                                     : Schedule::OneFOneB;
-  return pipeline_schedule(kind, grid_.shape().pp, grid_.pp_rank(), cfg_.train.micro_batches, cfg_.pipeline_chunks());
+  // Under parallel.dp_shares this replica runs its own share of the step's micro-batches (dp/dp_shares.hpp).
+  return pipeline_schedule(kind, grid_.shape().pp, grid_.pp_rank(), dp::replica_micro_batches(cfg_, grid_.dp_rank()),
+                           cfg_.pipeline_chunks());
 }
 
 // parallel.adapt: the straggler monitor (monitor, rebalance) and the live pipeline rebalancer (rebalance).

@@ -88,6 +88,11 @@ expect ilv_micro_batches 2 nonzero "needs train.micro_batches \(3\) a multiple o
   -- $ilv parallel.virtual_stages=2 parallel.pp=2 model.n_layer=4 train.micro_batches=3
 expect ilv_stage_blocks 1 nonzero "parallel.stage_blocks does not apply to parallel.schedule = \"interleaved\"" \
   -- $ilv parallel.virtual_stages=2 parallel.pp=2 model.n_layer=4 train.micro_batches=2 parallel.stage_blocks=3,1
+# parallel.dp_shares (docs/adaptive.md): a sum that is not the global batch, and uneven with ZeRO 2, on 2 ranks
+expect dp_shares_sum 2 nonzero "'parallel.dp_shares' = \"3,2\" adds up to 5 micro-batches" \
+  -- train --config tiny parallel.dp=2 train.micro_batches=2 parallel.dp_shares=3,2
+expect dp_shares_zero2 2 nonzero "'parallel.dp_shares' = \"3,1\" is uneven, parallel.zero = 2" \
+  -- train --config tiny parallel.dp=2 train.micro_batches=2 parallel.dp_shares=3,1 parallel.zero=2
 expect zero_unknown_stage 1 nonzero "config key 'parallel.zero' must be 0, 1, 2 or 3, got 5" -- train --config tiny parallel.zero=5
 expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config tiny parallel.comm=gloo
 expect bad_precision 1 nonzero "config key 'train.precision' must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"" -- train --config tiny train.precision=fp8
