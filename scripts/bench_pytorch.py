@@ -39,23 +39,10 @@ suite (PyTorch is not a dependency of gridtrain).
 """
 import argparse, json, math, os, statistics, sys, time
 
+from torch_gpt import build_gpt, read_preset
+
 TUNES = ("threads", "blas", "alloc", "isa", "mask", "foreach", "denormal")
 DEFAULT_TUNES = ("threads", "blas", "alloc", "isa", "mask")  # foreach, denormal: no gain measured
-
-
-def read_preset(name):
-    path = os.path.join(os.path.dirname(__file__), "..", "inputs", name + ".toml")
-    cfg, sec = {}, ""
-    for line in open(path):
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        if line.startswith("["):
-            sec = line.strip("[]")
-            continue
-        k, v = [x.strip() for x in line.split("=", 1)]
-        cfg[sec + "." + k] = v.strip('"')
-    return cfg
 
 
 def cpu_flags():
@@ -80,47 +67,6 @@ def tuned_env(tunes, threads):
     if "isa" in tunes and avx512:
         env["ATEN_CPU_CAPABILITY"] = "avx512"
     return env
-
-
-def build(torch, L, C, H, T, V, fused_mask):
-    nn = torch.nn
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
-            self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
-            self.fc, self.fcproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
-            # plain attributes, not buffers: DDP broadcasts buffers and gloo cannot send bool tensors
-            self.mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-            self.bias = torch.full((T, T), float("-inf")).triu(1)  # 0 on and below the diagonal
-        def forward(self, x):
-            B, hd = x.shape[0], C // H
-            q, k, v = self.qkv(self.ln_1(x)).split(C, dim=2)
-            q, k, v = [t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v)]
-            if fused_mask:  # scale and mask inside the GEMM: att = bias + scale * q k^T
-                q3, k3 = q.reshape(B * H, T, hd), k.reshape(B * H, T, hd)
-                att = torch.baddbmm(self.bias, q3, k3.transpose(1, 2), alpha=1.0 / math.sqrt(hd))
-                att = att.softmax(dim=-1).view(B, H, T, T)
-            else:
-                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-                att = att.masked_fill(~self.mask, float("-inf")).softmax(dim=-1)
-            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-            x = x + self.proj(y)
-            return x + self.fcproj(torch.nn.functional.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
-            self.blocks = nn.ModuleList([Block() for _ in range(L)])
-            self.ln_f = nn.LayerNorm(C)
-            self.register_buffer("pos", torch.arange(T), persistent=False)
-        def forward(self, idx, tgt):
-            x = self.wte(idx) + self.wpe(self.pos)
-            for b in self.blocks:
-                x = b(x)
-            logits = self.ln_f(x) @ self.wte.weight.t()
-            return torch.nn.functional.cross_entropy(logits.view(-1, V), tgt.view(-1))
-    return GPT()
 
 
 def build_llama(torch, L, C, H, KV, F, T, V, theta, eps, fused_mask):
@@ -241,7 +187,7 @@ def main():
                             float(c.get("model.norm_eps", 1e-5)), "mask" in a.tunes)
         n_matmul = L * (2 * C * C + 2 * C * KV * (C // H) + 3 * C * F) + V * C
     else:
-        model = build(torch, L, C, H, T, V, "mask" in a.tunes)
+        model = build_gpt(torch, L, C, H, T, V, "fused_mask" if "mask" in a.tunes else "math")
         n_matmul = 12 * L * C * C + V * C
     if a.ddp:
         import torch.distributed as dist

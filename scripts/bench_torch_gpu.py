@@ -14,65 +14,11 @@ with gridtrain's FLOP formula tokens * (6 (N - T C) + 12 L T C) against the devi
 """
 import argparse, json, math, os, statistics, sys, time
 
+from torch_gpt import build_gpt, read_preset
+
 # dense TFLOP/s by device name (kernels/device_peak.cpp holds the same table): fp32, bf16
 PEAKS = [("H200 NVL", 60.0, 835.5), ("H200", 66.9, 989.4), ("H100 PCIe", 51.2, 756.0), ("H100 NVL", 60.0, 835.5),
          ("H100", 66.9, 989.4), ("A100", 19.5, 312.0)]
-
-
-def read_preset(name):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inputs", name + ".toml")
-    cfg, sec = {}, ""
-    for line in open(path):
-        line = line.split("#")[0].strip()
-        if not line:
-            continue
-        if line.startswith("["):
-            sec = line.strip("[]")
-            continue
-        k, v = [x.strip() for x in line.split("=", 1)]
-        cfg[sec + "." + k] = v.strip('"')
-    return cfg
-
-
-def build(torch, L, C, H, T, V, attention, dev):
-    nn, F = torch.nn, torch.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln_1, self.ln_2 = nn.LayerNorm(C), nn.LayerNorm(C)
-            self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
-            self.fc, self.fcproj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
-            self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)), persistent=False)
-
-        def forward(self, x):
-            B = x.shape[0]
-            q, k, v = self.qkv(self.ln_1(x)).split(C, dim=2)
-            q, k, v = [t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v)]
-            if attention == "sdpa":
-                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            else:
-                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // H))
-                y = att.masked_fill(~self.mask, float("-inf")).softmax(dim=-1) @ v
-            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
-            return x + self.fcproj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte, self.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
-            self.blocks = nn.ModuleList([Block() for _ in range(L)])
-            self.ln_f = nn.LayerNorm(C)
-            self.register_buffer("pos", torch.arange(T), persistent=False)
-
-        def forward(self, idx, tgt):
-            x = self.wte(idx) + self.wpe(self.pos)
-            for b in self.blocks:
-                x = b(x)
-            logits = self.ln_f(x) @ self.wte.weight.t()
-            return F.cross_entropy(logits.view(-1, V).float(), tgt.view(-1))
-
-    return GPT().to(dev)
 
 
 def run(torch, a, preset, precision, attention, B):
@@ -80,7 +26,7 @@ def run(torch, a, preset, precision, attention, B):
     L, C, H, T, V = (int(c["model." + k]) for k in ("n_layer", "d_model", "n_head", "seq_len", "vocab_size"))
     dev = torch.device("cuda")
     torch.manual_seed(0)
-    model = build(torch, L, C, H, T, V, attention, dev)
+    model = build_gpt(torch, L, C, H, T, V, attention, dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, fused=True)
     idx = torch.randint(0, V, (B, T), device=dev)
     tgt = torch.randint(0, V, (B, T), device=dev)
