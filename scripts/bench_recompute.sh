@@ -10,10 +10,10 @@ bin=${1:-build/src/cli/gridtrain}
 out=${OUT:-bench_recompute.txt}
 B=${B:-1}
 STEPS=${STEPS:-2}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/bench_lib.sh"
+bench_scratch
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
-field() { python3 -c "import json,sys; print('%.1f' % json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+field() { json_field "$1" "$2" 1; }
 {
   echo "# gpt2-124m seq_len 1024, micro-batch $B, $STEPS steps, one rank, OMP_NUM_THREADS=$OMP_NUM_THREADS ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "| recompute | kept activations MiB | work MiB | peak RSS MiB | ms/step | forward ms | backward ms | step x none |"

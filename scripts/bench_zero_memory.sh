@@ -9,10 +9,10 @@ set -euo pipefail
 bin=${1:-build/src/cli/gridtrain}
 mpiexec=${2:-mpiexec}
 out=${OUT:-bench_zero_memory.txt}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/bench_lib.sh"
+bench_scratch
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-field() { python3 -c "import json,sys; print('%.1f' % json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+field() { json_field "$1" "$2" 1; }
 {
   echo "# gpt2-124m (seq_len 64), per-rank model state (MiB, allocated by the TrainState; largest over ranks) and peak RSS"
   echo "| dp | zero | params | grads | optimizer | model state | x zero 0 | peak RSS | PSS at end |"

@@ -7,10 +7,10 @@ bin=${1:-build/src/cli/gridtrain}
 mpiexec=${2:-mpiexec}
 out=${OUT:-bench_zero_step.txt}
 STEPS=${STEPS:-8}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/bench_lib.sh"
+bench_scratch
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-field() { python3 -c "import json,sys; print('%.3f' % json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+field() { json_field "$1" "$2" 3; }
 {
   echo "# small, dp=2, $STEPS steps ($(date -u +%FT%TZ), load before $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "| zero | ms/step | x zero 0 | exposed comm share | comm dp ms | compute ms |"
