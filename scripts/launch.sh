@@ -12,25 +12,20 @@
 # them and the global batch kept (slurm/train.sbatch GT_REPLAN=1, scripts/replan.py).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$here/slurm/run_options.sh"
 limit=""; restarts=0; on_loss=""; available=""
 while [ $# -gt 0 ]; do
   case $1 in
     -n|--ranks) export GT_RANKS=$2; shift ;;
-    --deck) export GT_DECK=$2; shift ;;
-    --tp) export GT_TP=$2; shift ;;
-    --pp) export GT_PP=$2; shift ;;
-    --dp) export GT_DP=$2; shift ;;
-    --steps) export GT_STEPS=$2; shift ;;
-    --every) export GT_CKPT_EVERY=$2; shift ;;
-    --run-dir) export GT_RUN_DIR=$2; shift ;;
-    --bin) export GT_BIN=$2; shift ;;
     --time-limit) limit=$2; shift ;;
     --restarts) restarts=$2; shift ;;
     --on-loss) on_loss=$2; shift ;;
     --ranks-available) available=$2; shift ;;
     --) shift; export GT_ARGS="${GT_ARGS:+$GT_ARGS }$*"; break ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "launch.sh: error: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) if gt_run_option "$@"; then shift; else
+         echo "launch.sh: error: unknown option '$1' (see --help)" >&2; exit 2
+       fi ;;
   esac
   shift
 done

@@ -14,6 +14,7 @@
 #   --dry-run   print the sbatch command instead of running it
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$here/slurm/run_options.sh"
 
 nodes=${NODES:-}; gpus=${GPUS_PER_NODE:-0}; tpn=${TASKS_PER_NODE:-}; ntasks=${NTASKS:-}
 partition=${PARTITION:-}; account=${ACCOUNT:-}; time_limit=${TIME_LIMIT:-00:30:00}
@@ -34,19 +35,13 @@ while [ $# -gt 0 ]; do
     --output) output=$2; shift ;;
     --dependency) dependency=$2; shift ;;
     --sbatch) extra=$2; shift ;;
-    --deck) export GT_DECK=$2; shift ;;
-    --tp) export GT_TP=$2; shift ;;
-    --pp) export GT_PP=$2; shift ;;
-    --dp) export GT_DP=$2; shift ;;
-    --steps) export GT_STEPS=$2; shift ;;
-    --every) export GT_CKPT_EVERY=$2; shift ;;
-    --run-dir) export GT_RUN_DIR=$2; shift ;;
-    --bin) export GT_BIN=$2; shift ;;
     --mpi) export GT_MPI=$2; shift ;;
     --dry-run) dry=1 ;;
     --) shift; overrides=("$@"); break ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "submit.sh: error: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) if gt_run_option "$@"; then shift; else
+         echo "submit.sh: error: unknown option '$1' (see --help)" >&2; exit 2
+       fi ;;
   esac
   shift
 done
