@@ -10,11 +10,7 @@
 #   test_auto_layout.sh GRIDTRAIN MPIEXEC SOURCE_DIR
 set -u
 bin=$1 mpiexec=$2 src=$3
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_auto_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+TAG=auto source "$(dirname "$0")/../common/checks.sh"
 common=(train --config tiny model.n_layer=4 model.d_model=64 model.n_head=4 model.seq_len=32 model.vocab_size=256
         train.micro_batch_size=4 train.micro_batches=4 train.steps=4 train.warmup_steps=1 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false parallel.layout=auto)
@@ -68,5 +64,4 @@ if [ $code -ne 0 ] && [ "$errs" -eq 1 ] && grep '^gridtrain: error: ' "$work/non
   ok "impossible: $(grep '^gridtrain: error: ' "$work/none.log")"
 else fail "impossible (exit $code, $errs error lines)"; cat "$work/none.log"; fi
 
-echo "$failures failure(s)"
-[ $failures -eq 0 ]
+verdict

@@ -6,12 +6,7 @@
 set -u
 bin=$1
 src=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_plan_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+TAG=plan source "$(dirname "$0")/../common/checks.sh"
 
 for c in cpu-2core a100-pcie a100-sxm dgx-h100 dgx-h200; do
   case $c in cpu-2core) deck=small n=2 gb=8 ;; *) deck=gpt2-124m n=16 gb=64 ;; esac
@@ -131,5 +126,4 @@ expect_error plot_not_left "--tp 5 does not divide" -- "${base[@]}" --devices 8 
 expect_error calib_missing "summary.json" -- --calibrate "$work/nothing_here"
 [ ! -e "$work/calib.toml" ] || fail "calibration output left behind"
 
-echo "$failures failure(s)"
-[ $failures -eq 0 ]
+verdict

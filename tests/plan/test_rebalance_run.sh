@@ -12,11 +12,7 @@
 #   test_rebalance_run.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_rebalance_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-failures=0
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+TAG=rebalance source "$(dirname "$0")/../common/checks.sh"
 common=(train --config tiny model.n_layer=4 model.d_model=32 model.n_head=4 model.seq_len=16 model.vocab_size=64
         train.micro_batch_size=4 train.micro_batches=4 train.steps=8 train.warmup_steps=2 output.log_every=1
         output.peak_gflops=1 parallel.pp=2 parallel.rebalance_after=3)
@@ -57,5 +53,4 @@ for bad in "3,2:adds up to 5 blocks" "4:names 1 stages" "2,x:expects blocks per 
   else fail "stage_blocks=${bad%%:*} (exit $code)"; cat "$work/bad.log"; fi
   rm -rf "$work/bad" "$work/bad.log"
 done
-echo "$failures failure(s)"
-[ $failures -eq 0 ]
+verdict
