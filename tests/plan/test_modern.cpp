@@ -9,6 +9,7 @@
 #include "src/core/error.hpp"
 #include "src/plan/framework.hpp"
 #include "src/plan/planner.hpp"
+#include "tests/plan/round_cluster.hpp"
 
 using namespace gt::plan;
 
@@ -22,20 +23,10 @@ ModelShape llama(long L, long h, long a, long kv, long ffn, long V, long s) {
   return m;
 }
 
-// Round numbers so that expectations can be computed by hand (as test_time.cpp's).
+// test_time.cpp's round numbers, with memory that never binds (these tests check time and counts).
 Cluster test_cluster() {
-  Cluster c;
-  c.name = "test";
-  c.devices_per_node = 8;
+  Cluster c = round_cluster();
   c.memory_gb = 1e6;
-  c.peak_tflops_fp32 = c.peak_tflops_bf16 = c.peak_tflops_fp16 = 100;
-  c.peak_tflops_fp8 = 200;
-  c.gemm_flops = {1.0};
-  c.gemm_efficiency = {0.5};
-  c.attention_efficiency = 0.5;
-  c.memory_gbs = 1000;
-  c.intra = {100, 5, 1};
-  c.inter = {10, 10, 1};
   return c;
 }
 

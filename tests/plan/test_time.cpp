@@ -9,25 +9,12 @@
 #include "src/plan/rebalance.hpp"
 #include "src/train/rebalancer.hpp"
 #include "src/train/schedule.hpp"
+#include "tests/plan/round_cluster.hpp"
 
 using namespace gt::plan;
 
 namespace {
-// A synthetic cluster with round numbers, so that expectations can be computed by hand.
-Cluster test_cluster() {
-  Cluster c;
-  c.name = "test";
-  c.devices_per_node = 8;
-  c.memory_gb = 80;
-  c.peak_tflops_fp32 = c.peak_tflops_bf16 = c.peak_tflops_fp16 = 100;
-  c.gemm_flops = {1.0};
-  c.gemm_efficiency = {0.5};
-  c.attention_efficiency = 0.5;
-  c.memory_gbs = 1000;
-  c.intra = {100, 5, 1};
-  c.inter = {10, 10, 1};
-  return c;
-}
+Cluster test_cluster() { return round_cluster(); }
 const ModelShape kModel{24, 2048, 16, 2048, 51200};
 }  // namespace
 
