@@ -15,18 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "tests/io/io_test_util.hpp"
+#include "tests/io/h5_edit.hpp"
 
 namespace {
 
-hid_t open_rw(const std::string& path) {
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  if (f < 0) throw std::runtime_error("cannot open " + path);
-  return f;
-}
+using iotest::h5_flip_in_dataset;
+using iotest::h5_poke;
+using iotest::h5_replace_dataset;
 
 void delete_attr(const std::string& path, const std::string& obj, const std::string& name) {
-  const hid_t f = open_rw(path);
+  const hid_t f = iotest::h5_open_rw(path);
   H5Adelete_by_name(f, obj.c_str(), name.c_str(), H5P_DEFAULT);
   H5Fclose(f);
 }
@@ -40,17 +38,17 @@ void set_attr(hid_t loc, const std::string& name, hid_t type, const void* v) {
   H5Sclose(s);
 }
 void set_root_i64(const std::string& path, const std::string& name, int64_t v) {
-  const hid_t f = open_rw(path);
+  const hid_t f = iotest::h5_open_rw(path);
   set_attr(f, name, H5T_NATIVE_INT64, &v);
   H5Fclose(f);
 }
 void set_root_f64(const std::string& path, const std::string& name, double v) {
-  const hid_t f = open_rw(path);
+  const hid_t f = iotest::h5_open_rw(path);
   set_attr(f, name, H5T_NATIVE_DOUBLE, &v);
   H5Fclose(f);
 }
 void set_root_str(const std::string& path, const std::string& name, const std::string& v) {
-  const hid_t f = open_rw(path);
+  const hid_t f = iotest::h5_open_rw(path);
   const hid_t t = H5Tcopy(H5T_C_S1);
   H5Tset_size(t, v.size() + 1);
   set_attr(f, name, t, v.c_str());
@@ -58,65 +56,7 @@ void set_root_str(const std::string& path, const std::string& name, const std::s
   H5Fclose(f);
 }
 
-std::vector<float> read_all(hid_t d) {
-  const hid_t space = H5Dget_space(d);
-  std::vector<float> v(static_cast<size_t>(H5Sget_simple_extent_npoints(space)));
-  H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-  H5Sclose(space);
-  return v;
-}
-void set_checksum(hid_t d, const std::vector<float>& v) {
-  const uint64_t sum = iotest::reference_checksum(v);
-  set_attr(d, "checksum", H5T_NATIVE_UINT64, &sum);
-}
-
-// Replaces dataset `name` by one of `shape` (values 0.5, a matching checksum) and type `type`; deletes it when
-// shape is empty.
-void replace_dataset(const std::string& path, const std::string& name, std::vector<hsize_t> shape,
-                     hid_t type = H5T_IEEE_F32LE) {
-  const hid_t f = open_rw(path);
-  H5Ldelete(f, name.c_str(), H5P_DEFAULT);
-  if (!shape.empty()) {
-    hsize_t n = 1;
-    for (hsize_t d : shape) n *= d;
-    std::vector<float> v(n, 0.5f);
-    const hid_t space = H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr);
-    const hid_t d = H5Dcreate2(f, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-    set_checksum(d, v);
-    H5Dclose(d);
-    H5Sclose(space);
-  }
-  H5Fclose(f);
-}
-
-// Element `at` of dataset `name` set to value, the checksum rewritten to match (the value is the only defect).
-void poke(const std::string& path, const std::string& name, size_t at, float value) {
-  const hid_t f = open_rw(path);
-  const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
-  std::vector<float> v = read_all(d);
-  v.at(at) = value;
-  H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-  set_checksum(d, v);
-  H5Dclose(d);
-  H5Fclose(f);
-}
-
-// One byte of the file flipped: at a dataset's data (offset + 5), or in the first occurrence of a text.
-void flip_in_dataset(const std::string& path, const std::string& name) {
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
-  const haddr_t offset = H5Dget_offset(d);
-  H5Dclose(d);
-  H5Fclose(f);
-  std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
-  io.seekg(static_cast<std::streamoff>(offset + 5));
-  char c = 0;
-  io.read(&c, 1);
-  c ^= 0x40;
-  io.seekp(static_cast<std::streamoff>(offset + 5));
-  io.write(&c, 1);
-}
+// One byte of the file flipped in the first occurrence of a text (h5_flip_in_dataset: in a dataset's data).
 void flip_text(const std::string& path, const std::string& needle) {
   std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
   const std::string all((std::istreambuf_iterator<char>(io)), {});
@@ -136,17 +76,17 @@ std::map<std::string, Kind> kinds() {
   namespace fs = std::filesystem;
   return {
       {"none", {"accept", [](const std::string&) {}}},
-      {"missing_dataset", {"refuse", [](const std::string& p) { replace_dataset(p, "params/h.0.ln_1.b", {}); }}},
-      {"missing_moment", {"refuse", [](const std::string& p) { replace_dataset(p, "adam_v/wpe", {}); }}},
-      {"wrong_shape", {"refuse", [](const std::string& p) { replace_dataset(p, "params/wte", {7, 5}); }}},
-      {"wrong_dtype", {"refuse", [](const std::string& p) { replace_dataset(p, "params/h.0.ln_1.b", {32}, H5T_IEEE_F64LE); }}},
-      {"checksum", {"refuse", [](const std::string& p) { flip_in_dataset(p, "adam_m/h.0.attn.qkv.w"); }}},
+      {"missing_dataset", {"refuse", [](const std::string& p) { h5_replace_dataset(p, "params/h.0.ln_1.b", {}); }}},
+      {"missing_moment", {"refuse", [](const std::string& p) { h5_replace_dataset(p, "adam_v/wpe", {}); }}},
+      {"wrong_shape", {"refuse", [](const std::string& p) { h5_replace_dataset(p, "params/wte", {7, 5}); }}},
+      {"wrong_dtype", {"refuse", [](const std::string& p) { h5_replace_dataset(p, "params/h.0.ln_1.b", {32}, H5T_IEEE_F64LE); }}},
+      {"checksum", {"refuse", [](const std::string& p) { h5_flip_in_dataset(p, "adam_m/h.0.attn.qkv.w"); }}},
       {"no_checksum_attr", {"refuse", [](const std::string& p) { delete_attr(p, "params/wte", "checksum"); }}},
-      {"nan_weight", {"refuse", [](const std::string& p) { poke(p, "params/h.1.mlp.fc.w", 3, NAN); }}},
-      {"inf_moment", {"refuse", [](const std::string& p) { poke(p, "adam_v/wte", 1, INFINITY); }}},
+      {"nan_weight", {"refuse", [](const std::string& p) { h5_poke(p, "params/h.1.mlp.fc.w", 3, NAN); }}},
+      {"inf_moment", {"refuse", [](const std::string& p) { h5_poke(p, "adam_v/wte", 1, INFINITY); }}},
       {"extra_dataset_bad", {"refuse", [](const std::string& p) {
-         replace_dataset(p, "extra/notes", {4});
-         flip_in_dataset(p, "extra/notes");
+         h5_replace_dataset(p, "extra/notes", {4});
+         h5_flip_in_dataset(p, "extra/notes");
        }}},
       {"kind_byte", {"refuse", [](const std::string& p) { flip_text(p, "checkpoint"); }}},
       {"no_kind", {"refuse", [](const std::string& p) { delete_attr(p, "/", "gridtrain_kind"); }}},

@@ -14,6 +14,7 @@
 
 #include "src/core/error.hpp"
 #include "src/io/checkpoint.hpp"
+#include "tests/io/h5_edit.hpp"
 #include "tests/io/io_test_util.hpp"
 
 using namespace iotest;
@@ -75,67 +76,6 @@ void flip_first(const std::string& path, const std::string& needle) {
   io.write(&c, 1);
 }
 
-void flip_in_dataset(const std::string& path, const std::string& name) {
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
-  const haddr_t offset = H5Dget_offset(d);
-  H5Dclose(d);
-  H5Fclose(f);
-  std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
-  io.seekg(static_cast<std::streamoff>(offset + 5));
-  char c = 0;
-  io.read(&c, 1);
-  c ^= 0x40;
-  io.seekp(static_cast<std::streamoff>(offset + 5));
-  io.write(&c, 1);
-}
-
-// (Re)writes the dataset's checksum attribute as the test-side formula gives it for v.
-void set_checksum(hid_t d, const std::vector<float>& v) {
-  if (H5Aexists(d, "checksum") > 0) H5Adelete(d, "checksum");
-  hid_t s = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(d, "checksum", H5T_STD_U64LE, s, H5P_DEFAULT, H5P_DEFAULT);
-  const uint64_t sum = reference_checksum(v);
-  H5Awrite(a, H5T_NATIVE_UINT64, &sum);
-  H5Aclose(a);
-  H5Sclose(s);
-}
-
-// Replaces dataset `name` by one of another shape (with a matching checksum attribute, so only the shape is
-// wrong), or deletes it when shape is empty.
-void replace_dataset(const std::string& path, const std::string& name, std::vector<hsize_t> shape) {
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  H5Ldelete(f, name.c_str(), H5P_DEFAULT);
-  if (!shape.empty()) {
-    hsize_t n = 1;
-    for (hsize_t d : shape) n *= d;
-    std::vector<float> v(n, 0.5f);
-    hid_t space = H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr);
-    hid_t d = H5Dcreate2(f, name.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-    set_checksum(d, v);
-    H5Dclose(d);
-    H5Sclose(space);
-  }
-  H5Fclose(f);
-}
-
-// Sets element `at` of dataset `name` to value and rewrites its checksum attribute to match (the test-side
-// formula), so that the only defect is the value itself.
-void poke_with_valid_checksum(const std::string& path, const std::string& name, size_t at, float value) {
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
-  hid_t space = H5Dget_space(d);
-  std::vector<float> v(static_cast<size_t>(H5Sget_simple_extent_npoints(space)));
-  H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-  v[at] = value;
-  H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
-  set_checksum(d, v);
-  H5Sclose(space);
-  H5Dclose(d);
-  H5Fclose(f);
-}
-
 #define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 }  // namespace
@@ -175,14 +115,14 @@ TEST(CheckpointResume, EveryDamageFallsBack) {
   const std::string good = save(dir, 1);
   const std::string newest = dir + "/step_00000002.h5";
   const std::vector<std::pair<std::string, std::function<void()>>> damage = {
-      {"dataset 'params/h.0/ln.b' is missing", [&] { replace_dataset(newest, "params/h.0/ln.b", {}); }},
+      {"dataset 'params/h.0/ln.b' is missing", [&] { h5_replace_dataset(newest, "params/h.0/ln.b", {}); }},
       {"dataset 'params/wte': shape (6,9) does not match the model's (6,10)",
-       [&] { replace_dataset(newest, "params/wte", {6, 9}); }},
-      {"checksum mismatch in dataset 'adam_m/h.0/attn.qkv.w'", [&] { flip_in_dataset(newest, "adam_m/h.0/attn.qkv.w"); }},
+       [&] { h5_replace_dataset(newest, "params/wte", {6, 9}); }},
+      {"checksum mismatch in dataset 'adam_m/h.0/attn.qkv.w'", [&] { h5_flip_in_dataset(newest, "adam_m/h.0/attn.qkv.w"); }},
       {"(HDF5: ", [&] { flip_first(newest, "checkpoint"); }},  // the gridtrain_kind value in the root header
       {"not a readable HDF5 file (HDF5: ", [&] { fs::resize_file(newest, fs::file_size(newest) / 2); }},
       {"not a readable HDF5 file (HDF5: ", [&] { write_bytes(newest, "not hdf5 at all\n"); }},
-      {"holds a non-finite value (nan", [&] { poke_with_valid_checksum(newest, "adam_v/tiny", 1, NAN); }},
+      {"holds a non-finite value (nan", [&] { h5_poke(newest, "adam_v/tiny", 1, NAN); }},
   };
   for (const auto& [problem, act] : damage) {
     save(dir, 2);
@@ -202,8 +142,8 @@ TEST(CheckpointResume, NoneValidRefusesFreshStart) {
   const std::string dir = scratch_dir(MPI_COMM_WORLD, "nonevalid");
   const std::string one = save(dir, 1), two = save(dir, 2);
   on_rank0([&] {
-    flip_in_dataset(one, "params/wte");
-    flip_in_dataset(two, "params/wte");
+    h5_flip_in_dataset(one, "params/wte");
+    h5_flip_in_dataset(two, "params/wte");
   });
   const Found f = find(dir);
   EXPECT_FALSE(f.path.has_value());
@@ -286,7 +226,7 @@ TEST(CheckpointResume, MetadataRangeChecked) {
 TEST(CheckpointResume, NonFiniteRefused) {
   const std::string dir = scratch_dir(MPI_COMM_WORLD, "nonfinite");
   const std::string path = save(dir, 1);
-  on_rank0([&] { poke_with_valid_checksum(path, "params/wte", 13, INFINITY); });
+  on_rank0([&] { h5_poke(path, "params/wte", 13, INFINITY); });
   Shards s = make_shards(small_model(), Layout::Cols, comm_rank(MPI_COMM_WORLD), comm_size(MPI_COMM_WORLD), 0, false);
   gt::CheckpointMeta meta;
   try {
