@@ -11,16 +11,13 @@
 
 #include "src/comm/comm.hpp"
 #include "src/comm/shm_allreduce.hpp"
+#include "tests/comm/comm_test_util.hpp"
 
 namespace {
 
 template <class T>
 std::vector<T> data_of(int rank, size_t n) {
-  std::mt19937_64 g(1234 + 7919 * rank + n);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> v(n);
-  for (auto& x : v) x = T(u(g));
-  return v;
+  return commtest::uniform_values<T>(1234 + 7919 * rank + n, n);
 }
 
 template <class T>

@@ -9,27 +9,14 @@
 #include <vector>
 
 #include "src/comm/comm.hpp"
+#include "tests/comm/comm_test_util.hpp"
 
 namespace {
 
-std::vector<float> data_of(int rank, size_t n) {
-  std::mt19937_64 g(4321 + 104729 * rank + n);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = float(u(g));
-  return v;
-}
+using commtest::world_rank;
+using commtest::world_size;
 
-int world_size() {
-  int p = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+std::vector<float> data_of(int rank, size_t n) { return commtest::uniform_values<float>(4321 + 104729 * rank + n, n); }
 
 // Sum over ranks of element [first, first + n) of every rank's data_of(r, total), in double.
 std::vector<double> reference(size_t total, size_t first, size_t n) {

@@ -17,16 +17,13 @@
 #include "kernels/half.hpp"
 #include "src/comm/comm.hpp"
 #include "src/core/error.hpp"
+#include "tests/comm/comm_test_util.hpp"
 
 namespace {
 
 template <class H>
 std::vector<H> data_of(int rank, size_t n) {
-  std::mt19937_64 g(99 + 7919 * rank + n);
-  std::uniform_real_distribution<double> u(-4, 4);
-  std::vector<H> v(n);
-  for (auto& x : v) x = H(float(u(g)));
-  return v;
+  return commtest::uniform_values<H>(99 + 7919 * rank + n, n, -4, 4);
 }
 
 template <class H>

@@ -12,26 +12,15 @@
 
 #include "src/comm/comm.hpp"
 #include "src/comm/comm_staged.hpp"
+#include "tests/comm/comm_test_util.hpp"
 
 namespace {
 
-int world_size() {
-  int p = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  return p;
-}
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using commtest::world_rank;
+using commtest::world_size;
 
 std::vector<float> data_of(int rank, size_t n, int salt) {
-  std::mt19937_64 g(777 + 7919 * rank + 31 * n + salt);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
+  return commtest::uniform_values<float>(777 + 7919 * rank + 31 * n + salt, n);
 }
 
 // The caller's buffers, registered so the spy can tell them from staging copies.
