@@ -16,6 +16,9 @@
 
 #include "src/core/error.hpp"
 #include "src/model/gpt.hpp"
+#include "tests/model/model_test_util.hpp"
+
+using namespace modeltest;
 
 namespace {
 
@@ -34,30 +37,6 @@ gt::ModelConfig llama_model() {
   m.rope_theta = 100.0;  // angles far from 0 within 7 positions
   m.init_std = 0.3;      // every path carries a gradient well above round-off
   return m;
-}
-
-template <class T>
-Kokkos::View<T*, gt::mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> device_view(T* p, size_t n) {
-  return Kokkos::View<T*, gt::mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(p, n);
-}
-
-struct Batch {
-  std::vector<int32_t> in, tgt;
-};
-Batch random_batch(int n, int V, unsigned seed) {
-  std::mt19937 rng(seed);
-  Batch b;
-  for (int i = 0; i < n; ++i) {
-    b.in.push_back(int32_t(rng() % V));
-    b.tgt.push_back(int32_t(rng() % V));
-  }
-  return b;
-}
-
-double loss_of(gt::GPT<double>& model, const Batch& b) {
-  model.set_tokens(0, b.in.data(), b.tgt.data());
-  model.forward(0, false, 0.0);
-  return model.take_loss_sum() / double(b.in.size());
 }
 
 // ---- the naive reference ----
@@ -177,44 +156,7 @@ TEST(Llama, EveryParameterMatchesFiniteDifferences) {
   const gt::ModelConfig cfg = llama_model();
   const int B = 2;
   gt::GPT<double> model(cfg, 7, B, gt::StageLayout{0, 1, 0, cfg.n_layer}, gt::TensorParallel{}, 1);
-  auto dev = device_view(model.store().params(), model.store().size());
-  {
-    std::mt19937 rng(3);
-    std::normal_distribution<double> nd(0.0, 0.2);
-    auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dev);
-    for (const auto& s : model.store().tensors())
-      if (s.init != gt::Init::Normal)
-        for (size_t i = 0; i < s.size; ++i) p(s.offset + i) += nd(rng);
-    Kokkos::deep_copy(dev, p);
-  }
-  const Batch b = random_batch(B * cfg.seq_len, cfg.vocab_size, 11);
-  model.store().zero_grads();
-  model.set_tokens(0, b.in.data(), b.tgt.data());
-  model.forward(0, true, 1.0 / double(b.in.size()));
-  (void)model.take_loss_sum();
-  model.backward(0);
-  const auto g = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
-                                                     device_view(model.store().grads(), model.store().size()));
-  const auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dev);
-  const double h = 1e-5;
-  for (const auto& s : model.store().tensors()) {
-    double num = 0, den_a = 0, den_b = 0;
-    for (size_t i = s.offset; i < s.offset + s.size; ++i) {
-      const double keep = p(i);
-      Kokkos::deep_copy(Kokkos::subview(dev, i), keep + h);
-      const double lp = loss_of(model, b);
-      Kokkos::deep_copy(Kokkos::subview(dev, i), keep - h);
-      const double lm = loss_of(model, b);
-      Kokkos::deep_copy(Kokkos::subview(dev, i), keep);
-      const double fd = (lp - lm) / (2 * h);
-      num += (g(i) - fd) * (g(i) - fd);
-      den_a += g(i) * g(i);
-      den_b += fd * fd;
-    }
-    const double rel = std::sqrt(num) / std::max(std::sqrt(std::max(den_a, den_b)), 1e-30);
-    EXPECT_LT(rel, 1e-6) << s.name << ": |grad| " << std::sqrt(den_a) << ", |fd| " << std::sqrt(den_b);
-    EXPECT_GT(std::sqrt(den_a), 1e-8) << s.name << " has no gradient at all";
-  }
+  expect_gradients_match_finite_differences(model, random_batch(B * cfg.seq_len, cfg.vocab_size, 11));
 }
 
 // tp 2 splits the 2 key/value heads; tp 4 replicates each on 2 ranks (Megatron's GQA: tp a multiple of n_kv_head).

@@ -7,6 +7,9 @@
 #include <random>
 
 #include "src/model/gpt.hpp"
+#include "tests/model/model_test_util.hpp"
+
+using namespace modeltest;
 
 namespace {
 
@@ -21,41 +24,6 @@ gt::ModelConfig tiny_model() {
   return m;
 }
 
-struct Batch {
-  std::vector<int32_t> in, tgt;
-};
-
-Batch random_batch(int B, int T, int V, unsigned seed) {
-  std::mt19937 rng(seed);
-  Batch b;
-  for (int i = 0; i < B * T; ++i) {
-    b.in.push_back(int32_t(rng() % V));
-    b.tgt.push_back(int32_t(rng() % V));
-  }
-  return b;
-}
-
-// The store's flat device buffers as views, and host copies of them (Cabana's pattern: on a host build the
-// "copy" is the buffer itself).
-template <class T>
-Kokkos::View<T*, gt::mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> device_view(T* p, size_t n) {
-  return Kokkos::View<T*, gt::mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(p, n);
-}
-template <class T>
-auto host_params(gt::ParamStore<T>& st) {
-  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device_view(st.params(), st.size()));
-}
-// One parameter element set on the device.
-void set_param(gt::ParamStore<double>& st, size_t i, double v) {
-  Kokkos::deep_copy(Kokkos::subview(device_view(st.params(), st.size()), i), v);
-}
-
-double loss_of(gt::GPT<double>& model, const Batch& b) {
-  model.set_tokens(0, b.in.data(), b.tgt.data());
-  model.forward(0, false, 0.0);
-  return model.take_loss_sum() / double(b.in.size());
-}
-
 }  // namespace
 
 TEST(ModelGradient, EveryParameterMatchesFiniteDifferences) {
@@ -63,46 +31,7 @@ TEST(ModelGradient, EveryParameterMatchesFiniteDifferences) {
   const int B = 2;
   gt::StageLayout whole{0, 1, 0, cfg.n_layer};
   gt::GPT<double> model(cfg, 7, B, whole, gt::TensorParallel{}, 1);
-  // Break the symmetry of the unit LayerNorm gains and zero biases so their gradients are exercised fully.
-  {
-    std::mt19937 rng(3);
-    std::normal_distribution<double> nd(0.0, 0.2);
-    auto p = host_params(model.store());
-    for (const auto& s : model.store().tensors())
-      if (s.init != gt::Init::Normal)
-        for (size_t i = 0; i < s.size; ++i) p(s.offset + i) += nd(rng);
-    Kokkos::deep_copy(device_view(model.store().params(), model.store().size()), p);
-  }
-  const Batch b = random_batch(B, cfg.seq_len, cfg.vocab_size, 11);
-
-  model.store().zero_grads();
-  model.set_tokens(0, b.in.data(), b.tgt.data());
-  model.forward(0, true, 1.0 / double(b.in.size()));
-  (void)model.take_loss_sum();  // restart the accumulator before the finite differences read it
-  model.backward(0);
-  const auto g = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
-                                                     device_view(model.store().grads(), model.store().size()));
-
-  const auto p = host_params(model.store());  // the unperturbed values
-  const double h = 1e-5;
-  for (const auto& s : model.store().tensors()) {
-    double num = 0, den_a = 0, den_b = 0;
-    for (size_t i = s.offset; i < s.offset + s.size; ++i) {
-      const double keep = p(i);
-      set_param(model.store(), i, keep + h);
-      const double lp = loss_of(model, b);
-      set_param(model.store(), i, keep - h);
-      const double lm = loss_of(model, b);
-      set_param(model.store(), i, keep);
-      const double fd = (lp - lm) / (2 * h);
-      num += (g(i) - fd) * (g(i) - fd);
-      den_a += g(i) * g(i);
-      den_b += fd * fd;
-    }
-    const double rel = std::sqrt(num) / std::max(std::sqrt(std::max(den_a, den_b)), 1e-30);
-    EXPECT_LT(rel, 1e-6) << s.name << ": |grad| " << std::sqrt(den_a) << ", |fd| " << std::sqrt(den_b);
-    EXPECT_GT(std::sqrt(den_a), 1e-8) << s.name << " has no gradient at all";
-  }
+  expect_gradients_match_finite_differences(model, random_batch(B * cfg.seq_len, cfg.vocab_size, 11));
 }
 
 TEST(ModelInit, TensorParallelShardsDrawTheUnshardedValues) {
