@@ -89,16 +89,16 @@ long positive_int(const std::string& key, const std::string& v) {
 
 bool apply_model_key(ModelShape& m, const std::string& key, const std::string& value) {
   if (key == "model.arch") {
-    if (value != "gpt2" && value != "llama") throw Error("plan: model.arch expects gpt2 or llama, got '" + value + "'");
-    m.arch = value == "llama" ? Arch::Llama : Arch::GPT2;
+    if (!parse_enum(value, m.arch)) throw Error("plan: model.arch expects gpt2 or llama, got '" + value + "'");
   } else if (key == "model.ffn_hidden") {
     m.ffn = positive_int(key, value);
   } else if (key == "model.n_kv_head") {
     m.kv = positive_int(key, value);
   } else if (key == "model.attention") {
-    if (value == "fused") m.attention = Attention::Fused;
-    else if (value == "materialized") m.attention = Attention::Materialized;
-    else if (value == "auto") m.attention = Attention::Auto;
+    // the trainer's kernels by the config's names (src/core/enums.hpp), and the planner's own "auto"
+    AttentionKernel k;
+    if (value == "auto") m.attention = Attention::Auto;
+    else if (parse_enum(value, k)) m.attention = k == AttentionKernel::Fused ? Attention::Fused : Attention::Materialized;
     else throw Error("plan: model.attention expects fused, materialized or auto, got '" + value + "'");
   } else if (key == "model.tie_embeddings") {
     if (value != "true" && value != "false")

@@ -16,7 +16,7 @@ enum class Framework { Gridtrain, Megatron, MegatronCore2024, DeepSpeedZero3, To
 // Attention's kernels: the batched s x s products with the probabilities kept (materialized), or one fused
 // (flash) kernel that never stores s x s. Auto: the framework's own.
 enum class Attention { Auto, Materialized, Fused };
-enum class Arch { GPT2, Llama };
+using Arch = gt::ModelArch;  // model.arch: the config's enum and names (src/core/enums.hpp)
 
 std::string name(Precision p);
 std::string name(Recompute r);

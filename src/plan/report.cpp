@@ -104,7 +104,7 @@ std::string plan_json(const Plan& p, const ModelShape& m, const Cluster& c, cons
   std::ostringstream out;
   out.precision(6);
   out << "{\"model\": {\"n_layer\": " << m.L << ", \"d_model\": " << m.h << ", \"n_head\": " << m.a
-      << ", \"seq_len\": " << m.s << ", \"vocab_size\": " << m.V << ", \"arch\": " << jstr(m.llama() ? "llama" : "gpt2")
+      << ", \"seq_len\": " << m.s << ", \"vocab_size\": " << m.V << ", \"arch\": " << jstr(enum_name(m.arch))
       << ", \"n_kv_head\": " << m.kv_heads() << ", \"ffn_hidden\": " << m.ffn_width() << ", \"tied\": "
       << (m.tied() ? "true" : "false") << ", \"attention\": " << jstr(name(attention_of(m, o.framework)))
       << ", \"params\": " << m.total_params() << "},\n"
