@@ -11,18 +11,14 @@
 using namespace gt::plan;
 
 namespace {
-// Smallest achievable slowest stage by trying every placement of stages - 1 cuts.
-double brute_force(const std::vector<double>& cost, int stages, double first, double last) {
-  const int n = static_cast<int>(cost.size());
+// The smallest value of objective(begin) over every placement of stages - 1 cuts in n blocks (begin: the stages'
+// first blocks, and n).
+double min_over_partitions(int n, int stages, const std::function<double(const std::vector<int>&)>& objective) {
   double best = 1e300;
   std::vector<int> begin(stages + 1, 0);
   begin[stages] = n;
   std::function<void(int, int)> rec = [&](int s, int from) {
-    if (s == stages) {
-      const auto c = stage_costs(begin, cost, first, last);
-      best = std::min(best, *std::max_element(c.begin(), c.end()));
-      return;
-    }
+    if (s == stages) return void(best = std::min(best, objective(begin)));
     for (int b = from; b <= n - (stages - s); ++b) {
       begin[s] = b;
       rec(s + 1, b + 1);
@@ -30,6 +26,13 @@ double brute_force(const std::vector<double>& cost, int stages, double first, do
   };
   rec(1, 1);
   return best;
+}
+// Smallest achievable slowest stage by trying every placement of stages - 1 cuts.
+double brute_force(const std::vector<double>& cost, int stages, double first, double last) {
+  return min_over_partitions(int(cost.size()), stages, [&](const std::vector<int>& begin) {
+    const auto c = stage_costs(begin, cost, first, last);
+    return *std::max_element(c.begin(), c.end());
+  });
 }
 }  // namespace
 
@@ -132,19 +135,9 @@ double scaled_max(const std::vector<int>& begin, const std::vector<double>& cost
 // The best by trying every placement of the cuts.
 double brute_force_scaled(const std::vector<double>& cost, const std::vector<double>& scale, double first,
                           double last) {
-  const int n = static_cast<int>(cost.size()), stages = static_cast<int>(scale.size());
-  double best = 1e300;
-  std::vector<int> begin(stages + 1, 0);
-  begin[stages] = n;
-  std::function<void(int, int)> rec = [&](int s, int from) {
-    if (s == stages) return void(best = std::min(best, scaled_max(begin, cost, scale, first, last)));
-    for (int b = from; b <= n - (stages - s); ++b) {
-      begin[s] = b;
-      rec(s + 1, b + 1);
-    }
-  };
-  rec(1, 1);
-  return best;
+  return min_over_partitions(int(cost.size()), int(scale.size()), [&](const std::vector<int>& begin) {
+    return scaled_max(begin, cost, scale, first, last);
+  });
 }
 }  // namespace
 
