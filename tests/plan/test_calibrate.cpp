@@ -65,14 +65,25 @@ std::string write_run(const std::string& root, int id, const gt::ModelConfig& mc
   return dir;
 }
 
+// A fresh scratch folder ("" when none can be made); the test removes it.
+std::string scratch_dir() {
+  char tmpl[] = "/tmp/gridtrain_calib_XXXXXX";
+  return mkdtemp(tmpl) ? std::string(tmpl) : std::string();
+}
+
+// The shape of inputs/small.toml.
+gt::ModelConfig small_model() {
+  gt::ModelConfig m;
+  m.n_layer = 6, m.d_model = 384, m.n_head = 6, m.seq_len = 256, m.vocab_size = 8192;
+  return m;
+}
+
 }  // namespace
 
 TEST(PlanCalibrate, RoundTrip) {
-  char tmpl[] = "/tmp/gridtrain_calib_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
-  gt::ModelConfig small;
-  small.n_layer = 6, small.d_model = 384, small.n_head = 6, small.seq_len = 256, small.vocab_size = 8192;
+  const std::string root = scratch_dir();
+  ASSERT_FALSE(root.empty());
+  const gt::ModelConfig small = small_model();
   gt::ModelConfig tiny;
   tiny.n_layer = 2, tiny.d_model = 128, tiny.n_head = 4, tiny.seq_len = 64, tiny.vocab_size = 256;
   struct R { gt::ModelConfig mc; int tp, pp, dp, b, m; };
@@ -115,11 +126,9 @@ TEST(PlanCalibrate, RoundTrip) {
 // the summaries' comm_dp_ms are the true machine's whole DP traffic, the benchmark rows of "shm-reg" its ring
 // all-reduce times; rows of another algorithm in the same file (here ten times slower) must be ignored.
 TEST(PlanCalibrate, AllreduceFromDpRunsAndBenchmark) {
-  char tmpl[] = "/tmp/gridtrain_calib_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
-  gt::ModelConfig small;
-  small.n_layer = 6, small.d_model = 384, small.n_head = 6, small.seq_len = 256, small.vocab_size = 8192;
+  const std::string root = scratch_dir();
+  ASSERT_FALSE(root.empty());
+  const gt::ModelConfig small = small_model();
   std::vector<RunSample> runs;
   int id = 0;
   for (int dp : {1, 2}) {
