@@ -1,10 +1,12 @@
 # Sourced by the benchmark scripts (bench_zero_memory.sh, bench_zero_step.sh, bench_recompute.sh): the pieces
 # each of them had a copy of. Not a benchmark itself.
 
-# A scratch folder in $work, removed however the script ends (the runs' outputs are read, then dropped).
-bench_scratch() {
+# A scratch folder in $work, removed however the script ends (the runs' outputs are read, then dropped), and one
+# thread per rank unless the caller's environment says otherwise (the figures are per-core figures).
+bench_setup() {
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 }
 
 # json_field FILE KEY [DIGITS]: the number KEY of the JSON object in FILE, printed with DIGITS decimals (1).

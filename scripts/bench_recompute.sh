@@ -11,8 +11,7 @@ out=${OUT:-bench_recompute.txt}
 B=${B:-1}
 STEPS=${STEPS:-2}
 source "$(dirname "$0")/bench_lib.sh"
-bench_scratch
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+bench_setup
 field() { json_field "$1" "$2" 1; }
 {
   echo "# gpt2-124m seq_len 1024, micro-batch $B, $STEPS steps, one rank, OMP_NUM_THREADS=$OMP_NUM_THREADS ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"

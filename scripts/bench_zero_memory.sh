@@ -10,8 +10,7 @@ bin=${1:-build/src/cli/gridtrain}
 mpiexec=${2:-mpiexec}
 out=${OUT:-bench_zero_memory.txt}
 source "$(dirname "$0")/bench_lib.sh"
-bench_scratch
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+bench_setup
 field() { json_field "$1" "$2" 1; }
 {
   echo "# gpt2-124m (seq_len 64), per-rank model state (MiB, allocated by the TrainState; largest over ranks) and peak RSS"

@@ -8,8 +8,7 @@ mpiexec=${2:-mpiexec}
 out=${OUT:-bench_zero_step.txt}
 STEPS=${STEPS:-8}
 source "$(dirname "$0")/bench_lib.sh"
-bench_scratch
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+bench_setup
 field() { json_field "$1" "$2" 3; }
 {
   echo "# small, dp=2, $STEPS steps ($(date -u +%FT%TZ), load before $(cut -d' ' -f1-3 /proc/loadavg))"
