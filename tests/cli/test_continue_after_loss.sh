@@ -14,9 +14,7 @@
 set -u
 src=$1 bin=$2
 export GT_MPIEXEC=$3
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_loss_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=loss source "$(dirname "$0")/../common/scratch.sh"
 args=(-- train.micro_batch_size=2 train.micro_batches=1 output.peak_gflops=1 parallel.allreduce=mpi output.log_every=1)
 launch() { "$src/scripts/launch.sh" --bin "$bin" --steps 8 --every 2 "$@"; }
 

@@ -8,9 +8,7 @@
 #   test_data_run.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_data_run_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=data_run source "$(dirname "$0")/../common/scratch.sh"
 
 # A small corpus: a few documents of English-like text, different lengths.
 mkdir -p "$work/texts"

@@ -6,9 +6,7 @@
 #   test_dataset_checksum.sh GRIDTRAIN
 set -u
 bin=$1
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_ck_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=ck source "$(dirname "$0")/../common/scratch.sh"
 mkdir -p "$work/texts"
 # ~240 KB of text (4 chunks of byte tokens), a marker in every file so that every chunk holds damage later
 python3 - "$work/texts" <<'PY'

@@ -8,9 +8,7 @@
 #   test_early_stop.sh GRIDTRAIN
 set -u
 bin=$1
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_early_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=early source "$(dirname "$0")/../common/scratch.sh"
 real=$(readlink -f "$bin")  # the launcher; the program it executes is its name + "-bin"
 # Delays from the exec of the launcher to well inside gridtrain-bin's library loading (~100 ms and more on a loaded
 # machine, docs/reliability.md case 8): 6 runs of about a second each on an idle machine.

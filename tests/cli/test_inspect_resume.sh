@@ -8,9 +8,7 @@
 #   test_inspect_resume.sh GRIDTRAIN CHECKPOINT_DAMAGE
 set -u
 bin=$1 damage=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_inspect_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=inspect source "$(dirname "$0")/../common/scratch.sh"
 model=(model.n_layer=2 model.d_model=32 model.n_head=4 model.seq_len=16 model.vocab_size=64 train.micro_batch_size=2)
 "$bin" train --config tiny "${model[@]}" output.dir="$work/a" train.steps=2 checkpoint.every=2 output.log_every=1000 \
   output.peak_gflops=1 >"$work/a.log" 2>&1 || fail "the run that writes the checkpoint: $(tail -3 "$work/a.log")"

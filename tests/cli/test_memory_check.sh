@@ -19,9 +19,7 @@
 #   test_memory_check.sh GRIDTRAIN MPIEXEC CASE
 set -u
 bin=$1 mpiexec=$2 case=$3
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_mem_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=mem source "$(dirname "$0")/../common/scratch.sh"
 common=(train --config tiny train.steps=2 output.peak_gflops=1)
 # A GPU build checks device memory (cudaMemGetInfo), not MemAvailable or ulimit -v (CUDA maps a huge address space
 # of its own): those two cases do not apply there (exit 77: skipped), the huge micro-batch meets the device's limit.

@@ -19,9 +19,7 @@
 #   test_restart.sh GRIDTRAIN MPIEXEC CASE
 set -u
 bin=$1 mpiexec=$2 case=$3
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_restart_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=restart source "$(dirname "$0")/../common/scratch.sh"
 common=(train --config tiny model.n_layer=4 model.d_model=32 model.n_head=4 model.seq_len=16 model.vocab_size=64
         train.micro_batch_size=4 train.micro_batches=4 train.steps=20 train.warmup_steps=2 output.log_every=1000
         output.peak_gflops=1)

@@ -1,8 +1,6 @@
-# Sourced by the training shell tests: a scratch directory removed on exit, and runs of the trainer.
+# Sourced by the training shell tests: the scratch folder and fail of scratch.sh, and runs of the trainer.
 # Needs: bin (gridtrain), mpiexec, common (array: the arguments every run shares), TAG (the scratch name).
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_${TAG}_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 # run_np NP NAME overrides...: a run that must succeed; its output in $work/NAME, its log in $work/NAME.log.
 run_np() {
   local np=$1 name=$2; shift 2
