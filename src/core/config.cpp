@@ -377,7 +377,7 @@ ConfigChoices Config::validate() const {
   validate_dp_shares(*this);
   Config copy = *this;
   for (const Field& f : schema(copy)) check_choice(f, "");
-  // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/half_wire.hpp).
+  // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/dp/half_wire.hpp).
   if (parallel.grad_reduce_dtype == "bf16" && compress.method != "none" && compress.method != "bf16")
     throw Error("config key 'parallel.grad_reduce_dtype' = \"bf16\" conflicts with compress.method = \"" +
                 compress.method + "\" (the gradient all-reduce has one wire type)");

@@ -122,7 +122,7 @@ class GPT final : public StageModel {
   void set_unit_timer(std::function<void(int, bool)> timer) override { unit_timer_ = std::move(timer); }
   // ZeRO-3: called before a computation reads parameters, with the units it reads (b = -1: one unit; the head
   // of a one-stage model reads its own and the embedding's wte); the caller makes them readable through the
-  // store (src/train/zero_gather.hpp). Forward: every unit; backward: the head and the blocks.
+  // store (src/train/dp/zero_gather.hpp). Forward: every unit; backward: the head and the blocks.
   void set_param_hook(std::function<void(int a, int b)> h) override { param_hook_ = std::move(h); }
   void redirect_param(size_t tensor_index, void* at) override { store_.redirect(tensor_index, static_cast<T*>(at)); }
   void redirect_grad(size_t tensor_index, float* at) override {

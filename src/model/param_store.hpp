@@ -37,7 +37,7 @@ class ParamStore {
     return lookup(redirect_, params_, name, "parameter", "read while not gathered (ZeRO-3)");
   }
   // ZeRO-2/3 without the full gradient buffer: tensor k's gradients go to redirect_grad(k) (a unit's staging
-  // buffer, src/train/zero_grads.hpp); null entries are tensors whose gradients may not be written now.
+  // buffer, src/train/dp/zero_grads.hpp); null entries are tensors whose gradients may not be written now.
   void redirect_grad(size_t tensor_index, G* at) { set_redirect(grad_redirect_, tensor_index, at); }
   G* grad(const std::string& name) {
     return lookup(grad_redirect_, grads_, name, "gradient of", "written while its unit is not staged (ZeRO)");

@@ -50,7 +50,7 @@ class StageModel {
   // (b = -1: one unit); redirect_param points tensor k's parameters at a gathered copy (null: not readable).
   virtual void set_param_hook(std::function<void(int a, int b)> hook) = 0;
   virtual void redirect_param(size_t tensor_index, void* at) = 0;
-  // ZeRO-2/3 (src/train/zero_grads.hpp): tensor k's gradients (fp32) written at `at` (null: not writable).
+  // ZeRO-2/3 (src/train/dp/zero_grads.hpp): tensor k's gradients (fp32) written at `at` (null: not writable).
   virtual void redirect_grad(size_t tensor_index, float* at) = 0;
   // ZeRO-2/3 with staged gradients: the tied wte of a one-stage model in chunks of rows (row_starts: chunk c
   // holds local rows [row_starts[c], row_starts[c+1])), so no buffer holds all of wte or its gradient. param(c)

@@ -223,7 +223,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   const double psi = stage_params(m, l.tp, blocks, first, last, f);
   MemoryBreakdown r = zero_states(psi, state_bytes(l.precision), l.zero, l.shard_group());
   r.stage = stage;
-  // gridtrain's units (src/train/zero.hpp, ZeroUnit): the blocks, the embedding (wte + wpe; Llama: wte) on the
+  // gridtrain's units (src/train/dp/zero.hpp, ZeroUnit): the blocks, the embedding (wte + wpe; Llama: wte) on the
   // first stage, the head on the last (the final norm, and the tied wte's copy off the first stage or Llama's own
   // lm_head).
   const double emb = double(padded_vocab(m, l.tp, f)) * m.h / l.tp;
@@ -244,8 +244,8 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   }
   if (last) units.push_back(norm_f + (first && m.tied() ? 0.0 : emb));
   std::sort(units.rbegin(), units.rend());
-  // gridtrain's ZeRO-2/3 (src/train/zero.cpp, predicted_state_bytes): the gradient shard, plus either the staging
-  // of one unit at a time (two buffers of the largest unit, src/train/zero_grads.hpp) or the full accumulation
+  // gridtrain's ZeRO-2/3 (src/train/dp/zero.cpp, predicted_state_bytes): the gradient shard, plus either the staging
+  // of one unit at a time (two buffers of the largest unit, src/train/dp/zero_grads.hpp) or the full accumulation
   // buffer.
   if (f == Framework::Gridtrain && zero >= 2) {
     const double staging = staged ? shard_plan::staging_elems(units.front()) : 0.0;
@@ -265,7 +265,7 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
     if (last) r.workspace = 4.0 * m.s / l.cp * l.micro_batch * double(padded_vocab(m, l.tp, f)) / l.tp;
   }
   // Communication buffers: pipeline send and receive of one micro-batch's (b, s, h) activations, and ZeRO-3's
-  // two gather buffers, as large as the stage's largest unit and its second largest (src/train/zero_gather.hpp:
+  // two gather buffers, as large as the stage's largest unit and its second largest (src/train/dp/zero_gather.hpp:
   // the embedding or the tied head, a block).
   // (gridtrain with sequence parallelism sends this rank's rows only)
   if (l.pp > 1) r.comm_buffers += 2 * sbh * e / (f == Framework::Gridtrain ? split_rows(l) : 1.0);

@@ -13,7 +13,7 @@
 #include "src/train/host_mirror.hpp"
 #include "src/train/loss_scaler.hpp"
 #include "src/train/train_state.hpp"
-#include "src/train/zero.hpp"
+#include "src/train/dp/zero.hpp"
 
 namespace gt {
 

@@ -2,12 +2,12 @@
 // The optimizer of one rank: the global gradient norm (every element of the global model counted once, over
 // the model-parallel group, and under ZeRO over the DP shards too), clipping, and AdamW on the fp32 master
 // parameters with the TrainState's moments, over the elements this rank updates (all of them, or its ZeRO
-// shard: src/train/zero.hpp).
+// shard: src/train/dp/zero.hpp).
 #include "kernels/adamw_flat.hpp"
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/train/train_state.hpp"
-#include "src/train/zero.hpp"
+#include "src/train/dp/zero.hpp"
 
 namespace gt {
 

@@ -26,7 +26,7 @@ struct RunSummaryInputs {
   std::string nonfinite_policy;
   double loss_scale = 1;                   // the loss scale at the end
   // Model-state bytes of this rank by kind (params, grads, optimizer): the ZeRO formula and what the TrainState
-  // allocated (src/train/zero.hpp); summary.json gives the largest over ranks.
+  // allocated (src/train/dp/zero.hpp); summary.json gives the largest over ranks.
   double ledger_predicted[3] = {0, 0, 0}, ledger_allocated[3] = {0, 0, 0};
   int zero_stage = 0;
   std::string activation_dtype = "fp32";  // the element type activation_bytes counts (train.precision's)

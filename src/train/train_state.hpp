@@ -48,7 +48,7 @@ Range owned_range(const TensorSpec& tensor);
 
 // Which elements the standard buffers hold: the working copy, the optimizer's buffers (AdamW moments and the
 // fp32 master of a 16-bit run), and whether the full gradient buffer exists. All of the layout, or one DP shard
-// under ZeRO (src/train/zero.hpp, state_extents): the shards are allocated directly, so a sharded state never
+// under ZeRO (src/train/dp/zero.hpp, state_extents): the shards are allocated directly, so a sharded state never
 // holds the full buffers, not even at start-up.
 struct StateExtents {
   Range working, optimizer;
@@ -93,7 +93,7 @@ class TrainState {
   // for a 16-bit working type; nothing to do in fp32 (the params are the master).
   void refresh_params(Range r);
   // Moves a buffer into caller-owned memory of buffer(name).bytes, keeping its values: the DP communicator's
-  // registered region, where the shm all-reduce and ZeRO on one node need no copies (src/train/zero_shm.hpp).
+  // registered region, where the shm all-reduce and ZeRO on one node need no copies (src/train/dp/zero_shm.hpp).
   // The memory must outlive the state; pointers to the buffer taken before are stale.
   void move_buffer_to(const std::string& name, void* memory);
   // Bytes of all buffers (the memory ledger).

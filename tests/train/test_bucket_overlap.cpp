@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "src/train/grad_buckets.hpp"
+#include "src/train/dp/grad_buckets.hpp"
 
 namespace {
 

@@ -171,10 +171,10 @@ void check_stage(const References& ref, int zero, const std::string& dir) {
   expect_close(rz.norms, ref.r0.norms, "global gradient norm");
   expect_params_close(rz, ref.r0, c);
   // Stages 2 and 3 with one micro-batch and one pipeline stage stage each unit's gradients and reduce-scatter
-  // them as the unit's backward ends (src/train/zero_grads.hpp): the full fp32 buffer must not exist.
+  // them as the unit's backward ends (src/train/dp/zero_grads.hpp): the full fp32 buffer must not exist.
   EXPECT_EQ(rz.full_grads, !staged) << "the full gradient buffer at zero " << zero;
   EXPECT_EQ(rz.tied_staging, 0u) << "a buffer for all of wte's gradient";
-  // On one node with the shm all-reduce (src/train/zero_shm.hpp): the all-gathers of stages 1 and 2 and the
+  // On one node with the shm all-reduce (src/train/dp/zero_shm.hpp): the all-gathers of stages 1 and 2 and the
   // staged reduce-scatters and stage 3's gathers through the shared region, no MPI collective.
   const bool on_shm = c.parallel.allreduce == "shm";
   EXPECT_EQ(rz.shm, on_shm && (zero == 1 || zero == 2 || staged)) << "ZeRO through shared memory";

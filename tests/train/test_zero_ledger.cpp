@@ -11,9 +11,9 @@
 
 #include "src/model/gpt.hpp"
 #include "src/train/host_mirror.hpp"
-#include "src/train/zero.hpp"
-#include "src/train/zero_gather.hpp"
-#include "src/train/zero_grads.hpp"
+#include "src/train/dp/zero.hpp"
+#include "src/train/dp/zero_gather.hpp"
+#include "src/train/dp/zero_grads.hpp"
 
 namespace {
 gt::ModelConfig small_model() {

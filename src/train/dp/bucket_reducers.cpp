@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "kernels/elementwise.hpp"
-#include "src/train/half_wire.hpp"
-#include "src/train/zero.hpp"
+#include "src/train/dp/half_wire.hpp"
+#include "src/train/dp/zero.hpp"
 
 namespace gt {
 

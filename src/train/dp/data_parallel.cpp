@@ -1,7 +1,7 @@
 #include "src/train/dp/data_parallel.hpp"
 
 #include "src/core/error.hpp"
-#include "src/train/half_wire.hpp"
+#include "src/train/dp/half_wire.hpp"
 
 namespace gt {
 

@@ -16,12 +16,12 @@
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/model/stage_model.hpp"
-#include "src/train/grad_buckets.hpp"
+#include "src/train/dp/grad_buckets.hpp"
 #include "src/train/train_state.hpp"
-#include "src/train/zero.hpp"
-#include "src/train/zero_gather.hpp"
-#include "src/train/zero_grads.hpp"
-#include "src/train/zero_shm.hpp"
+#include "src/train/dp/zero.hpp"
+#include "src/train/dp/zero_gather.hpp"
+#include "src/train/dp/zero_grads.hpp"
+#include "src/train/dp/zero_shm.hpp"
 
 namespace gt {
 

@@ -12,7 +12,7 @@ namespace gt::shard_plan {
 // The stage that runs: with one DP rank there is nothing to shard, every stage runs as stage 0.
 inline int running_stage(int requested, int dp) { return dp > 1 ? requested : 0; }
 
-// Whether the gradients are staged unit by unit into two rotating buffers (src/train/zero_grads.hpp) instead of
+// Whether the gradients are staged unit by unit into two rotating buffers (src/train/dp/zero_grads.hpp) instead of
 // one full accumulation buffer: stage 2 or 3 with one micro-batch per step and one pipeline stage. Several
 // micro-batches would need one reduce-scatter per micro-batch; several stages sum the tied wte over the
 // embedding group before its reduction (docs/zero.md).
@@ -33,7 +33,7 @@ T staging_elems(T largest_unit, T tied_unit = T(0)) {
 }
 
 // Elements of ZeRO-3's two gather buffers: the largest unit and the second largest (the unit computing and the
-// one prefetched; src/train/zero_gather.hpp).
+// one prefetched; src/train/dp/zero_gather.hpp).
 template <class T>
 T gather_elems(T largest_unit, T second_unit) {
   return largest_unit + second_unit;

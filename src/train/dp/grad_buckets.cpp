@@ -1,4 +1,4 @@
-#include "src/train/grad_buckets.hpp"
+#include "src/train/dp/grad_buckets.hpp"
 
 #include <algorithm>
 

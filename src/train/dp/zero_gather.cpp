@@ -1,4 +1,4 @@
-#include "src/train/zero_gather.hpp"
+#include "src/train/dp/zero_gather.hpp"
 
 #include <algorithm>
 #include <cstring>

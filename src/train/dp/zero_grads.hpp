@@ -21,8 +21,8 @@
 #include "src/model/stage_model.hpp"
 #include "src/train/dp/shard_plan.hpp"
 #include "src/train/train_state.hpp"
-#include "src/train/zero.hpp"
-#include "src/train/zero_shm.hpp"
+#include "src/train/dp/zero.hpp"
+#include "src/train/dp/zero_shm.hpp"
 
 namespace gt {
 

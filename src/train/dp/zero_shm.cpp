@@ -1,4 +1,4 @@
-#include "src/train/zero_shm.hpp"
+#include "src/train/dp/zero_shm.hpp"
 
 #include <mpi.h>
 #include <sched.h>

@@ -1,11 +1,11 @@
-#include "src/train/zero.hpp"
+#include "src/train/dp/zero.hpp"
 
 #include <algorithm>
 
 #include "src/core/error.hpp"
 #include "src/model/stage_model.hpp"
 #include "src/train/dp/shard_plan.hpp"
-#include "src/train/zero_shm.hpp"
+#include "src/train/dp/zero_shm.hpp"
 
 namespace gt {
 

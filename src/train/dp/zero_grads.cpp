@@ -1,4 +1,4 @@
-#include "src/train/zero_grads.hpp"
+#include "src/train/dp/zero_grads.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -6,7 +6,7 @@
 
 #include "kernels/half.hpp"
 #include "src/core/error.hpp"
-#include "src/train/half_wire.hpp"
+#include "src/train/dp/half_wire.hpp"
 #include "src/train/dp/shard_plan.hpp"
 
 namespace gt {

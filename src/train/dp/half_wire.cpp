@@ -1,4 +1,4 @@
-#include "src/train/half_wire.hpp"
+#include "src/train/dp/half_wire.hpp"
 
 #include <string>
 

@@ -9,7 +9,7 @@
 //            each unit's gradients are staged and reduce-scattered unit by unit (zero_grads.hpp); otherwise
 //            the full fp32 buffer "grads" stays (micro-batches accumulate into it) and goes out in buckets.
 //   stage 3  as 2, and the parameters are sharded too: each unit's are all-gathered just before a computation
-//            reads them (src/train/zero_gather.hpp); the optimizer updates the shard in place, no gather after.
+//            reads them (src/train/dp/zero_gather.hpp); the optimizer updates the shard in place, no gather after.
 // With dp = 1 every stage is stage 0 (nothing to shard).
 #include <map>
 #include <string>
@@ -94,7 +94,7 @@ struct StateLedger {
 // working_bytes: 4 (fp32: the params are the master), 2 (bf16/fp16: a 16-bit copy of everything plus the fp32
 // master, sharded like the moments). Stage 3: the working copy is a shard plus the two gather buffers,
 // gather_elems elements together (the largest unit and the second largest: ZeroGather::buffer_elems).
-// staging_elems: the gradient staging buffers of ZeroGradStaging (src/train/zero_grads.hpp), which replace the
+// staging_elems: the gradient staging buffers of ZeroGradStaging (src/train/dp/zero_grads.hpp), which replace the
 // full accumulation buffer at stages 2 and 3 when it applies (0: the full buffer is kept).
 StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes = 4, size_t gather_elems = 0,
                                   size_t staging_elems = 0);
