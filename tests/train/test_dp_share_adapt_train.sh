@@ -46,4 +46,11 @@ sys.exit(0 if ok else 1)
 PY
 grep -q "^gridtrain: step [0-9]*: adapt: data-parallel .*changing the shares" "$work/slow.log" || fail "no log line"
 grep -q '"adapt_decisions"' "$work/slow/summary.json" || fail "no adapt_decisions in summary.json"
+# What uneven shares cannot run with is refused with one line on every rank, and no metrics are written.
+for bad in "parallel.zero=2|parallel.zero <= 1" "parallel.schedule=gpipe|gpipe"; do
+  bad_run 2 "adapt at pp = 1 with ${bad%|*}" "${bad##*|}" parallel.adapt=rebalance "${bad%|*}"
+  grep -q '^gridtrain: error: config: parallel.adapt = "rebalance" cannot run here' "$work/bad.log" || fail "${bad%|*}: $(cat "$work/bad.log")"
+  [ ! -e "$work/bad/metrics.jsonl" ] || fail "${bad%|*}: metrics written"
+  echo "ok: refused: $(grep -m1 '^gridtrain: error: ' "$work/bad.log")"
+done
 echo "ok: adaptive shares moved toward the fast rank with the even run's losses; nothing slow, no change"
