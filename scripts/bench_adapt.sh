@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Live pipeline rebalancing benchmark (issue 25, docs/adaptive.md): pp = 4 on 4 ranks, one rank 2x slower.
-#   scripts/bench_adapt.sh [OUT_DIR]    (env: BIN, STEPS=40, LAYERS=8, SLOW_RANK=1, FACTOR=2, REPS=1,
-#                                        STATIC="2,2,2,2 3,1,2,2 2,1,3,2 2,1,2,3")
+# Live rebalancing benchmark (issue 25, docs/adaptive.md): 4 ranks, one rank 2x slower; MODE=pp (default): pp = 4,
+# pipeline blocks move; MODE=dp: dp = 4 (pp = 1), 2 micro-batches per replica, data-parallel shares move.
+#   scripts/bench_adapt.sh [OUT_DIR]    (env: BIN, MODE=pp, STEPS=40, LAYERS=8, SLOW_RANK=1, FACTOR=2, REPS=1,
+#                                        STATIC="2,2,2,2 3,1,2,2 2,1,3,2 2,1,2,3": stage blocks (pp) or shares (dp))
 # The slowdown is the test hook GRIDTRAIN_TEST_SLOW_RANK=r:k (the rank sleeps (k - 1) x its own compute each step,
 # a device k times slower, from step 2 on); the hook lives in the straggler monitor, so "no adaptation" runs with
 # parallel.adapt = monitor (one 8-byte all-gather per step more than off; the quiet pair below shows its cost).
@@ -9,8 +10,9 @@
 #   quiet_off, quiet_rebalance       nothing slow: adapt = off / rebalance (the adapter must cost nothing)
 #   slow_monitor                     rank SLOW_RANK slowed, no adaptation (the partition the cost model chose)
 #   slow_rebalance                   slowed, parallel.adapt = rebalance (moves blocks during the run)
-#   slow_static_P                    slowed, parallel.stage_blocks = P fixed from the start, for each P in STATIC:
-#                                    the best of them is "the best static partition found by trying"
+#   slow_static_P                    slowed, parallel.stage_blocks = P (MODE=dp: parallel.dp_shares = P) fixed from
+#                                    the start, for each P in STATIC: the best of them is "the best static found by
+#                                    trying"
 # Figures per run (OUT_DIR/figures.json and a table on stdout): tokens/s over steps 2..STEPS with the move's time
 # included (the sum of the steps' slowest-rank times plus each move's logged seconds), the same over the first
 # 30 steps, and the median step time of the last 10 steps (steady state).
@@ -20,9 +22,13 @@ out=${1:-$here/runs/bench_adapt/$(date -u +%Y%m%d-%H%M%S)}
 bin=${BIN:-$here/build/src/cli/gridtrain}
 steps=${STEPS:-40} layers=${LAYERS:-8} slow=${SLOW_RANK:-1} factor=${FACTOR:-2} reps=${REPS:-1}
 static=${STATIC:-"2,2,2,2 3,1,2,2 2,1,3,2 2,1,2,3"}
+mode=${MODE:-pp}
 mkdir -p "$out"
-common=(train --config tiny model.n_layer="$layers" parallel.pp=4 train.micro_batch_size=4 train.micro_batches=8
+common=(train --config tiny model.n_layer="$layers" train.micro_batch_size=4
         train.steps="$steps" output.peak_gflops=1 output.log_every=100 parallel.allreduce=mpi checkpoint.save_final=false)
+static_key=parallel.stage_blocks
+if [ "$mode" = dp ]; then common+=(parallel.dp=4 parallel.pp=1 train.micro_batches=2); static_key=parallel.dp_shares
+else common+=(parallel.pp=4 train.micro_batches=8); fi
 
 run() {  # run NAME SLOWED(0|1) overrides...
   local name=$1 slowed=$2; shift 2
@@ -43,7 +49,7 @@ for rep in $(seq "$reps"); do
   run "quiet_rebalance.$rep" 0 parallel.adapt=rebalance
   run "slow_monitor.$rep" 1 parallel.adapt=monitor
   run "slow_rebalance.$rep" 1 parallel.adapt=rebalance
-  for p in $static; do run "slow_static_$p.$rep" 1 parallel.adapt=monitor parallel.stage_blocks="$p"; done
+  for p in $static; do run "slow_static_$p.$rep" 1 parallel.adapt=monitor "$static_key=$p"; done
 done
 
 python3 - "$out" "$steps" <<'PY'
@@ -82,7 +88,7 @@ json.dump({"runs": fig, "summary": summary}, open(out + "/figures.json", "w"), i
 print(f"{'run':28s} {'tok/s':>9s} {'tok/s 1-30':>10s} {'steady ms':>9s}  moves")
 for n in sorted(fig):
     f = fig[n]
-    mv = [f"{d['step']}:{d['from_blocks']}->{d['to_blocks']}" for x in f["reps"] for d in x["decisions"] if d["action"] == "move"]
+    mv = [f"{d['step']}:{d.get('from_blocks', d.get('from_shares'))}->{d.get('to_blocks', d.get('to_shares'))}" for x in f["reps"] for d in x["decisions"] if d["action"] == "move"]
     print(f"{n:28s} {f['tokens_per_s']:9.0f} {f['tokens_per_s_first30']:10.0f} {f['steady_ms']:9.1f}  {' '.join(mv)}")
 for k, v in summary.items():
     print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")

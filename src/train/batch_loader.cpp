@@ -34,6 +34,16 @@ void BatchLoader::restart_at(int64_t samples_done) {
   req_first_.clear();
 }
 
+void BatchLoader::set_shares(const std::vector<int>& shares, int64_t samples_done) {
+  if (prefetch_) {  // requests already issued for the old share: taken in order and dropped
+    std::vector<int32_t> scratch(size_t(cfg_.train.micro_batch_size) * (cfg_.model.seq_len + 1));
+    while (prefetch_->outstanding() > 0) prefetch_->take(scratch.data());
+  }
+  local_m_ = shares[size_t(dp_rank_)];
+  first_micro_ = dp::share_offset(shares, dp_rank_);
+  restart_at(samples_done);
+}
+
 // Keeps data.prefetch training micro-batches requested ahead of the one being consumed (requests are served
 // and taken in order: micro-batches 0..M-1 of this step, then of the next).
 void BatchLoader::request_ahead() {

@@ -27,6 +27,10 @@ class BatchLoader {
   int64_t first_sample(int64_t samples_done, int m) const;
   // Training resumes (or starts) at `samples_done`: prefetching starts at its first micro-batch.
   void restart_at(int64_t samples_done);
+  // parallel.adapt = rebalance at pp = 1: from the step that starts at `samples_done` on, this replica runs
+  // shares[dp_rank] micro-batches from micro-batch sum(shares[0..dp_rank)) of each step (dp/dp_shares.hpp). At a
+  // step boundary only: the micro-batches prefetched for the old share are read and dropped.
+  void set_shares(const std::vector<int>& shares, int64_t samples_done);
   // Reads the micro-batch starting at first_sample into inputs() and targets() (B*T each). Training reads
   // come from the prefetch queue, in order; anything else is read synchronously.
   void load(Split split, int64_t first_sample);

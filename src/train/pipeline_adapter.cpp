@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "src/core/error.hpp"
+#include "src/train/adapt_agree.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/straggler_monitor.hpp"  // stage_of_every_rank
 
@@ -60,14 +61,8 @@ PipelineAdapter::PipelineAdapter(const Config& cfg, Grid& grid, std::vector<int>
 bool PipelineAdapter::after_step(int step, const std::vector<double>& compute_ms, StepStats* s) {
   const AdaptDecision d = decider_.observe(step, compute_ms);
   if (!d.evaluated) return false;
-  // The agreement: world rank 0's decision is every rank's (they computed it from the same array).
-  std::vector<int> agreed(d.proposed.size() + 1);
-  agreed[0] = d.move ? 1 : 0;
-  std::copy(d.proposed.begin(), d.proposed.end(), agreed.begin() + 1);
-  grid_.world().broadcast(agreed.data(), agreed.size(), DType::I32, 0);
-  AdaptDecision mine = d;
-  mine.move = agreed[0] != 0;
-  mine.proposed.assign(agreed.begin() + 1, agreed.end());
+  AdaptDecision mine = d;  // the agreement: world rank 0's decision is every rank's
+  mine.move = agree_with_rank0(grid_.world(), d.move, &mine.proposed);
   s->adapt_json = decision_json(step, mine);
   decisions_.push_back(s->adapt_json);
   if (grid_.world_rank() == 0) {
@@ -85,9 +80,7 @@ bool PipelineAdapter::after_step(int step, const std::vector<double>& compute_ms
 }
 
 std::string PipelineAdapter::decisions_json() const {
-  std::string out = "[";
-  for (size_t i = 0; i < decisions_.size(); ++i) out += (i ? ", " : "") + decisions_[i];
-  return out + "]";
+  return json_list(decisions_);
 }
 
 }  // namespace gt

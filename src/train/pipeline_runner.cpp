@@ -15,6 +15,19 @@ PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, StageModel& model,
     : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)),
       p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank(), model.chunks(), blocking_sends(grid))),
       last_backward_(ops_.size(), 0) {
+  mark_last_backwards();
+}
+
+void PipelineRunner::set_ops(std::vector<PipeOp> ops) {
+  if (max_in_flight(ops) > model_.slots())
+    throw Error("pipeline: internal: the new schedule keeps more micro-batches in flight than the model has slots");
+  ops_ = std::move(ops);
+  p2p_ = pipeline_p2p(ops_, grid_.shape().pp, grid_.pp_rank(), model_.chunks(), blocking_sends(grid_));
+  last_backward_.assign(ops_.size(), 0);
+  mark_last_backwards();
+}
+
+void PipelineRunner::mark_last_backwards() {
   // A chunk's gradients are complete after its last backward (interleaved: the later chunks finish first).
   std::vector<char> seen(size_t(model_.chunks()), 0);
   for (size_t i = ops_.size(); i-- > 0;) {

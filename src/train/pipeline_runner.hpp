@@ -27,6 +27,9 @@ class PipelineRunner {
   void train_step(int64_t samples_done, double loss_scale, double* loss_sum, const std::function<void(int)>& on_unit);
   // Forward only over `batches` global validation batches (the same sequences for every layout).
   void validate(int batches, double* loss_sum);
+  // Between steps: the schedule of another micro-batch count (parallel.adapt = rebalance changing this replica's
+  // data-parallel share, dp_share_adapter.hpp). The model's activation slots must hold max_in_flight(ops).
+  void set_ops(std::vector<PipeOp> ops);
 
   // Time of the last train_step, seconds: forward and backward ops (communication and data waits included),
   // the communication they were blocked in, and the data wait.
@@ -47,6 +50,7 @@ class PipelineRunner {
   void exchange(const P2PGroup& g, const std::vector<PipeOp>& ops);
   void* recv_buffer(const PipeOp& op);
   void wait_sends();
+  void mark_last_backwards();
 
   const Config& cfg_;
   Grid& grid_;

@@ -61,7 +61,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   // The stage's model chunks (one but under the interleaved schedule: stage_chunks.hpp); stage_ spans them.
   const std::vector<StageLayout> chunks = stage_chunks(cfg_, g.pp, grid_.pp_rank(), partition);
   stage_ = StageLayout{grid_.pp_rank(), g.pp, chunks.front().block_begin, chunks.back().block_end};
-  std::vector<PipeOp> ops = pipeline_ops(choice.schedule);
+  std::vector<PipeOp> ops = pipeline_ops(choice.schedule, dp::replica_micro_batches(cfg_, grid_.dp_rank()));
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
                     cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
@@ -110,19 +110,22 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
 Trainer::~Trainer() = default;
 
 // This rank's part of the pipeline schedule (train.schedule; one chunk but under the interleaved one).
-std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule) const {
+std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule, int micro_batches) const {
   const Schedule kind = schedule == PipelineSchedule::GPipe         ? Schedule::GPipe
                         : schedule == PipelineSchedule::Interleaved ? Schedule::Interleaved
                                                                     : Schedule::OneFOneB;
-  // Under parallel.dp_shares this replica runs its own share of the step's micro-batches (dp/dp_shares.hpp).
-  return pipeline_schedule(kind, grid_.shape().pp, grid_.pp_rank(), dp::replica_micro_batches(cfg_, grid_.dp_rank()),
-                           cfg_.pipeline_chunks());
+  // micro_batches: this replica's share of the step's (parallel.dp_shares, dp/dp_shares.hpp; adaptive at pp = 1).
+  return pipeline_schedule(kind, grid_.shape().pp, grid_.pp_rank(), micro_batches, cfg_.pipeline_chunks());
 }
 
-// parallel.adapt: the straggler monitor (monitor, rebalance) and the live pipeline rebalancer (rebalance).
+// parallel.adapt: the straggler monitor (monitor, rebalance) and the live rebalancer (rebalance): of the pipeline
+// stages when pp > 1, of the data-parallel shares when pp = 1.
 void Trainer::make_adaptation(AdaptMode mode, const std::vector<int>& partition) {
   if (mode == AdaptMode::Monitor || mode == AdaptMode::Rebalance) straggler_ = std::make_unique<StragglerMonitor>(grid_);
-  if (mode == AdaptMode::Rebalance) {
+  if (mode == AdaptMode::Rebalance && grid_.shape().pp == 1) {
+    check_adapt_dp_shares(cfg_, grid_.shape());
+    dp_adapter_ = std::make_unique<DpShareAdapter>(cfg_, grid_);
+  } else if (mode == AdaptMode::Rebalance) {
     check_adapt_rebalance(cfg_, grid_.shape().pp);
     adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition, AdaptCarry{});
   }
@@ -293,7 +296,14 @@ void Trainer::finish(const std::string& status) {
   in.activation_bytes = activation_bytes();
   in.activation_dtype = cfg_.train.precision;
   if (adapter_) in.adapt_decisions_json = adapter_->decisions_json();
+  if (dp_adapter_) in.adapt_decisions_json = dp_adapter_->decisions_json();
   report_->write_summary(in);
+}
+
+// At a step boundary: this replica's new share of the global batch (the loader's samples, the schedule).
+void Trainer::apply_dp_shares(const std::vector<int>& shares) {
+  loader_->set_shares(shares, progress_.samples_done);
+  pipeline_->set_ops(pipeline_ops(cfg_.choices().schedule, shares[size_t(grid_.dp_rank())]));
 }
 
 StateLedger Trainer::predicted_ledger() const { return dp_->predicted_ledger(); }
@@ -322,6 +332,9 @@ int Trainer::run() {
     if (cfg_.data.val_every > 0 && step % cfg_.data.val_every == 0) history_.back().val_loss = validate();
     // parallel.adapt = rebalance: decided (and agreed) here, logged in this step's line, moved after its checkpoint
     const bool move = adapter_ && step < steps && adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back());
+    // pp = 1: new data-parallel shares (agreed) from the next step on
+    if (dp_adapter_ && step < steps && dp_adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back()))
+      apply_dp_shares(dp_adapter_->shares());
     report_->log_step(step, history_.back());
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");

@@ -27,6 +27,7 @@
 #include "src/train/loss_scaler.hpp"
 #include "src/train/optimizer.hpp"
 #include "src/train/pipeline_adapter.hpp"
+#include "src/train/dp_share_adapter.hpp"
 #include "src/train/pipeline_runner.hpp"
 #include "src/train/rebalancer.hpp"
 #include "src/train/run_report.hpp"
@@ -75,7 +76,8 @@ class Trainer {
 
  private:
   StepStats train_step();
-  std::vector<PipeOp> pipeline_ops(PipelineSchedule schedule) const;
+  std::vector<PipeOp> pipeline_ops(PipelineSchedule schedule, int micro_batches) const;
+  void apply_dp_shares(const std::vector<int>& shares);
   void make_adaptation(AdaptMode mode, const std::vector<int>& partition);
   struct CommMarks {
     double tp = 0, pp = 0, dp = 0, other = 0;  // seconds blocked so far (other: the model-parallel and embedding groups)
@@ -113,7 +115,8 @@ class Trainer {
   std::vector<StepStats> history_;  // the steps of this invocation
   std::unique_ptr<Rebalancer> rebalancer_;
   std::unique_ptr<StragglerMonitor> straggler_;  // parallel.adapt = monitor | rebalance
-  std::unique_ptr<PipelineAdapter> adapter_;     // parallel.adapt = rebalance
+  std::unique_ptr<PipelineAdapter> adapter_;     // parallel.adapt = rebalance, pp > 1
+  std::unique_ptr<DpShareAdapter> dp_adapter_;   // parallel.adapt = rebalance, pp = 1
   std::unique_ptr<StateHandoff> handoff_;        // set by a live move, for the next trainer
   std::vector<int> partition_;                   // first block of every stage
   // Collective: this trainer's state in global shapes, the tensors this rank holds on `partition`.

@@ -1,0 +1,31 @@
+#pragma once
+// What the two live adapters of parallel.adapt = rebalance (the pipeline's, pipeline_adapter.hpp, and the
+// data-parallel shares', dp_share_adapter.hpp) share: the agreement on a decision and the JSON list of decisions.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "src/comm/comm.hpp"
+
+namespace gt {
+
+// Collective over `world`: world rank 0's (move, proposed) becomes every rank's. Every rank computed the same
+// decision from the same all-gathered array; the broadcast makes the agreement explicit, so no rank can continue
+// on another layout. `proposed` has the same length on every rank.
+inline bool agree_with_rank0(Comm& world, bool move, std::vector<int>* proposed) {
+  std::vector<int> agreed(proposed->size() + 1);
+  agreed[0] = move ? 1 : 0;
+  std::copy(proposed->begin(), proposed->end(), agreed.begin() + 1);
+  world.broadcast(agreed.data(), agreed.size(), DType::I32, 0);
+  proposed->assign(agreed.begin() + 1, agreed.end());
+  return agreed[0] != 0;
+}
+
+// "[{...}, ...]" from JSON objects.
+inline std::string json_list(const std::vector<std::string>& objects) {
+  std::string out = "[";
+  for (size_t i = 0; i < objects.size(); ++i) out += (i ? ", " : "") + objects[i];
+  return out + "]";
+}
+
+}  // namespace gt

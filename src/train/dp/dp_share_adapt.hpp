@@ -1,0 +1,70 @@
+#pragma once
+// parallel.adapt = rebalance at pp = 1 (issue 25, docs/adaptive.md): data-parallel shares re-derived from the
+// measured speed of each replica. Pure (no MPI, no clock): fed every rank's compute milliseconds of each step (the
+// straggler monitor's all-gathered array, the same on every rank), it says when to change parallel.dp_shares and
+// to what. The arithmetic of what a share means (samples, weights) is dp_shares.hpp's.
+#include <vector>
+
+namespace gt::dp {
+
+// The shares that minimise the predicted step compute max_r(shares[r] x per_micro_ms[r]) with the same sum as
+// `current` and each at least 1: every replica starts at 1, then each remaining micro-batch goes to the replica
+// that would finish it first (ties: the lowest replica, so every rank proposes the same). This greedy is exact for
+// this objective (each step adds the smallest possible new maximum), and its result is proportional to speed up
+// to whole micro-batches. Equal speeds give the even split back.
+struct ShareProposal {
+  std::vector<int> shares;
+  double now_ms = 0;        // max_r current[r] x per_micro_ms[r]
+  double predicted_ms = 0;  // max_r shares[r] x per_micro_ms[r]
+  double gain = 1;          // now_ms / predicted_ms
+};
+ShareProposal propose_dp_shares(const std::vector<int>& current, const std::vector<double>& per_micro_ms);
+
+struct DpShareSettings {
+  int interval = 10;          // parallel.adapt_interval: steps between two evaluations at least
+  double threshold = 0.1;     // parallel.rebalance_gain: move when the predicted gain >= 1 + this
+  int window = 5;             // counted steps whose per-replica median an evaluation uses
+};
+
+// One evaluation (evaluated = false: none this step).
+struct DpShareDecision {
+  bool evaluated = false;
+  bool move = false;
+  int step = 0;
+  std::vector<int> current, proposed;
+  std::vector<double> per_micro_ms;  // each replica's median compute per micro-batch over the window
+  double now_ms = 0, predicted_ms = 0, gain = 1, needed = 1;  // needed: the gain a move must reach here
+  // The previous move's measured gain over this window (its step compute before / now); 0 when no move preceded.
+  double measured_gain = 0;
+  int measured_move_step = 0;
+};
+
+// Hysteresis, so that noise does not flip the shares back and forth:
+// - the first step after the start and after a change is not counted (the prefetch queue is refilled, and the
+//   slow-rank test hook sleeps on the previous step's compute);
+// - an evaluation needs `window` counted steps since the last change and `interval` steps since the last
+//   evaluation, and uses each replica's median over the window;
+// - a change needs a gain >= 1 + threshold; going back to the shares left at the last change needs
+//   1 + 2 x threshold (a move that does not pay in measurement is undone only when the measurement says so clearly).
+class DpShareDecider {
+ public:
+  // replica_of_rank: the DP replica of every world rank (the ranks of a replica run in step: its time is their
+  // maximum); shares: the starting shares (one per replica).
+  DpShareDecider(DpShareSettings s, std::vector<int> replica_of_rank, std::vector<int> shares);
+  // After step `step`, every rank's compute milliseconds. A returned move is taken: the decider's shares are the
+  // proposed ones from here on.
+  DpShareDecision observe(int step, const std::vector<double>& compute_ms);
+  const std::vector<int>& shares() const { return shares_; }
+
+ private:
+  DpShareSettings set_;
+  std::vector<int> replica_of_rank_;
+  std::vector<int> shares_, left_;          // now, and the shares left at the last change
+  std::vector<std::vector<double>> window_; // per counted step: each replica's compute per micro-batch
+  bool warm_ = false;                       // the next step is counted
+  int last_eval_ = -1000000;
+  double before_move_ms_ = 0;               // the step compute measured before the last change
+  int move_step_ = 0;
+};
+
+}  // namespace gt::dp

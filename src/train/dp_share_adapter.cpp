@@ -1,0 +1,100 @@
+#include "src/train/dp_share_adapter.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "src/core/error.hpp"
+#include "src/train/adapt_agree.hpp"
+#include "src/core/json.hpp"
+
+namespace gt {
+
+namespace {
+
+std::string list_text(const std::vector<double>& v) {
+  std::string out = "[";
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%.3f", i ? ", " : "", v[i]);
+    out += buf;
+  }
+  return out + "]";
+}
+
+std::string shares_text(const std::vector<int>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out;
+}
+
+std::vector<int> starting_shares(const Config& cfg, int dp) {
+  std::vector<int> s = cfg.parallel.dp_share_counts();
+  return s.empty() ? std::vector<int>(size_t(dp), cfg.train.micro_batches) : s;
+}
+
+std::vector<int> replica_of_every_rank(Grid& grid) {
+  const int mine = grid.dp_rank();
+  std::vector<int> all(size_t(grid.world_size()));
+  grid.world().allgather(&mine, all.data(), 1, DType::I32);
+  return all;
+}
+
+dp::DpShareSettings settings(const Config& cfg) {
+  dp::DpShareSettings s;
+  s.interval = cfg.parallel.adapt_interval;
+  s.threshold = cfg.parallel.rebalance_gain;
+  return s;
+}
+
+std::string decision_json(const dp::DpShareDecision& d) {
+  JsonObject j;
+  j.integer("step", d.step).str("action", d.move ? "move" : "keep").str("from_shares", shares_text(d.current))
+      .str("to_shares", shares_text(d.proposed)).raw("per_micro_batch_ms", list_text(d.per_micro_ms))
+      .num("step_compute_ms", d.now_ms).num("predicted_ms", d.predicted_ms).num("predicted_gain", d.gain)
+      .num("needed_gain", d.needed);
+  if (d.measured_gain > 0) j.num("measured_gain_of_last_move", d.measured_gain).integer("last_move_step", d.measured_move_step);
+  return j.dump();
+}
+
+}  // namespace
+
+void check_adapt_dp_shares(const Config& cfg, const GridShape& g) {
+  const ConfigChoices c = cfg.choices();
+  std::string why;
+  if (g.dp < 2) why = "with parallel.pp = 1 it balances data-parallel shares and parallel.dp = " + std::to_string(g.dp);
+  else if (cfg.parallel.zero >= 2) why = "uneven data-parallel shares need parallel.zero <= 1 (staged gradients assume equal counts)";
+  else if (c.compress == CompressMethod::TopK) why = "uneven data-parallel shares do not run with compress.method = \"topk\" yet";
+  else if (c.schedule == PipelineSchedule::GPipe) why = "parallel.schedule = \"gpipe\" sizes its activation slots for the starting share";
+  if (!why.empty()) throw Error("config: parallel.adapt = \"rebalance\" cannot run here: " + why);
+}
+
+DpShareAdapter::DpShareAdapter(const Config& cfg, Grid& grid)
+    : grid_(grid),
+      decider_(settings(cfg), replica_of_every_rank(grid), starting_shares(cfg, grid.shape().dp)),
+      shares_(starting_shares(cfg, grid.shape().dp)) {}
+
+bool DpShareAdapter::after_step(int step, const std::vector<double>& compute_ms, StepStats* s) {
+  const dp::DpShareDecision d = decider_.observe(step, compute_ms);
+  if (!d.evaluated) return false;
+  dp::DpShareDecision mine = d;  // the agreement: world rank 0's decision is every rank's
+  mine.move = agree_with_rank0(grid_.world(), d.move, &mine.proposed);
+  s->adapt_json = decision_json(mine);
+  decisions_.push_back(s->adapt_json);
+  if (grid_.world_rank() == 0) {
+    std::printf("gridtrain: step %d: adapt: data-parallel compute per micro-batch %s ms on shares %s (step %.2f ms); "
+                "balanced for the measured speeds: shares %s (step %.2f ms); gain %.2f, threshold %.2f", step,
+                list_text(mine.per_micro_ms).c_str(), shares_text(mine.current).c_str(), mine.now_ms,
+                shares_text(mine.proposed).c_str(), mine.predicted_ms, mine.gain, mine.needed);
+    if (mine.measured_gain > 0) std::printf("; the move at step %d measured gain %.2f", mine.measured_move_step, mine.measured_gain);
+    std::printf(": %s\n", mine.move ? "changing the shares" : "keeping the shares");
+    std::fflush(stdout);
+  }
+  if (mine.move) shares_ = mine.proposed;
+  return mine.move;
+}
+
+std::string DpShareAdapter::decisions_json() const {
+  return json_list(decisions_);
+}
+
+}  // namespace gt

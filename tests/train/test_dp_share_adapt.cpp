@@ -1,0 +1,159 @@
+// Unit tests of adaptive data-parallel shares (parallel.adapt = rebalance at pp = 1, src/train/dp/dp_share_adapt.hpp):
+// the proposal against a brute-force search over every split, and the decider's hysteresis on hand-made per-rank
+// times. Times are small integers, so every product and ratio below is exact in double.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "src/train/dp/dp_share_adapt.hpp"
+
+namespace gt::dp {
+namespace {
+
+using V = std::vector<int>;
+using D = std::vector<double>;
+
+// The smallest max_r shares[r] x t[r] over every split of `total` into n parts >= 1 (independent of the greedy).
+double brute_best(int total, const D& t) {
+  const int n = int(t.size());
+  double best = 1e300;
+  V s(size_t(n), 1);
+  std::function<void(int, int)> rec = [&](int r, int left) {
+    if (r == n - 1) {
+      s[size_t(r)] = left;
+      double m = 0;
+      for (int i = 0; i < n; ++i) m = std::max(m, s[size_t(i)] * t[size_t(i)]);
+      best = std::min(best, m);
+      return;
+    }
+    for (int k = 1; k <= left - (n - 1 - r); ++k) {
+      s[size_t(r)] = k;
+      rec(r + 1, left - k);
+    }
+  };
+  rec(0, total);
+  return best;
+}
+
+int sum(const V& v) {
+  int s = 0;
+  for (int x : v) s += x;
+  return s;
+}
+
+TEST(ProposeDpShares, ProportionalToSpeedSumKeptEachAtLeastOne) {
+  // Replica 1 three times slower: 4 micro-batches go 3,1 (3 x 1 = 1 x 3), the step from 2 x 3 = 6 to 3.
+  ShareProposal p = propose_dp_shares({2, 2}, {1, 3});
+  EXPECT_EQ(p.shares, (V{3, 1}));
+  EXPECT_EQ(p.now_ms, 6);
+  EXPECT_EQ(p.predicted_ms, 3);
+  EXPECT_EQ(p.gain, 2);
+  // dp = 4, rank 1 twice slower, 8 micro-batches: 2,1,2,2 or 3,1,2,2-style; the greedy gives the lowest replicas
+  // the extra one and is as good as the best split.
+  p = propose_dp_shares({2, 2, 2, 2}, {1, 2, 1, 1});
+  EXPECT_EQ(sum(p.shares), 8);
+  EXPECT_EQ(p.predicted_ms, brute_best(8, {1, 2, 1, 1}));
+  EXPECT_EQ(p.shares, (V{3, 1, 2, 2}));
+  // A very slow replica still keeps one micro-batch.
+  p = propose_dp_shares({2, 2}, {1, 100});
+  EXPECT_EQ(p.shares, (V{3, 1}));
+}
+
+TEST(ProposeDpShares, EqualSpeedsKeepTheEvenSplit) {
+  for (int n : {2, 3, 4})
+    for (int m : {1, 2, 3}) {
+      const ShareProposal p = propose_dp_shares(V(size_t(n), m), D(size_t(n), 7));
+      EXPECT_EQ(p.shares, V(size_t(n), m)) << n << " x " << m;
+      EXPECT_EQ(p.gain, 1);
+    }
+}
+
+TEST(ProposeDpShares, OptimalAgainstBruteForce) {
+  const std::vector<D> speeds = {{1, 2, 3}, {5, 1, 1, 2}, {3, 3, 1}, {2, 7}, {1, 1, 1, 9}, {4, 3, 2, 1}};
+  for (const D& t : speeds)
+    for (int m : {1, 2, 3}) {
+      const V cur(t.size(), m);
+      const ShareProposal p = propose_dp_shares(cur, t);
+      EXPECT_EQ(sum(p.shares), sum(cur));
+      for (int s : p.shares) EXPECT_GE(s, 1);
+      EXPECT_EQ(p.predicted_ms, brute_best(sum(cur), t)) << "m = " << m;
+    }
+}
+
+// Two ranks, one per replica; settings: interval 3, threshold 0.1, window 3.
+DpShareDecider two_ranks() { return DpShareDecider({3, 0.1, 3}, {0, 1}, {2, 2}); }
+
+TEST(DpShareDecider, MovesTowardTheFastReplicaAfterTheWindow) {
+  DpShareDecider d = two_ranks();
+  // Step 1 is warm-up; steps 2-4 fill the window: replica 1 takes 3 ms per micro-batch, replica 0 1 ms.
+  EXPECT_FALSE(d.observe(1, {2, 6}).evaluated);
+  EXPECT_FALSE(d.observe(2, {2, 6}).evaluated);
+  EXPECT_FALSE(d.observe(3, {2, 6}).evaluated);
+  const DpShareDecision e = d.observe(4, {2, 6});
+  ASSERT_TRUE(e.evaluated);
+  EXPECT_TRUE(e.move);
+  EXPECT_EQ(e.proposed, (V{3, 1}));
+  EXPECT_EQ(e.gain, 2);
+  EXPECT_EQ(d.shares(), (V{3, 1}));
+  // After the move: warm-up again, then a window on the new shares (3 x 1, 1 x 3: balanced), measured gain 6 / 3.
+  EXPECT_FALSE(d.observe(5, {3, 3}).evaluated);
+  for (int s = 6; s <= 7; ++s) EXPECT_FALSE(d.observe(s, {3, 3}).evaluated);
+  const DpShareDecision k = d.observe(8, {3, 3});
+  ASSERT_TRUE(k.evaluated);
+  EXPECT_FALSE(k.move);
+  EXPECT_EQ(k.measured_gain, 2);
+  EXPECT_EQ(k.measured_move_step, 4);
+}
+
+TEST(DpShareDecider, NothingSlowTakesNoDecisionToMove) {
+  DpShareDecider d = two_ranks();
+  for (int s = 1; s <= 30; ++s) {
+    const double jitter = (s % 3) * 0.1;  // noise of 5% on one side, then the other
+    const DpShareDecision e = d.observe(s, {2 + jitter, 2.2 - jitter});
+    EXPECT_FALSE(e.move) << "step " << s;
+  }
+  EXPECT_EQ(d.shares(), (V{2, 2}));
+}
+
+TEST(DpShareDecider, MedianIgnoresAnIsolatedSlowStep) {
+  DpShareDecider d = two_ranks();
+  d.observe(1, {2, 2});
+  d.observe(2, {2, 2});
+  d.observe(3, {2, 20});  // one slow step in the window of 3
+  EXPECT_FALSE(d.observe(4, {2, 2}).move);
+}
+
+TEST(DpShareDecider, HysteresisGoingBackNeedsTwiceTheThreshold) {
+  DpShareDecider d = two_ranks();
+  for (int s = 1; s <= 4; ++s) d.observe(s, {2, 6});
+  ASSERT_EQ(d.shares(), (V{3, 1}));
+  // Replica 1 recovers a little: per micro-batch 1 and 1.15; going back to 2,2 (left at the last move) predicts
+  // max(3, 1.15) / max(2, 2.3) = 3 / 2.3 = 1.30 >= 1.2: back. With 1.05 instead it would be 3 / 2.1 = 1.43. Use a
+  // recovery that predicts between 1.1 and 1.2: 3 ms on 3,1 against 2 x 1.35 = 2.7 on 2,2: gain 1.11.
+  for (int s = 5; s <= 12; ++s) {
+    const DpShareDecision e = d.observe(s, {3, 1.35});
+    if (e.evaluated) {
+      EXPECT_EQ(e.proposed, (V{2, 2}));
+      EXPECT_GT(e.gain, 1.1);
+      EXPECT_LT(e.gain, 1.2);
+      EXPECT_EQ(e.needed, 1.2);
+      EXPECT_FALSE(e.move);
+    }
+  }
+  EXPECT_EQ(d.shares(), (V{3, 1}));
+}
+
+TEST(DpShareDecider, TwoRanksOfOneReplicaCountAsTheSlowerOfThem) {
+  // tp = 2: world ranks 0, 1 are replica 0; 2, 3 replica 1. Replica 0's time is its slower rank's.
+  DpShareDecider d({1, 0.1, 1}, {0, 0, 1, 1}, {2, 2});
+  d.observe(1, {});
+  const DpShareDecision e = d.observe(2, {2, 6, 2, 2});
+  ASSERT_TRUE(e.evaluated);
+  EXPECT_EQ(e.per_micro_ms, (D{3, 1}));
+  EXPECT_EQ(e.proposed, (V{1, 3}));
+}
+
+}  // namespace
+}  // namespace gt::dp
