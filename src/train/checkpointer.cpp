@@ -43,16 +43,16 @@ Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& con
 
 // Host mirrors (CPU builds: the buffers themselves) of the state buffers a checkpoint holds: the fp32 masters,
 // the moments and the 2:4 masks, each of the extent its buffer holds (the shard, under ZeRO).
+// Keyed by the buffer: the master is master_id() (the working copy itself in an fp32 run without sparsity).
 struct Checkpointer::HostState {
-  std::map<std::string, HostMirror<float>> mirrors;
+  std::map<Buffer, HostMirror<float>> mirrors;
   HostState(TrainState& s, MirrorMode mode) {
-    std::vector<std::string> names = {s.has_buffer("master") ? "master" : "params", "adam_m", "adam_v"};
-    if (s.has_buffer("sparse_mask")) names.push_back("sparse_mask");
-    if (s.has_buffer("ef_residual")) names.push_back("ef_residual");
-    for (const std::string& n : names)
-      mirrors.try_emplace(n == "params" ? "master" : n, s.data<float>(n), s.buffer(n).extent.size(), mode);
+    std::vector<Buffer> ids = {s.master_id(), Buffer::AdamM, Buffer::AdamV};
+    for (Buffer optional : {Buffer::SparseMask, Buffer::EfResidual})
+      if (s.has_buffer(optional)) ids.push_back(optional);
+    for (Buffer id : ids) mirrors.try_emplace(id, s.data<float>(id), s.buffer(id).extent.size(), mode);
   }
-  float* operator[](const std::string& name) { return mirrors.at(name).data(); }
+  float* operator[](Buffer id) { return mirrors.at(id).data(); }
   void pull() {
     for (auto& [name, m] : mirrors) m.pull();
   }
@@ -63,20 +63,21 @@ struct Checkpointer::HostState {
 
 std::vector<TensorShard> Checkpointer::shards(HostState& h) {
   std::vector<TensorShard> out;
-  const std::pair<const char*, const char*> groups[] = {
-      {"params/", state_.has_buffer("master") ? "master" : "params"}, {"adam_m/", "adam_m"}, {"adam_v/", "adam_v"}};
+  // (the group on disk, the buffer saved in it): the master's group holds master_id()
+  const std::pair<Buffer, Buffer> groups[] = {
+      {Buffer::Master, state_.master_id()}, {Buffer::AdamM, Buffer::AdamM}, {Buffer::AdamV, Buffer::AdamV}};
   // Under ZeRO every DP rank writes (and reads) the elements of its shard, also of the buffers it holds in
   // full: the writers tile each tensor with no gather. Without, DP rank 0 writes everything (every rank reads it).
   const Range mine = zero_.sharded() ? zero_.shard : Range{0, state_.layout().size()};
-  for (const auto& [prefix, buffer] : groups) {
+  for (const auto& [group, buffer] : groups) {
     const Range extent = state_.buffer(buffer).extent;
-    float* base = h[buffer == std::string("params") ? "master" : buffer];  // host memory: holds `extent`
+    float* base = h[buffer];  // host memory: holds `extent`
     for (const TensorSpec& s : state_.layout().tensors()) {
       Range r = intersect(s, mine);  // inside `extent`: a sharded buffer holds the shard
       r.end = std::min(r.end, checkpoint_range(s).end);  // a replicated key/value head: the last replica's
       if (r.begin >= r.end) r = Range{s.offset, s.offset};  // no element of s in this shard
       TensorShard t;
-      t.name = std::string(prefix) + s.name;
+      t.name = disk_path(group, s.name);
       t.global_shape = s.global_shape;
       t.start = s.local_start();
       t.count = checkpoint_count(s);
@@ -90,15 +91,15 @@ std::vector<TensorShard> Checkpointer::shards(HostState& h) {
     }
   }
   // 2:4 masks (sparsity.hpp) of the masked tensors only: ASP's fixed masks cannot be recomputed from the weights.
-  if (state_.has_buffer("sparse_mask"))
+  if (state_.has_buffer(Buffer::SparseMask))
     for (const TensorSpec& s : state_.layout().tensors()) {
       if (!sparse_tensor(s)) continue;
       TensorShard t;
-      t.name = "sparse_mask/" + s.name;
+      t.name = disk_path(Buffer::SparseMask, s.name);
       t.global_shape = s.global_shape;
       t.start = s.local_start();
       t.count = checkpoint_count(s);
-      t.data = h["sparse_mask"] + s.offset;
+      t.data = h[Buffer::SparseMask] + s.offset;
       t.writer = grid_.dp_rank() == 0 && owner(s, grid_);
       out.push_back(std::move(t));
     }
@@ -111,11 +112,11 @@ TensorShard Checkpointer::residual_shard(HostState& h) {
   double n = double(state_.layout().size()), n_max = n;
   grid_.world().allreduce(&n_max, 1, DType::F64, ReduceOp::Max);
   TensorShard t;
-  t.name = "ef_residual";
+  t.name = disk_name(Buffer::EfResidual);
   t.global_shape = {grid_.world_size(), int64_t(n_max)};
   t.start = {grid_.world_rank(), 0};
   t.count = {1, int64_t(n)};
-  t.data = h["ef_residual"];
+  t.data = h[Buffer::EfResidual];
   t.writer = true;
   return t;
 }
@@ -160,9 +161,9 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
   h.pull();
   std::vector<TensorShard> s = shards(h);
   CheckpointMeta m = meta(p);
-  if (state_.has_buffer("ef_residual")) {
+  if (state_.has_buffer(Buffer::EfResidual)) {
     s.push_back(residual_shard(h));
-    m.ints["ef_residual"] = 1;
+    m.ints[disk_name(Buffer::EfResidual)] = 1;  // the meta flag has the dataset's name
   }
   // HDF5's collective I/O makes MPI calls of its own, which the communicator's watchdog brackets do not see: a
   // rank hung in them (a failing disk that leaves the ranks on different paths of the library) is reported and
@@ -186,14 +187,14 @@ CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::ve
   CheckpointMeta meta = read_checkpoint_meta(grid_.world_mpi(), path);
   check_checkpoint_meta(path, meta, req);  // the same text on every rank: they read the same file
   load_checkpoint(grid_.world_mpi(), path, s, meta);
-  if (state_.has_buffer("ef_residual")) resume_residuals(path, meta, h);
+  if (state_.has_buffer(Buffer::EfResidual)) resume_residuals(path, meta, h);
   h.push();
   // replicated key/value heads: the last replica read them (kv_replicas.hpp)
-  copy_kv_from_last_replica(state_, {state_.has_buffer("master") ? "master" : "params", "adam_m", "adam_v", "sparse_mask"},
+  copy_kv_from_last_replica(state_, {state_.master_id(), Buffer::AdamM, Buffer::AdamV, Buffer::SparseMask},
                             grid_.tp());
   // Each rank read its shard; the parameters it computes with are the whole layout (ZeRO 1 and 2). A separate
   // fp32 master (sparsity, lower precisions) is refreshed into the working copy by its owner's resume path.
-  if (!state_.has_buffer("master")) allgather_params(state_, zero_, grid_.dp());
+  if (!state_.has_buffer(Buffer::Master)) allgather_params(state_, zero_, grid_.dp());
   p->step = static_cast<int>(meta.ints.at("step"));  // present and in range: checked above
   p->samples_done = meta.ints.at("samples_done");
   if (meta.reals.count("loss")) p->loss = meta.reals["loss"];
@@ -263,7 +264,7 @@ bool Checkpointer::resume(TrainProgress* p) {
 
 void Checkpointer::resume_residuals(const std::string& path, CheckpointMeta& meta, HostState& h) {
   const GridShape& g = grid_.shape();
-  const bool has = meta.ints.count("ef_residual") > 0;
+  const bool has = meta.ints.count(disk_name(Buffer::EfResidual)) > 0;
   const bool same = meta.ints["grid.tp"] == g.tp && meta.ints["grid.pp"] == g.pp && meta.ints["grid.dp"] == g.dp;
   if (has && same) {  // the same ranks hold the same residuals: the run continues bit for bit
     std::vector<TensorShard> r = {residual_shard(h)};

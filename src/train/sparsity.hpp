@@ -1,8 +1,8 @@
 #pragma once
 // 2:4 structured sparsity of the linear layers' weights (issue 11, docs/sparsity.md), kept at the TrainState
-// level so that the model code is untouched: the optimizer updates dense fp32 masters (buffer "master"), and
-// after every update the working parameters the model computes with ("params") become master where the mask
-// is 1 and 0 elsewhere. The mask is buffer "sparse_mask" (fp32 0/1; 1 outside the masked tensors), saved in
+// level so that the model code is untouched: the optimizer updates dense fp32 masters (buffer Master), and
+// after every update the working parameters the model computes with (Params) become master where the mask
+// is 1 and 0 elsewhere. The mask is buffer SparseMask (fp32 0/1; 1 outside the masked tensors), saved in
 // checkpoints in global shapes.
 //   SR-STE: mask = the 2 largest |master| of every group of 4, recomputed after every update (and at the start);
 //           the gradient of the masked weights reaches the dense masters unchanged (straight-through), plus the
@@ -27,7 +27,7 @@ void mask_2of4(const float* w, float* mask, long n);
 
 class Sparsity {
  public:
-  // Adds the "master" and "sparse_mask" buffers, computes the first masks (SR-STE, or ASP at asp_step 0) and
+  // Adds the Master and SparseMask buffers, computes the first masks (SR-STE, or ASP at asp_step 0) and
   // writes the working parameters. Throws when the state cannot carry masks (a working type other than fp32).
   Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState& state);
 

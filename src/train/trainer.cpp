@@ -70,7 +70,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   TensorLayout layout(stage_tensor_specs(m, chunks, tp.rank, tp.size), g.dp);
   DataParallel::Plan dp_plan = DataParallel::plan(cfg_, g.pp, grid_.dp_rank(), g.dp, layout);
   state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, dp_plan.extents);
-  auto grads = [this] { return state_->has_buffer("grads") ? state_->grads() : nullptr; };
+  auto grads = [this] { return state_->has_buffer(Buffer::Grads) ? state_->grads() : nullptr; };
   model_ = make_stage_model(choice.precision, m, seed, cfg_.train.micro_batch_size, chunks, tp, ops, state_->layout(),
                             choice.recompute);
   model_->bind(state_->params(), grads());
@@ -353,14 +353,14 @@ int Trainer::run() {
   return kExitOk;
 }
 
-std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather("master"); }
+std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather(Buffer::Master); }
 
 std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partition) {
   auto h = std::make_unique<StateHandoff>();
   h->started = MPI_Wtime();
   const std::set<std::string> mine =
       tensors_of_stage(cfg_, grid_.shape().pp, grid_.pp_rank(), partition, grid_.tp_rank(), grid_.shape().tp);
-  for (auto [buffer, into] : {std::pair{"master", &h->master}, {"adam_m", &h->adam_m}, {"adam_v", &h->adam_v}}) {
+  for (auto [buffer, into] : {std::pair{Buffer::Master, &h->master}, {Buffer::AdamM, &h->adam_m}, {Buffer::AdamV, &h->adam_v}}) {
     *into = gather(buffer);
     keep_only(into, mine);  // before the next gather: only one buffer's whole model is held at a time
   }
@@ -373,11 +373,11 @@ std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partitio
 void Trainer::adopt(StateHandoff h) {
   // The fp32 state of this rank's elements from the global tensors; the working copy follows the master as
   // after a resume (rounded for 16-bit, the ZeRO shards gathered).
-  const bool master = state_->has_buffer("master");
-  scatter_global(*state_, master ? "master" : "params", h.master, mirror_mode_);
-  scatter_global(*state_, "adam_m", h.adam_m, mirror_mode_);
-  scatter_global(*state_, "adam_v", h.adam_v, mirror_mode_);
-  if (master) state_->refresh_params(state_->buffer("master").extent);
+  const bool master = state_->has_buffer(Buffer::Master);
+  scatter_global(*state_, state_->master_id(), h.master, mirror_mode_);
+  scatter_global(*state_, Buffer::AdamM, h.adam_m, mirror_mode_);
+  scatter_global(*state_, Buffer::AdamV, h.adam_v, mirror_mode_);
+  if (master) state_->refresh_params(state_->buffer(Buffer::Master).extent);
   dp_->after_update();  // as after a step: the shards to every rank (ZeRO 1, 2), no stale gathered unit (3)
   progress_ = h.progress;
   history_ = std::move(h.history);
@@ -392,13 +392,13 @@ void Trainer::adopt(StateHandoff h) {
   if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
 }
 
-std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const std::string& buffer) {
+std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(Buffer buffer) {
   StageLayout whole{0, 1, 0, cfg_.model.n_layer};
   std::vector<std::pair<std::string, std::vector<float>>> out;
   const TensorLayout& layout = state_->layout();
   // The host reads the buffer through its mirror (CPU builds: the buffer itself, no copy); a ZeRO shard (the
   // fp32 master of a 16-bit run, the ZeRO-3 parameters) is all-gathered over DP first.
-  const std::string name = buffer == "master" && !state_->has_buffer("master") ? "params" : buffer;
+  const Buffer name = buffer == Buffer::Master ? state_->master_id() : buffer;
   const Range extent = state_->buffer(name).extent;
   HostMirror<float> mirror(state_->data<float>(name), extent.size(), mirror_mode_);
   mirror.pull();
