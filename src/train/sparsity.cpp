@@ -3,6 +3,7 @@
 #include <string>
 
 #include "src/core/error.hpp"
+#include "src/train/kv_replicas.hpp"
 
 namespace gt {
 
@@ -100,6 +101,25 @@ void Sparsity::after_update(int updates) {
   if (pruned(updates)) prune_masters();
   write_working();
 }
+
+std::vector<TensorShard> Sparsity::datasets(ExtensionIo& io) {
+  std::vector<TensorShard> out;
+  float* masks = io.host(Buffer::SparseMask);  // the whole layout: the masks are never sharded
+  for (const TensorSpec& s : state_.layout().tensors()) {
+    if (!sparse_tensor(s)) continue;
+    TensorShard t;
+    t.name = disk_path(Buffer::SparseMask, s.name);
+    t.global_shape = s.global_shape;
+    t.start = s.local_start();
+    t.count = checkpoint_count(s);
+    t.data = masks + s.offset;
+    t.writer = io.grid.dp_rank() == 0 && owner(s, io.grid);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void Sparsity::after_load(ExtensionIo& io) { copy_kv_from_last_replica(state_, {Buffer::SparseMask}, io.grid.tp()); }
 
 void Sparsity::write_working() {
   const float* w = state_.master();

@@ -87,13 +87,15 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                   "of sharded masters)");
     sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_);
   }
+  for (TrainExtension* e : {static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals()})
+    if (e) extensions_.push_back(e);
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   guard_ = std::make_unique<StepGuard>(cfg_.train, choice.nonfinite);
   progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
-                                                 loader_->global_batch(), zero, mirror_mode_);
+                                                 loader_->global_batch(), zero, mirror_mode_, extensions_);
   if (grid_.world_rank() == 0) print_memory_line();  // the ledger of rank 0 (pipeline stage 0, TP rank 0)
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);
@@ -101,8 +103,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   grid_.world().barrier();
   if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them
-    if (sparsity_) sparsity_->write_working();
-    else if (state_->working() != Precision::FP32) dp_->refresh_working_copy();  // 16-bit: as after a step
+    for (TrainExtension* e : extensions_) e->on_resume();  // sparsity: the masked working copy
+    if (!sparsity_ && state_->working() != Precision::FP32) dp_->refresh_working_copy();  // 16-bit: as after a step
   }
   scaler_->restore(progress_.scaler);
 }
@@ -178,7 +180,7 @@ StepStats Trainer::train_step() {
   // Skipped steps do not count as updates: the learning rate and AdamW's bias correction follow the updates.
   const int updates = progress_.step - progress_.skipped;
   const double lr = learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
-  if (sparsity_) sparsity_->before_update(updates, loss_scale);  // part of the gradient: clipped with it
+  for (TrainExtension* e : extensions_) e->before_update(updates, loss_scale);  // sparsity: clipped with the gradient
   const double norm = optimizer_->grad_norm();  // the same value on every rank: every rank decides alike
   // An fp16 overflow is the loss scaler's (it backs the scale off and skips); anything else non-finite or out of
   // bounds is the bad-step policy's. Both read the norm every rank holds alike.
@@ -188,7 +190,7 @@ StepStats Trainer::train_step() {
   if (!skip) {
     optimizer_->step(updates + 1, lr, norm, loss_scale);
     dp_->after_update();  // ZeRO 1, 2: every updated shard to every rank; ZeRO 3: gathers dropped
-    if (sparsity_) sparsity_->after_update(updates + 1);  // new masks, the masked working copy
+    for (TrainExtension* e : extensions_) e->after_update(updates + 1);  // sparsity: new masks, the working copy
   }
   Kokkos::fence();
   const double t_end = MPI_Wtime();
@@ -211,7 +213,7 @@ StepStats Trainer::train_step() {
   if (act == BadStepAction::Rollback) {
     progress_.samples_done += loader_->global_batch();  // the data go on past the bad step
     s.rolled_back_to = checkpointer_->rollback(&progress_);
-    if (sparsity_) sparsity_->write_working();  // as after a resume: masters and masks loaded
+    for (TrainExtension* e : extensions_) e->on_resume();  // as after a resume: masters and masks loaded
     scaler_->restore(progress_.scaler);
     return s;
   }

@@ -101,6 +101,9 @@ class Trainer {
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<PipelineRunner> pipeline_;
   std::unique_ptr<Sparsity> sparsity_;
+  // The features with state of their own (sparsity_, the DP path's top-k residuals): the step and the
+  // Checkpointer iterate them (extension.hpp). Not owned.
+  std::vector<TrainExtension*> extensions_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<StepGuard> guard_;  // the bad-step policy (train.nonfinite)

@@ -121,8 +121,9 @@ TopkCompression DataParallel::topk_compression() {
   c.topk.forced = choice.topk_transport == TopkTransport::SharedIndex ? compress::Transport::Shared
                                                                       : compress::Transport::AllGather;
   c.topk.values = working_dtype(choice.topk_values);  // the same mapping of a precision to a DType
-  // per rank; in checkpoints, resumed on the same layout only (Checkpointer::resume_residuals)
-  c.residual = static_cast<float*>(state_.add_buffer(Buffer::EfResidual, DType::F32).data);
+  // per rank; in checkpoints, resumed on the same layout only (topk_residuals.hpp)
+  residuals_ = std::make_unique<TopkResiduals>(state_);
+  c.residual = residuals_->data();
   return c;
 }
 
