@@ -7,8 +7,8 @@ namespace gt {
 
 template <class T>
 void ParamStore<T>::allocate(uint64_t seed) {
-  own_params_ = DeviceView<T>("params", layout_.size());
-  own_grads_ = DeviceView<G>("grads", layout_.size());  // Kokkos zero-initialises
+  own_params_ = DeviceView<T>("model_own_params", layout_.size());  // not a TrainState buffer: the model unbound
+  own_grads_ = DeviceView<G>("model_own_grads", layout_.size());  // Kokkos zero-initialises
   auto host = Kokkos::create_mirror_view(own_params_);
   if constexpr (is_half_v<T>) {  // drawn in fp32 (the master values), rounded once to the storage type
     std::vector<float> p(layout_.size());

@@ -11,48 +11,45 @@
 #include "src/train/kv_replicas.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/resume_requirements.hpp"
-#include "src/train/sparsity.hpp"
 
 namespace gt {
 
 namespace {
 constexpr int64_t kStateVersion = 1;
+}  // namespace
 
-// The hyperslab a rank reads and writes: its local slice, less the key/value rows of a replicated key/value head
-// on every replica but the last (src/train/kv_replicas.hpp).
 std::vector<int64_t> checkpoint_count(const TensorSpec& s) {
   std::vector<int64_t> c = s.local_shape();
   if (checkpoint_range(s).size() < s.size) c[size_t(s.sel_dim)] = s.sel_len;
   return c;
 }
 
-}  // namespace
-
 Checkpointer::Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
                            std::string data_description, int64_t global_batch, const ZeroPlan& zero,
-                           MirrorMode mirror)
+                           MirrorMode mirror, std::vector<TrainExtension*> extensions)
     : cfg_(cfg),
       grid_(grid),
       config_text_(config_text),
       state_(state),
       zero_(zero),
       mirror_(mirror),
+      extensions_(std::move(extensions)),
       data_description_(std::move(data_description)),
       global_batch_(global_batch),
       dir_(cfg.checkpoint_dir()) {}
 
 // Host mirrors (CPU builds: the buffers themselves) of the state buffers a checkpoint holds: the fp32 masters,
-// the moments and the 2:4 masks, each of the extent its buffer holds (the shard, under ZeRO).
+// the moments and the extensions' buffers, each of the extent its buffer holds (the shard, under ZeRO).
+// Keyed by the buffer: the master is master_id() (the working copy itself in an fp32 run without sparsity).
 struct Checkpointer::HostState {
-  std::map<std::string, HostMirror<float>> mirrors;
-  HostState(TrainState& s, MirrorMode mode) {
-    std::vector<std::string> names = {s.has_buffer("master") ? "master" : "params", "adam_m", "adam_v"};
-    if (s.has_buffer("sparse_mask")) names.push_back("sparse_mask");
-    if (s.has_buffer("ef_residual")) names.push_back("ef_residual");
-    for (const std::string& n : names)
-      mirrors.try_emplace(n == "params" ? "master" : n, s.data<float>(n), s.buffer(n).extent.size(), mode);
+  std::map<Buffer, HostMirror<float>> mirrors;
+  HostState(TrainState& s, MirrorMode mode, const std::vector<TrainExtension*>& extensions) {
+    std::vector<Buffer> ids = {s.master_id(), Buffer::AdamM, Buffer::AdamV};
+    for (const TrainExtension* e : extensions)
+      for (Buffer b : e->buffers()) ids.push_back(b);
+    for (Buffer id : ids) mirrors.try_emplace(id, s.data<float>(id), s.buffer(id).extent.size(), mode);
   }
-  float* operator[](const std::string& name) { return mirrors.at(name).data(); }
+  float* operator[](Buffer id) { return mirrors.at(id).data(); }
   void pull() {
     for (auto& [name, m] : mirrors) m.pull();
   }
@@ -63,20 +60,21 @@ struct Checkpointer::HostState {
 
 std::vector<TensorShard> Checkpointer::shards(HostState& h) {
   std::vector<TensorShard> out;
-  const std::pair<const char*, const char*> groups[] = {
-      {"params/", state_.has_buffer("master") ? "master" : "params"}, {"adam_m/", "adam_m"}, {"adam_v/", "adam_v"}};
+  // (the group on disk, the buffer saved in it): the master's group holds master_id()
+  const std::pair<Buffer, Buffer> groups[] = {
+      {Buffer::Master, state_.master_id()}, {Buffer::AdamM, Buffer::AdamM}, {Buffer::AdamV, Buffer::AdamV}};
   // Under ZeRO every DP rank writes (and reads) the elements of its shard, also of the buffers it holds in
   // full: the writers tile each tensor with no gather. Without, DP rank 0 writes everything (every rank reads it).
   const Range mine = zero_.sharded() ? zero_.shard : Range{0, state_.layout().size()};
-  for (const auto& [prefix, buffer] : groups) {
+  for (const auto& [group, buffer] : groups) {
     const Range extent = state_.buffer(buffer).extent;
-    float* base = h[buffer == std::string("params") ? "master" : buffer];  // host memory: holds `extent`
+    float* base = h[buffer];  // host memory: holds `extent`
     for (const TensorSpec& s : state_.layout().tensors()) {
       Range r = intersect(s, mine);  // inside `extent`: a sharded buffer holds the shard
       r.end = std::min(r.end, checkpoint_range(s).end);  // a replicated key/value head: the last replica's
       if (r.begin >= r.end) r = Range{s.offset, s.offset};  // no element of s in this shard
       TensorShard t;
-      t.name = std::string(prefix) + s.name;
+      t.name = disk_path(group, s.name);
       t.global_shape = s.global_shape;
       t.start = s.local_start();
       t.count = checkpoint_count(s);
@@ -89,35 +87,11 @@ std::vector<TensorShard> Checkpointer::shards(HostState& h) {
       out.push_back(std::move(t));
     }
   }
-  // 2:4 masks (sparsity.hpp) of the masked tensors only: ASP's fixed masks cannot be recomputed from the weights.
-  if (state_.has_buffer("sparse_mask"))
-    for (const TensorSpec& s : state_.layout().tensors()) {
-      if (!sparse_tensor(s)) continue;
-      TensorShard t;
-      t.name = "sparse_mask/" + s.name;
-      t.global_shape = s.global_shape;
-      t.start = s.local_start();
-      t.count = checkpoint_count(s);
-      t.data = h["sparse_mask"] + s.offset;
-      t.writer = grid_.dp_rank() == 0 && owner(s, grid_);
-      out.push_back(std::move(t));
-    }
   return out;
 }
 
-// Top-k's error-feedback residuals (compress.method = topk) are per rank, not a model tensor: one dataset of
-// [world size, the largest layout over ranks], row = world rank, each rank writing its own row. Collective.
-TensorShard Checkpointer::residual_shard(HostState& h) {
-  double n = double(state_.layout().size()), n_max = n;
-  grid_.world().allreduce(&n_max, 1, DType::F64, ReduceOp::Max);
-  TensorShard t;
-  t.name = "ef_residual";
-  t.global_shape = {grid_.world_size(), int64_t(n_max)};
-  t.start = {grid_.world_rank(), 0};
-  t.count = {1, int64_t(n)};
-  t.data = h["ef_residual"];
-  t.writer = true;
-  return t;
+ExtensionIo Checkpointer::extension_io(HostState& h) {
+  return ExtensionIo{grid_, state_, [&h](Buffer b) { return h[b]; }};
 }
 
 CheckpointMeta Checkpointer::meta(const TrainProgress& p) const {
@@ -156,13 +130,14 @@ void Checkpointer::save(const TrainProgress& p, const std::string& reason) {
   opt.dir = dir_;
   opt.keep = cfg_.checkpoint.keep;
   const double t0 = MPI_Wtime();
-  HostState h(state_, mirror_);
+  HostState h(state_, mirror_, extensions_);
   h.pull();
   std::vector<TensorShard> s = shards(h);
   CheckpointMeta m = meta(p);
-  if (state_.has_buffer("ef_residual")) {
-    s.push_back(residual_shard(h));
-    m.ints["ef_residual"] = 1;
+  ExtensionIo io = extension_io(h);
+  for (TrainExtension* e : extensions_) {  // in list order on every rank: datasets() may be collective
+    for (TensorShard& t : e->datasets(io)) s.push_back(std::move(t));
+    e->save_meta(m);
   }
   // HDF5's collective I/O makes MPI calls of its own, which the communicator's watchdog brackets do not see: a
   // rank hung in them (a failing disk that leaves the ranks on different paths of the library) is reported and
@@ -185,15 +160,19 @@ CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::ve
                                   const CheckpointRequirements& req, TrainProgress* p) {
   CheckpointMeta meta = read_checkpoint_meta(grid_.world_mpi(), path);
   check_checkpoint_meta(path, meta, req);  // the same text on every rank: they read the same file
-  load_checkpoint(grid_.world_mpi(), path, s, meta);
-  if (state_.has_buffer("ef_residual")) resume_residuals(path, meta, h);
+  ExtensionIo io = extension_io(h);
+  std::vector<TensorShard> all = s;  // the state's datasets, and those of each extension that restores from here
+  for (TrainExtension* e : extensions_)
+    if (e->restores_from(io, meta))
+      for (TensorShard& t : e->datasets(io)) all.push_back(std::move(t));
+  load_checkpoint(grid_.world_mpi(), path, all, meta);
   h.push();
   // replicated key/value heads: the last replica read them (kv_replicas.hpp)
-  copy_kv_from_last_replica(state_, {state_.has_buffer("master") ? "master" : "params", "adam_m", "adam_v", "sparse_mask"},
-                            grid_.tp());
+  copy_kv_from_last_replica(state_, {state_.master_id(), Buffer::AdamM, Buffer::AdamV}, grid_.tp());
+  for (TrainExtension* e : extensions_) e->after_load(io);
   // Each rank read its shard; the parameters it computes with are the whole layout (ZeRO 1 and 2). A separate
   // fp32 master (sparsity, lower precisions) is refreshed into the working copy by its owner's resume path.
-  if (!state_.has_buffer("master")) allgather_params(state_, zero_, grid_.dp());
+  if (!state_.has_buffer(Buffer::Master)) allgather_params(state_, zero_, grid_.dp());
   p->step = static_cast<int>(meta.ints.at("step"));  // present and in range: checked above
   p->samples_done = meta.ints.at("samples_done");
   if (meta.reals.count("loss")) p->loss = meta.reals["loss"];
@@ -209,7 +188,7 @@ CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::ve
 }
 
 int Checkpointer::rollback(TrainProgress* p) {
-  HostState h(state_, mirror_);
+  HostState h(state_, mirror_, extensions_);
   std::vector<TensorShard> s = shards(h);
   const CheckpointRequirements req = resume_requirements(cfg_);
   auto found = find_latest_checkpoint(grid_.world_mpi(), dir_, req);
@@ -228,7 +207,7 @@ int Checkpointer::rollback(TrainProgress* p) {
 bool Checkpointer::resume(TrainProgress* p) {
   std::string path = cfg_.checkpoint.resume;
   if (path == "none") return false;
-  HostState h(state_, mirror_);
+  HostState h(state_, mirror_, extensions_);
   std::vector<TensorShard> s = shards(h);
   // Any damage (a missing or reshaped tensor, bad counters, NaN) makes resume=auto fall back to an older one.
   // The same requirements and verification as `gridtrain inspect` (resume_requirements.hpp).
@@ -259,26 +238,6 @@ bool Checkpointer::resume(TrainProgress* p) {
     std::printf("gridtrain: resumed from %s at step %d (written on tp=%lld pp=%lld dp=%lld)\n", path.c_str(), p->step,
                 (long long)meta.ints["grid.tp"], (long long)meta.ints["grid.pp"], (long long)meta.ints["grid.dp"]);
   return true;
-}
-
-void Checkpointer::resume_residuals(const std::string& path, CheckpointMeta& meta, HostState& h) {
-  const GridShape& g = grid_.shape();
-  const bool has = meta.ints.count("ef_residual") > 0;
-  const bool same = meta.ints["grid.tp"] == g.tp && meta.ints["grid.pp"] == g.pp && meta.ints["grid.dp"] == g.dp;
-  if (has && same) {  // the same ranks hold the same residuals: the run continues bit for bit
-    std::vector<TensorShard> r = {residual_shard(h)};
-    load_checkpoint(grid_.world_mpi(), path, r, meta);
-    return;
-  }
-  // Another layout splits the gradient differently over ranks and buckets: the residuals (already zero) start
-  // afresh, as 1-bit Adam does when it resumes on another layout.
-  if (grid_.world_rank() == 0)
-    std::fprintf(stderr, "gridtrain: warning: %s; the error-feedback residuals start at zero, so the run is no "
-                 "longer the same as the uninterrupted one\n",
-                 has ? ("the checkpoint was written on tp=" + std::to_string(meta.ints["grid.tp"]) + " pp=" +
-                        std::to_string(meta.ints["grid.pp"]) + " dp=" + std::to_string(meta.ints["grid.dp"]) +
-                        " and residuals are per rank of that layout").c_str()
-                     : "the checkpoint holds no error-feedback residuals (written without compress.method = topk)");
 }
 
 }  // namespace gt

@@ -10,6 +10,7 @@
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/checkpoint.hpp"
+#include "src/train/extension.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/loss_scaler.hpp"
 #include "src/train/train_state.hpp"
@@ -30,7 +31,7 @@ class Checkpointer {
  public:
   Checkpointer(const Config& cfg, Grid& grid, const std::string& config_text, TrainState& state,
                std::string data_description, int64_t global_batch, const ZeroPlan& zero,
-               MirrorMode mirror = MirrorMode::Auto);
+               MirrorMode mirror = MirrorMode::Auto, std::vector<TrainExtension*> extensions = {});
 
   const std::string& dir() const { return dir_; }
   int last_saved_step() const { return last_saved_step_; }
@@ -51,8 +52,7 @@ class Checkpointer {
   // mirrors of the state's device buffers (of the shard a sharded buffer holds).
   struct HostState;
   std::vector<TensorShard> shards(HostState& h);
-  TensorShard residual_shard(HostState& h);
-  void resume_residuals(const std::string& path, CheckpointMeta& meta, HostState& h);
+  ExtensionIo extension_io(HostState& h);
   CheckpointMeta meta(const TrainProgress& p) const;
   CheckpointMeta load(const std::string& path, HostState& h, std::vector<TensorShard>& s,
                       const CheckpointRequirements& req, TrainProgress* p);
@@ -63,6 +63,7 @@ class Checkpointer {
   TrainState& state_;
   const ZeroPlan& zero_;  // sharded: each DP rank saves and loads its shard
   MirrorMode mirror_;
+  std::vector<TrainExtension*> extensions_;  // their buffers and datasets are saved and loaded with the state
   std::string data_description_;
   int64_t global_batch_;
   std::string dir_;

@@ -27,9 +27,9 @@ void copy_tail(float* buf, Range extent, const TensorSpec& s, int tp_size, Comm&
 }
 }  // namespace
 
-void copy_kv_from_last_replica(TrainState& state, const std::vector<std::string>& buffers, Comm& tp) {
+void copy_kv_from_last_replica(TrainState& state, const std::vector<Buffer>& buffers, Comm& tp) {
   DeviceView<float> slots;
-  for (const std::string& name : buffers) {
+  for (Buffer name : buffers) {
     if (!state.has_buffer(name)) continue;
     const Range extent = state.buffer(name).extent;
     for (const TensorSpec& s : state.layout().tensors())

@@ -17,6 +17,6 @@ Range checkpoint_range(const TensorSpec& s);
 
 // Collective over the TP group `tp`. For each fp32 buffer named, the key/value rows of every replicated tensor
 // (within the extent the buffer holds) from the last replica to the others.
-void copy_kv_from_last_replica(TrainState& state, const std::vector<std::string>& buffers, Comm& tp);
+void copy_kv_from_last_replica(TrainState& state, const std::vector<Buffer>& buffers, Comm& tp);
 
 }  // namespace gt

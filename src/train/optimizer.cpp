@@ -44,10 +44,10 @@ void Optimizer::step(int step, double lr, double norm, double loss_scale) {
   const float g_scale = static_cast<float>(clip_scale(norm / loss_scale, cfg_.grad_clip) / loss_scale);
   // Each buffer holds its extent of the flat elements (all, or the shard): element i is at i - extent.begin.
   float* p = state_.master();  // fp32 masters (sharded under ZeRO when they are a buffer of their own)
-  const size_t po = state_.buffer(state_.has_buffer("master") ? "master" : "params").extent.begin;
+  const size_t po = state_.buffer(state_.master_id()).extent.begin;
   const StateBuffer& gb = reduced_grads(state_);
   const float* g = static_cast<const float*>(gb.data);
-  const size_t go = gb.extent.begin, mo = state_.buffer("adam_m").extent.begin;
+  const size_t go = gb.extent.begin, mo = state_.buffer(Buffer::AdamM).extent.begin;
   // One AdamW kernel over every tensor's range in the shard, each with its weight decay: the same elementwise
   // arithmetic as one adamw_update per tensor, so the same bits.
   adamw_pieces(p, long(po), g, long(go), state_.adam_m(), state_.adam_v(), long(mo), adam_pieces_, float(lr),

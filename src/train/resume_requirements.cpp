@@ -50,11 +50,11 @@ CheckpointRequirements resume_requirements(const Config& cfg) {
   const ModelConfig& m = cfg.model;
   std::vector<CheckpointRequirements::Dataset> datasets;
   const std::vector<TensorSpec> specs = model_tensor_specs(m, StageLayout{0, 1, 0, m.n_layer}, 0, 1);
-  for (const char* group : {"params/", "adam_m/", "adam_v/"})
-    for (const TensorSpec& s : specs) datasets.push_back({group + s.name, s.global_shape});
+  for (Buffer group : {Buffer::Master, Buffer::AdamM, Buffer::AdamV})  // Master: the fp32 parameters of any run
+    for (const TensorSpec& s : specs) datasets.push_back({disk_path(group, s.name), s.global_shape});
   if (cfg.choices().sparsity != SparsityPattern::None)
     for (const TensorSpec& s : specs)
-      if (sparse_tensor(s)) datasets.push_back({"sparse_mask/" + s.name, s.global_shape});
+      if (sparse_tensor(s)) datasets.push_back({disk_path(Buffer::SparseMask, s.name), s.global_shape});
   return training_requirements(datasets, model_signature(m));
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "src/core/error.hpp"
+#include "src/train/kv_replicas.hpp"
 
 namespace gt {
 
@@ -42,13 +43,13 @@ Sparsity::Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState&
       throw Error("sparsity.pattern = \"2:4\": tensor " + s.name + " has " + std::to_string(s.local_shape().back()) +
                   " input columns on this rank, not whole groups of 4");
   const long n = long(state_.layout().size());
-  // The dense masters the optimizer updates; "params" becomes their masked working copy.
-  if (!state_.has_buffer("master")) {
-    state_.add_buffer("master", DType::F32);
-    Kokkos::deep_copy(DeviceView<float>(state_.master(), n), DeviceView<float>(state_.data<float>("params"), n));
+  // The dense masters the optimizer updates; Params becomes their masked working copy.
+  if (!state_.has_buffer(Buffer::Master)) {
+    state_.add_buffer(Buffer::Master, DType::F32);
+    Kokkos::deep_copy(DeviceView<float>(state_.master(), n), DeviceView<float>(state_.data<float>(Buffer::Params), n));
   }
-  state_.add_buffer("sparse_mask", DType::F32);
-  Kokkos::deep_copy(DeviceView<float>(state_.data<float>("sparse_mask"), n), 1.0f);
+  state_.add_buffer(Buffer::SparseMask, DType::F32);
+  Kokkos::deep_copy(DeviceView<float>(state_.data<float>(Buffer::SparseMask), n), 1.0f);
   if (recipe_ == SparsityRecipe::SRSTE || cfg_.asp_step == 0) compute_masks();
   if (pruned(0)) prune_masters();
   write_working();
@@ -56,7 +57,7 @@ Sparsity::Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState&
 
 void Sparsity::compute_masks() {
   const float* w = state_.master();
-  float* m = state_.data<float>("sparse_mask");
+  float* m = state_.data<float>(Buffer::SparseMask);
   for (const TensorSpec& s : state_.layout().tensors())
     if (sparse_tensor(s)) mask_2of4(w + s.offset, m + s.offset, long(s.size));
 }
@@ -72,13 +73,13 @@ void zero_where_masked(float* w, const float* m, long n) {
 }  // namespace
 
 void Sparsity::prune_masters() {
-  zero_where_masked(state_.master(), state_.data<float>("sparse_mask"), long(state_.layout().size()));
+  zero_where_masked(state_.master(), state_.data<float>(Buffer::SparseMask), long(state_.layout().size()));
 }
 
 void Sparsity::before_update(int updates_done, double loss_scale) {
   float* g = state_.grads();
   const float* w = state_.master();
-  const float* m = state_.data<float>("sparse_mask");
+  const float* m = state_.data<float>(Buffer::SparseMask);
   const long n = long(state_.layout().size());
   if (recipe_ == SparsityRecipe::SRSTE) {
     // The stored gradients carry the loss scale, which the optimizer divides out again.
@@ -101,10 +102,29 @@ void Sparsity::after_update(int updates) {
   write_working();
 }
 
+std::vector<TensorShard> Sparsity::datasets(ExtensionIo& io) {
+  std::vector<TensorShard> out;
+  float* masks = io.host(Buffer::SparseMask);  // the whole layout: the masks are never sharded
+  for (const TensorSpec& s : state_.layout().tensors()) {
+    if (!sparse_tensor(s)) continue;
+    TensorShard t;
+    t.name = disk_path(Buffer::SparseMask, s.name);
+    t.global_shape = s.global_shape;
+    t.start = s.local_start();
+    t.count = checkpoint_count(s);
+    t.data = masks + s.offset;
+    t.writer = io.grid.dp_rank() == 0 && owner(s, io.grid);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void Sparsity::after_load(ExtensionIo& io) { copy_kv_from_last_replica(state_, {Buffer::SparseMask}, io.grid.tp()); }
+
 void Sparsity::write_working() {
   const float* w = state_.master();
-  const float* m = state_.data<float>("sparse_mask");
-  float* p = state_.data<float>("params");
+  const float* m = state_.data<float>(Buffer::SparseMask);
+  float* p = state_.data<float>(Buffer::Params);
   // A select, not w * m: an inf master that is pruned gives 0, not NaN.
   Kokkos::parallel_for("sparsity_working", range(0, long(state_.layout().size())), KOKKOS_LAMBDA(long i) {
     p[i] = m[i] != 0.0f ? w[i] : 0.0f;

@@ -1,8 +1,8 @@
 #pragma once
 // 2:4 structured sparsity of the linear layers' weights (issue 11, docs/sparsity.md), kept at the TrainState
-// level so that the model code is untouched: the optimizer updates dense fp32 masters (buffer "master"), and
-// after every update the working parameters the model computes with ("params") become master where the mask
-// is 1 and 0 elsewhere. The mask is buffer "sparse_mask" (fp32 0/1; 1 outside the masked tensors), saved in
+// level so that the model code is untouched: the optimizer updates dense fp32 masters (buffer Master), and
+// after every update the working parameters the model computes with (Params) become master where the mask
+// is 1 and 0 elsewhere. The mask is buffer SparseMask (fp32 0/1; 1 outside the masked tensors), saved in
 // checkpoints in global shapes.
 //   SR-STE: mask = the 2 largest |master| of every group of 4, recomputed after every update (and at the start);
 //           the gradient of the masked weights reaches the dense masters unchanged (straight-through), plus the
@@ -14,6 +14,7 @@
 // along the input one; Config::validate makes every rank's input columns a multiple of 4, so the slices hold
 // whole groups and the masks are those of the unsplit tensor.
 #include "src/core/config.hpp"
+#include "src/train/extension.hpp"
 #include "src/train/train_state.hpp"
 
 namespace gt {
@@ -25,20 +26,28 @@ bool sparse_tensor(const TensorSpec& s);
 // ties go to the lower index, NaN counts as largest). Device memory.
 void mask_2of4(const float* w, float* mask, long n);
 
-class Sparsity {
+// A TrainExtension (extension.hpp): its buffer SparseMask, the masks of the masked tensors as checkpoint datasets.
+class Sparsity : public TrainExtension {
  public:
-  // Adds the "master" and "sparse_mask" buffers, computes the first masks (SR-STE, or ASP at asp_step 0) and
+  // Adds the Master and SparseMask buffers, computes the first masks (SR-STE, or ASP at asp_step 0) and
   // writes the working parameters. Throws when the state cannot carry masks (a working type other than fp32).
   Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState& state);
 
   // Before the optimizer update number `updates_done + 1`, on the stored gradients (scaled by loss_scale):
   // SR-STE adds loss_scale * lambda * (1 - mask) * master; pruned ASP zeroes the masked gradients.
-  void before_update(int updates_done, double loss_scale);
+  void before_update(int updates_done, double loss_scale) override;
   // After update number `updates` (1-based): new masks (SR-STE; ASP when updates == asp_step), pruned ASP
   // masters zeroed, the working parameters rewritten.
-  void after_update(int updates);
+  void after_update(int updates) override;
   // The working parameters from the masters and masks as they stand (after a checkpoint was loaded).
   void write_working();
+  void on_resume() override { write_working(); }
+
+  std::vector<Buffer> buffers() const override { return {Buffer::SparseMask}; }
+  // The masks of the masked tensors only: ASP's fixed masks cannot be recomputed from the weights.
+  std::vector<TensorShard> datasets(ExtensionIo& io) override;
+  // A replicated key/value head's mask rows from the last replica, as the state's (kv_replicas.hpp).
+  void after_load(ExtensionIo& io) override;
 
  private:
   void compute_masks();

@@ -9,7 +9,7 @@
 
 namespace gt {
 
-void scatter_global(TrainState& state, const std::string& buffer, const GlobalTensors& tensors, MirrorMode mode) {
+void scatter_global(TrainState& state, Buffer buffer, const GlobalTensors& tensors, MirrorMode mode) {
   std::map<std::string, const std::vector<float>*> by_name;
   for (const auto& [name, values] : tensors) by_name[name] = &values;
   StateBuffer& b = state.buffer(buffer);

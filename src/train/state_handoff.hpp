@@ -24,7 +24,7 @@ namespace gt {
 using GlobalTensors = std::vector<std::pair<std::string, std::vector<float>>>;  // name -> row-major global values
 
 struct StateHandoff {
-  GlobalTensors master, adam_m, adam_v;  // Trainer::gather's "master", "adam_m", "adam_v"
+  GlobalTensors master, adam_m, adam_v;  // Trainer::gather of the master (master_id), AdamM, AdamV
   TrainProgress progress;
   std::vector<StepStats> history;
   AdaptCarry adapt;
@@ -34,7 +34,7 @@ struct StateHandoff {
 // Writes into the fp32 buffer `buffer` of `state` (over the extent it holds: all of the layout, or a ZeRO shard)
 // each local element's value from the global tensors. Throws gt::Error when a tensor of the layout is missing or
 // has another global size (the handoff came from another model).
-void scatter_global(TrainState& state, const std::string& buffer, const GlobalTensors& tensors, MirrorMode mode);
+void scatter_global(TrainState& state, Buffer buffer, const GlobalTensors& tensors, MirrorMode mode);
 
 // The names of the tensors pipeline stage `stage` holds on `partition` (first block per stage) on TP rank tp_rank
 // of tp_size (stage_chunks, stage_tensor_specs).

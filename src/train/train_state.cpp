@@ -32,15 +32,15 @@ TrainState::TrainState(TensorLayout layout, Precision working, uint64_t seed)
 
 TrainState::TrainState(TensorLayout layout, Precision working, uint64_t seed, const StateExtents& e)
     : layout_(std::move(layout)), working_(working) {
-  add_buffer("params", working_dtype(working), MemSpace::Device, e.working);
-  if (working != Precision::FP32) add_buffer("master", DType::F32, MemSpace::Device, e.optimizer);
-  if (e.full_grads) add_buffer("grads", DType::F32);
-  add_buffer("adam_m", DType::F32, MemSpace::Device, e.optimizer);
-  add_buffer("adam_v", DType::F32, MemSpace::Device, e.optimizer);
+  add_buffer(Buffer::Params, working_dtype(working), MemSpace::Device, e.working);
+  if (working != Precision::FP32) add_buffer(Buffer::Master, DType::F32, MemSpace::Device, e.optimizer);
+  if (e.full_grads) add_buffer(Buffer::Grads, DType::F32);
+  add_buffer(Buffer::AdamM, DType::F32, MemSpace::Device, e.optimizer);
+  add_buffer(Buffer::AdamV, DType::F32, MemSpace::Device, e.optimizer);
   // The working copy straight from the initial values (rounded once, as refresh_params rounds the master's
   // identical values), so a full working copy never waits on a full master.
-  fill_initial(buffer("params"), seed);
-  if (has_buffer("master")) fill_initial(buffer("master"), seed);
+  fill_initial(buffer(Buffer::Params), seed);
+  if (has_buffer(Buffer::Master)) fill_initial(buffer(Buffer::Master), seed);
 }
 
 // The initial values of the buffer's elements in chunks of a small fp32 temporary (copied to the device, rounded
@@ -64,28 +64,28 @@ void TrainState::fill_initial(const StateBuffer& b, uint64_t seed) {
 
 void TrainState::refresh_params(Range r) {
   if (working_ == Precision::FP32 || r.size() == 0) return;
-  const StateBuffer& m = buffer("master");
+  const StateBuffer& m = buffer(Buffer::Master);
   const float* src = master() + (r.begin - m.extent.begin);
-  const size_t at = r.begin - buffer("params").extent.begin;  // ZeRO-3: the working copy is a shard too
-  if (working_ == Precision::BF16) convert(data<bf16_t>("params") + at, src, long(r.size()));
-  else convert(data<fp16_t>("params") + at, src, long(r.size()));
+  const size_t at = r.begin - buffer(Buffer::Params).extent.begin;  // ZeRO-3: the working copy is a shard too
+  if (working_ == Precision::BF16) convert(data<bf16_t>(Buffer::Params) + at, src, long(r.size()));
+  else convert(data<fp16_t>(Buffer::Params) + at, src, long(r.size()));
 }
 
 TrainState::~TrainState() = default;
 
-StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpace space) {
-  return add_buffer(name, dtype, space, Range{0, layout_.size()});
+StateBuffer& TrainState::add_buffer(Buffer id, DType dtype, MemSpace space) {
+  return add_buffer(id, dtype, space, Range{0, layout_.size()});
 }
 
-void TrainState::shard_buffer(const std::string& name, Range extent) {
-  const StateBuffer old = buffer(name);
+void TrainState::shard_buffer(Buffer id, Range extent) {
+  const StateBuffer old = buffer(id);
   if (extent.begin == old.extent.begin && extent.end == old.extent.end) return;  // allocated as a shard already
   if (extent.begin < old.extent.begin || extent.end > old.extent.end)
-    throw Error("train state: buffer '" + name + "' cannot be sharded to elements it does not hold");
-  std::unique_ptr<Storage> keep = std::move(storage_[name]);  // the old values stay alive for the copy
-  buffers_.erase(name);
-  storage_.erase(name);
-  StateBuffer& b = add_buffer(name, old.dtype, old.space, extent);
+    throw Error("train state: buffer '" + old.name + "' cannot be sharded to elements it does not hold");
+  std::unique_ptr<Storage> keep = std::move(storage_[id]);  // the old values stay alive for the copy
+  buffers_.erase(id);
+  storage_.erase(id);
+  StateBuffer& b = add_buffer(id, old.dtype, old.space, extent);
   const size_t skip = (extent.begin - old.extent.begin) * dtype_size(old.dtype);
   using Bytes = Kokkos::View<unsigned char*, mem_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   if (b.bytes > 0) {
@@ -97,12 +97,15 @@ void TrainState::shard_buffer(const std::string& name, Range extent) {
   }
 }
 
-StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpace space, Range extent) {
-  if (has_buffer(name)) throw Error("train state: duplicate buffer '" + name + "'");
+StateBuffer& TrainState::add_buffer(Buffer id, DType dtype, MemSpace space, Range extent) {
+  const std::string name = buffer_name(id);
+  if (has_buffer(id)) throw Error("train state: duplicate buffer '" + name + "'");
+  if (!dtype_allowed(id, dtype, working_)) throw Error("train state: buffer '" + name + "' cannot hold this element type");
   if (extent.begin > extent.end || extent.end > layout_.size())
     throw Error("train state: buffer '" + name + "' extent lies outside the layout");
   auto st = std::make_unique<Storage>();
   StateBuffer b;
+  b.id = id;
   b.name = name;
   b.dtype = dtype;
   b.space = space;
@@ -115,35 +118,35 @@ StateBuffer& TrainState::add_buffer(const std::string& name, DType dtype, MemSpa
     st->host = Kokkos::View<unsigned char*, host_space>("state_" + name, b.bytes);
     b.data = st->host.data();
   }
-  storage_[name] = std::move(st);
-  return buffers_[name] = b;
+  storage_[id] = std::move(st);
+  return buffers_[id] = b;
 }
 
-void TrainState::remove_buffer(const std::string& name) {
-  buffer(name);  // throws if there is none
-  buffers_.erase(name);
-  storage_.erase(name);
+void TrainState::remove_buffer(Buffer id) {
+  buffer(id);  // throws if there is none
+  buffers_.erase(id);
+  storage_.erase(id);
 }
 
-StateBuffer& TrainState::buffer(const std::string& name) {
-  auto it = buffers_.find(name);
-  if (it == buffers_.end()) throw Error("train state: no buffer '" + name + "'");
+StateBuffer& TrainState::buffer(Buffer id) {
+  auto it = buffers_.find(id);
+  if (it == buffers_.end()) throw Error(std::string("train state: no buffer '") + buffer_name(id) + "'");
   return it->second;
 }
 
 void TrainState::zero_grads() { Kokkos::deep_copy(DeviceView<float>(grads(), layout_.size()), 0.0f); }
 
-void TrainState::move_buffer_to(const std::string& name, void* memory) {
-  StateBuffer& b = buffer(name);
+void TrainState::move_buffer_to(Buffer id, void* memory) {
+  StateBuffer& b = buffer(id);
   DeviceView<unsigned char> external(static_cast<unsigned char*>(memory), b.bytes);  // unmanaged: the owner frees it
   Kokkos::deep_copy(external, DeviceView<unsigned char>(static_cast<unsigned char*>(b.data), b.bytes));
-  storage_[name] = std::make_unique<Storage>();
+  storage_[id] = std::make_unique<Storage>();
   b.data = memory;
 }
 
 size_t TrainState::bytes() const {
   size_t n = 0;
-  for (const auto& [name, b] : buffers_) n += b.bytes;
+  for (const auto& [id, b] : buffers_) n += b.bytes;
   return n;
 }
 

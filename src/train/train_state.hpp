@@ -1,10 +1,11 @@
 #pragma once
-// TrainState: every flat buffer a rank trains with, over one TensorLayout. The standard buffers:
-//   params   working parameters the model computes with (the run's working type: fp32, bf16 or fp16)
-//   master   fp32 parameters the optimizer updates (only when the working type is not fp32; else = params)
-//   grads    fp32 gradient accumulation buffer (micro-batches accumulate here, the DP all-reduce sums it; ZeRO-2/3
-//            reduce-scatter it into "grads_shard", or with staged gradients it does not exist: zero.hpp)
-//   adam_m, adam_v   AdamW moments, fp32
+// TrainState: every flat buffer a rank trains with, over one TensorLayout, each chosen by its typed id (the one
+// table of ids, names on disk, ledger parts and type rules: state_buffers.hpp). The standard buffers:
+//   Params   working parameters the model computes with (the run's working type: fp32, bf16 or fp16)
+//   Master   fp32 parameters the optimizer updates (only when the working type is not fp32; else = Params)
+//   Grads    fp32 gradient accumulation buffer (micro-batches accumulate here, the DP all-reduce sums it; ZeRO-2/3
+//            reduce-scatter it into GradsShard, or with staged gradients it does not exist: zero.hpp)
+//   AdamM, AdamV   AdamW moments, fp32
 // Later features add their own (masks, error-feedback residuals) with add_buffer(). Each buffer has its own
 // element type, memory space and extent: the layout's elements it holds, all of them or one DP shard (ZeRO),
 // at data[i - extent.begin], so a tensor or a DP shard (layout().shard_range) is the same element range of the
@@ -20,13 +21,15 @@
 #include "src/core/error.hpp"
 #include "src/grid/grid.hpp"
 #include "src/model/tensor_layout.hpp"
+#include "src/train/state_buffers.hpp"
 
 namespace gt {
 
 enum class MemSpace { Device, Host };  // Host: e.g. optimizer state offloaded to CPU memory on GPU builds
 
 struct StateBuffer {
-  std::string name;
+  Buffer id = Buffer::Params;
+  std::string name;  // buffer_name(id): labels and messages
   DType dtype = DType::F32;  // BF16/F16: a 16-bit working copy (bf16_t/fp16_t elements)
   MemSpace space = MemSpace::Device;
   void* data = nullptr;  // extent.size() elements of dtype
@@ -69,33 +72,36 @@ class TrainState {
   const TensorLayout& layout() const { return layout_; }
   Precision working() const { return working_; }
 
-  // A new zeroed buffer of layout().size() elements; names are unique.
-  StateBuffer& add_buffer(const std::string& name, DType dtype, MemSpace space = MemSpace::Device);
+  // A new zeroed buffer of layout().size() elements; one per id, of a type its rule allows (state_buffers.hpp).
+  StateBuffer& add_buffer(Buffer id, DType dtype, MemSpace space = MemSpace::Device);
   // A new zeroed buffer of only the elements `extent` (a DP shard: ZeRO).
-  StateBuffer& add_buffer(const std::string& name, DType dtype, MemSpace space, Range extent);
+  StateBuffer& add_buffer(Buffer id, DType dtype, MemSpace space, Range extent);
   // Replaces a buffer by one holding only `extent`, keeping the values there (ZeRO-1: the AdamW moments and
   // the fp32 master of this rank's shard).
-  void shard_buffer(const std::string& name, Range extent);
-  // Frees a buffer (ZeRO-2/3 staging its gradients: the full "grads" goes). Pointers to it are stale.
-  void remove_buffer(const std::string& name);
-  bool has_buffer(const std::string& name) const { return buffers_.count(name) > 0; }
-  StateBuffer& buffer(const std::string& name);
+  void shard_buffer(Buffer id, Range extent);
+  // Frees a buffer (ZeRO-2/3 staging its gradients: the full Grads goes). Pointers to it are stale.
+  void remove_buffer(Buffer id);
+  bool has_buffer(Buffer id) const { return buffers_.count(id) > 0; }
+  StateBuffer& buffer(Buffer id);
   // The buffer's elements as T*; throws if the buffer does not hold T.
-  template <class T> T* data(const std::string& name);
+  template <class T> T* data(Buffer id);
 
-  void* params() { return buffer("params").data; }
-  float* master() { return data<float>(has_buffer("master") ? "master" : "params"); }
-  float* grads() { return data<float>("grads"); }
-  float* adam_m() { return data<float>("adam_m"); }
-  float* adam_v() { return data<float>("adam_v"); }
+  // The buffer holding the fp32 parameters the optimizer updates (and checkpoints save): Master when there is
+  // one, else the working copy itself (fp32 without sparsity).
+  Buffer master_id() const { return has_buffer(Buffer::Master) ? Buffer::Master : Buffer::Params; }
+  void* params() { return buffer(Buffer::Params).data; }
+  float* master() { return data<float>(master_id()); }
+  float* grads() { return data<float>(Buffer::Grads); }
+  float* adam_m() { return data<float>(Buffer::AdamM); }
+  float* adam_v() { return data<float>(Buffer::AdamV); }
   void zero_grads();
   // The working copy from the master over the elements r (within the master's extent): round to nearest even
   // for a 16-bit working type; nothing to do in fp32 (the params are the master).
   void refresh_params(Range r);
-  // Moves a buffer into caller-owned memory of buffer(name).bytes, keeping its values: the DP communicator's
+  // Moves a buffer into caller-owned memory of buffer(id).bytes, keeping its values: the DP communicator's
   // registered region, where the shm all-reduce and ZeRO on one node need no copies (src/train/dp/zero_shm.hpp).
   // The memory must outlive the state; pointers to the buffer taken before are stale.
-  void move_buffer_to(const std::string& name, void* memory);
+  void move_buffer_to(Buffer id, void* memory);
   // Bytes of all buffers (the memory ledger).
   size_t bytes() const;
 
@@ -104,8 +110,8 @@ class TrainState {
   void fill_initial(const StateBuffer& b, uint64_t seed);
   TensorLayout layout_;
   Precision working_;
-  std::map<std::string, StateBuffer> buffers_;
-  std::map<std::string, std::unique_ptr<Storage>> storage_;
+  std::map<Buffer, StateBuffer> buffers_;
+  std::map<Buffer, std::unique_ptr<Storage>> storage_;
 };
 
 // The DType of a buffer element type, the 16-bit storage types included.
@@ -115,15 +121,11 @@ constexpr DType state_dtype() {
   else if constexpr (std::is_same_v<T, fp16_t>) return DType::F16;
   else return dtype_of<T>();
 }
-// The working type's DType (train.precision).
-constexpr DType working_dtype(Precision p) {
-  return p == Precision::BF16 ? DType::BF16 : p == Precision::FP16 ? DType::F16 : DType::F32;
-}
 
 template <class T>
-T* TrainState::data(const std::string& name) {
-  StateBuffer& b = buffer(name);
-  if (b.dtype != state_dtype<T>()) throw Error("train state: buffer '" + name + "' does not hold the requested type");
+T* TrainState::data(Buffer id) {
+  StateBuffer& b = buffer(id);
+  if (b.dtype != state_dtype<T>()) throw Error("train state: buffer '" + b.name + "' does not hold the requested type");
   return static_cast<T*>(b.data);
 }
 

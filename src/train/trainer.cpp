@@ -70,7 +70,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   TensorLayout layout(stage_tensor_specs(m, chunks, tp.rank, tp.size), g.dp);
   DataParallel::Plan dp_plan = DataParallel::plan(cfg_, g.pp, grid_.dp_rank(), g.dp, layout);
   state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, dp_plan.extents);
-  auto grads = [this] { return state_->has_buffer("grads") ? state_->grads() : nullptr; };
+  auto grads = [this] { return state_->has_buffer(Buffer::Grads) ? state_->grads() : nullptr; };
   model_ = make_stage_model(choice.precision, m, seed, cfg_.train.micro_batch_size, chunks, tp, ops, state_->layout(),
                             choice.recompute);
   model_->bind(state_->params(), grads());
@@ -87,13 +87,15 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                   "of sharded masters)");
     sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_);
   }
+  for (TrainExtension* e : {static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals()})
+    if (e) extensions_.push_back(e);
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   guard_ = std::make_unique<StepGuard>(cfg_.train, choice.nonfinite);
   progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
-                                                 loader_->global_batch(), zero, mirror_mode_);
+                                                 loader_->global_batch(), zero, mirror_mode_, extensions_);
   if (grid_.world_rank() == 0) print_memory_line();  // the ledger of rank 0 (pipeline stage 0, TP rank 0)
   if (grid_.world_rank() == 0) {
     make_dirs(cfg_.output.dir);
@@ -101,8 +103,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   grid_.world().barrier();
   if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them
-    if (sparsity_) sparsity_->write_working();
-    else if (state_->working() != Precision::FP32) dp_->refresh_working_copy();  // 16-bit: as after a step
+    for (TrainExtension* e : extensions_) e->on_resume();  // sparsity: the masked working copy
+    if (!sparsity_ && state_->working() != Precision::FP32) dp_->refresh_working_copy();  // 16-bit: as after a step
   }
   scaler_->restore(progress_.scaler);
 }
@@ -181,7 +183,7 @@ StepStats Trainer::train_step() {
   // Skipped steps do not count as updates: the learning rate and AdamW's bias correction follow the updates.
   const int updates = progress_.step - progress_.skipped;
   const double lr = learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
-  if (sparsity_) sparsity_->before_update(updates, loss_scale);  // part of the gradient: clipped with it
+  for (TrainExtension* e : extensions_) e->before_update(updates, loss_scale);  // sparsity: clipped with the gradient
   const double norm = optimizer_->grad_norm();  // the same value on every rank: every rank decides alike
   // An fp16 overflow is the loss scaler's (it backs the scale off and skips); anything else non-finite or out of
   // bounds is the bad-step policy's. Both read the norm every rank holds alike.
@@ -191,7 +193,7 @@ StepStats Trainer::train_step() {
   if (!skip) {
     optimizer_->step(updates + 1, lr, norm, loss_scale);
     dp_->after_update();  // ZeRO 1, 2: every updated shard to every rank; ZeRO 3: gathers dropped
-    if (sparsity_) sparsity_->after_update(updates + 1);  // new masks, the masked working copy
+    for (TrainExtension* e : extensions_) e->after_update(updates + 1);  // sparsity: new masks, the working copy
   }
   Kokkos::fence();
   const double t_end = MPI_Wtime();
@@ -214,7 +216,7 @@ StepStats Trainer::train_step() {
   if (act == BadStepAction::Rollback) {
     progress_.samples_done += loader_->global_batch();  // the data go on past the bad step
     s.rolled_back_to = checkpointer_->rollback(&progress_);
-    if (sparsity_) sparsity_->write_working();  // as after a resume: masters and masks loaded
+    for (TrainExtension* e : extensions_) e->on_resume();  // as after a resume: masters and masks loaded
     scaler_->restore(progress_.scaler);
     return s;
   }
@@ -366,14 +368,14 @@ int Trainer::run() {
   return kExitOk;
 }
 
-std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather("master"); }
+std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather(Buffer::Master); }
 
 std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partition) {
   auto h = std::make_unique<StateHandoff>();
   h->started = MPI_Wtime();
   const std::set<std::string> mine =
       tensors_of_stage(cfg_, grid_.shape().pp, grid_.pp_rank(), partition, grid_.tp_rank(), grid_.shape().tp);
-  for (auto [buffer, into] : {std::pair{"master", &h->master}, {"adam_m", &h->adam_m}, {"adam_v", &h->adam_v}}) {
+  for (auto [buffer, into] : {std::pair{Buffer::Master, &h->master}, {Buffer::AdamM, &h->adam_m}, {Buffer::AdamV, &h->adam_v}}) {
     *into = gather(buffer);
     keep_only(into, mine);  // before the next gather: only one buffer's whole model is held at a time
   }
@@ -386,11 +388,11 @@ std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partitio
 void Trainer::adopt(StateHandoff h) {
   // The fp32 state of this rank's elements from the global tensors; the working copy follows the master as
   // after a resume (rounded for 16-bit, the ZeRO shards gathered).
-  const bool master = state_->has_buffer("master");
-  scatter_global(*state_, master ? "master" : "params", h.master, mirror_mode_);
-  scatter_global(*state_, "adam_m", h.adam_m, mirror_mode_);
-  scatter_global(*state_, "adam_v", h.adam_v, mirror_mode_);
-  if (master) state_->refresh_params(state_->buffer("master").extent);
+  const bool master = state_->has_buffer(Buffer::Master);
+  scatter_global(*state_, state_->master_id(), h.master, mirror_mode_);
+  scatter_global(*state_, Buffer::AdamM, h.adam_m, mirror_mode_);
+  scatter_global(*state_, Buffer::AdamV, h.adam_v, mirror_mode_);
+  if (master) state_->refresh_params(state_->buffer(Buffer::Master).extent);
   dp_->after_update();  // as after a step: the shards to every rank (ZeRO 1, 2), no stale gathered unit (3)
   progress_ = h.progress;
   history_ = std::move(h.history);
@@ -405,13 +407,13 @@ void Trainer::adopt(StateHandoff h) {
   if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
 }
 
-std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(const std::string& buffer) {
+std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(Buffer buffer) {
   StageLayout whole{0, 1, 0, cfg_.model.n_layer};
   std::vector<std::pair<std::string, std::vector<float>>> out;
   const TensorLayout& layout = state_->layout();
   // The host reads the buffer through its mirror (CPU builds: the buffer itself, no copy); a ZeRO shard (the
   // fp32 master of a 16-bit run, the ZeRO-3 parameters) is all-gathered over DP first.
-  const std::string name = buffer == "master" && !state_->has_buffer("master") ? "params" : buffer;
+  const Buffer name = buffer == Buffer::Master ? state_->master_id() : buffer;
   const Range extent = state_->buffer(name).extent;
   HostMirror<float> mirror(state_->data<float>(name), extent.size(), mirror_mode_);
   mirror.pull();

@@ -63,9 +63,9 @@ class Trainer {
   const std::vector<StepStats>& history() const { return history_; }
   int step() const { return progress_.step; }
   const TrainProgress& progress() const { return progress_; }
-  // Like gather_params for any fp32 TrainState buffer ("master", "adam_m", "adam_v"; a ZeRO-sharded master
-  // or moments through the staging copies: collective over the world).
-  std::vector<std::pair<std::string, std::vector<float>>> gather(const std::string& buffer);
+  // Like gather_params for any fp32 TrainState buffer (Master: the master_id, AdamM, AdamV, ...; a ZeRO-sharded
+  // master or moments through the staging copies: collective over the world).
+  std::vector<std::pair<std::string, std::vector<float>>> gather(Buffer buffer);
   // Tests: called on every rank after each step (with the step number), before any checkpoint of that step.
   std::function<void(int)> after_step;
   // All parameters gathered in global shapes on every rank (name -> row-major values), for comparisons.
@@ -103,6 +103,9 @@ class Trainer {
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<PipelineRunner> pipeline_;
   std::unique_ptr<Sparsity> sparsity_;
+  // The features with state of their own (sparsity_, the DP path's top-k residuals): the step and the
+  // Checkpointer iterate them (extension.hpp). Not owned.
+  std::vector<TrainExtension*> extensions_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<StepGuard> guard_;  // the bad-step policy (train.nonfinite)

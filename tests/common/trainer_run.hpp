@@ -41,7 +41,7 @@ inline RunRecord run_and_record(MPI_Comm comm, const gt::Config& c, int expect_e
       r.val.push_back(s.val_loss);
       r.grad_norms.push_back(s.grad_norm);
     }
-    if (with_grads) r.grads = t.gather("grads");
+    if (with_grads) r.grads = t.gather(gt::Buffer::Grads);
     r.params = t.gather_params();
   });
   return r;

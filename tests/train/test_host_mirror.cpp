@@ -35,7 +35,7 @@ TrainResult train(const gt::Config& c, bool copy_mirrors) {
     r.rc = t.run();
     for (const auto& s : t.history()) r.losses.push_back(s.loss);
     r.params = t.gather_params();
-    r.adam_v = t.gather("adam_v");
+    r.adam_v = t.gather(gt::Buffer::AdamV);
   }
   unsetenv("GRIDTRAIN_TEST_HOST_MIRROR");
   return r;

@@ -90,7 +90,7 @@ RunResult train(gt::Config c) {
   gt::Grid grid(MPI_COMM_WORLD, c.parallel.tp, c.parallel.pp, c.parallel.dp, gt::AllreduceAlgo::Library);
   gt::Trainer t(c, grid, c.to_toml());
   EXPECT_EQ(t.run(), 0);
-  return RunResult{t.history(), t.progress(), t.gather_params(), t.gather("adam_m"), t.gather("adam_v")};
+  return RunResult{t.history(), t.progress(), t.gather_params(), t.gather(gt::Buffer::AdamM), t.gather(gt::Buffer::AdamV)};
 }
 
 TEST(LossScaler, OneRanksOverflowSkipsTheStepOnEveryRank) {

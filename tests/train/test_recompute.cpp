@@ -2,7 +2,7 @@
 // line): three steps with micro_batches = 4, so that under pp = 2 two micro-batches are in flight in 1F1B and
 // the buffers shared under recompute are refilled by another slot's and another block's forward between a
 // block's forward and its backward. Selective and full rerun the same kernels on the same inputs in the same
-// order (the TP all-reduces included), so the losses, the last step's gradients (the fp32 "grads" buffer) and
+// order (the TP all-reduces included), so the losses, the last step's gradients (the fp32 Grads buffer) and
 // the parameters must equal none's bit for bit: no tolerance. A recompute that read a stale shared buffer (the
 // probabilities of another block, a ln statistic of another slot) changes the gradients and fails here.
 #include <gtest/gtest.h>

@@ -72,7 +72,7 @@ bool all_ok() {
 
 // The invariants of one step, on the gathered global tensors. `fixed`: the mask every step must equal (ASP).
 void check_step(gt::Trainer& t, int step, bool expect_sparse, const Tensors* fixed = nullptr) {
-  const Tensors p = as_map(t.gather("params")), w = as_map(t.gather_params()), m = as_map(t.gather("sparse_mask"));
+  const Tensors p = as_map(t.gather(gt::Buffer::Params)), w = as_map(t.gather_params()), m = as_map(t.gather(gt::Buffer::SparseMask));
   size_t dense_groups = 0;  // groups of the masters with fewer than 2 zeros
   for (const auto& [name, pv] : p) {
     const std::vector<float>& wv = w.at(name);
@@ -123,7 +123,7 @@ Result run(const gt::Config& c, int expect_rc = 0) {
   Result r;
   for (const auto& s : t.history()) r.losses.push_back(s.loss);
   r.masters = as_map(t.gather_params());
-  r.masks = as_map(t.gather("sparse_mask"));
+  r.masks = as_map(t.gather(gt::Buffer::SparseMask));
   return r;
 }
 }  // namespace
@@ -165,10 +165,10 @@ TEST(Sparsity, AspDenseThenFixedMask) {
   t.after_step = [&](int step) {
     if (step < c.sparsity.asp_step) return check_step(t, step, false);
     if (step == c.sparsity.asp_step) {
-      fixed = as_map(t.gather("sparse_mask"));
+      fixed = as_map(t.gather(gt::Buffer::SparseMask));
       for (auto& [name, m] : fixed)
         if (is_sparse(name)) {
-          EXPECT_EQ(m, naive_mask(as_map(t.gather("params")).at(name))) << name;
+          EXPECT_EQ(m, naive_mask(as_map(t.gather(gt::Buffer::Params)).at(name))) << name;
         }
     }
     check_step(t, step, true, &fixed);
@@ -194,7 +194,7 @@ TEST(Sparsity, MaskedForwardEqualsDenseProductOfMaskedWeights) {
   gt::TrainState& to = dense.state();
   ASSERT_EQ(from.layout().size(), to.layout().size());
   // through host mirrors: the state lives in device memory on a GPU build
-  gt::HostMirror<float> src(from.master(), from.layout().size()), dst(to.data<float>("params"), to.layout().size());
+  gt::HostMirror<float> src(from.master(), from.layout().size()), dst(to.data<float>(gt::Buffer::Params), to.layout().size());
   src.pull();
   dst.pull();
   for (const gt::TensorSpec& s : from.layout().tensors()) {

@@ -53,9 +53,9 @@ Result run(MPI_Comm comm, const gt::Config& c) {
       r.norms.push_back(s.grad_norm);
     }
     r.params = t.gather_params();
-    r.full_grads = t.state().has_buffer("grads");
+    r.full_grads = t.state().has_buffer(gt::Buffer::Grads);
     r.shm = t.zero_in_shared_memory();
-    r.tied_staging = t.state().has_buffer("grads_tied") ? t.state().buffer("grads_tied").bytes : 0;
+    r.tied_staging = t.state().has_buffer(gt::Buffer::GradsTied) ? t.state().buffer(gt::Buffer::GradsTied).bytes : 0;
   });
   return r;
 }

@@ -42,22 +42,22 @@ TEST(ZeroLedger, AllocationsFollowThePaper) {
       const size_t nd = stage > 0 ? size_t(dp) : 1;  // dp = 1: every stage is stage 0
       // The paper: stage 1 = 4 psi + 4 psi + 8 psi / Nd, stage 2 = 4 psi + (4 + 8) psi / Nd; this project
       // keeps the full fp32 accumulation buffer at stage 2 as well (micro-batches accumulate into it).
-      EXPECT_EQ(st.buffer("adam_m").bytes, 4 * psi / nd) << "dp " << dp << " stage " << stage;
-      EXPECT_EQ(st.buffer("adam_v").bytes, 4 * psi / nd);
-      EXPECT_EQ(st.buffer("params").bytes, wb * psi);
+      EXPECT_EQ(st.buffer(gt::Buffer::AdamM).bytes, 4 * psi / nd) << "dp " << dp << " stage " << stage;
+      EXPECT_EQ(st.buffer(gt::Buffer::AdamV).bytes, 4 * psi / nd);
+      EXPECT_EQ(st.buffer(gt::Buffer::Params).bytes, wb * psi);
       // a 16-bit run keeps the fp32 master, sharded like the moments, with the initial values of its shard
-      EXPECT_EQ(st.has_buffer("master"), wb != 4);
-      if (st.has_buffer("master")) {
-        EXPECT_EQ(st.buffer("master").bytes, 4 * psi / nd);
+      EXPECT_EQ(st.has_buffer(gt::Buffer::Master), wb != 4);
+      if (st.has_buffer(gt::Buffer::Master)) {
+        EXPECT_EQ(st.buffer(gt::Buffer::Master).bytes, 4 * psi / nd);
         std::vector<float> init(psi);
         gt::initial_params(st.layout(), 7, init.data());
-        const gt::Range e = st.buffer("master").extent;
+        const gt::Range e = st.buffer(gt::Buffer::Master).extent;
         EXPECT_EQ(std::memcmp(st.master(), init.data() + e.begin, e.size() * sizeof(float)), 0);
       }
-      EXPECT_EQ(st.buffer("grads").bytes, 4 * psi);
-      EXPECT_EQ(st.has_buffer("grads_shard"), stage == 2 && dp > 1);
-      if (st.has_buffer("grads_shard")) {
-        EXPECT_EQ(st.buffer("grads_shard").bytes, 4 * psi / dp);
+      EXPECT_EQ(st.buffer(gt::Buffer::Grads).bytes, 4 * psi);
+      EXPECT_EQ(st.has_buffer(gt::Buffer::GradsShard), stage == 2 && dp > 1);
+      if (st.has_buffer(gt::Buffer::GradsShard)) {
+        EXPECT_EQ(st.buffer(gt::Buffer::GradsShard).bytes, 4 * psi / dp);
       }
       // The ledger's arithmetic equals what was allocated, and its total equals the buffers' sum.
       const gt::StateLedger pred = gt::predicted_state_bytes(psi, dp, plan.stage, wb);
@@ -67,8 +67,8 @@ TEST(ZeroLedger, AllocationsFollowThePaper) {
       EXPECT_EQ(pred.optimizer, have.optimizer);
       EXPECT_EQ(have.total(), st.bytes());
       // The sharded part falls as 1/dp: the last rank's shard is the padded layout's last 1/dp.
-      EXPECT_EQ(st.buffer("adam_m").extent.end, psi);
-      EXPECT_EQ(st.buffer("adam_m").extent.begin, plan.sharded() ? psi - psi / dp : 0);
+      EXPECT_EQ(st.buffer(gt::Buffer::AdamM).extent.end, psi);
+      EXPECT_EQ(st.buffer(gt::Buffer::AdamM).extent.begin, plan.sharded() ? psi - psi / dp : 0);
     }
   }
 }
@@ -139,15 +139,15 @@ void check_stage_three(gt::Precision prec) {
     std::sort(sizes.rbegin(), sizes.rend());
     ASSERT_GE(sizes.size(), 2u);
     EXPECT_EQ(gather.buffer_elems(), sizes[0] + sizes[1]);
-    EXPECT_EQ(st.buffer("params").bytes, wb * psi / dp) << "dp " << dp;
-    EXPECT_EQ(st.buffer("gather0").bytes, wb * sizes[0]);
-    EXPECT_EQ(st.buffer("gather1").bytes, wb * sizes[1]);
-    EXPECT_EQ(st.has_buffer("master"), wb != 4);
-    if (st.has_buffer("master")) {
-      EXPECT_EQ(st.buffer("master").bytes, 4 * psi / dp);
+    EXPECT_EQ(st.buffer(gt::Buffer::Params).bytes, wb * psi / dp) << "dp " << dp;
+    EXPECT_EQ(st.buffer(gt::Buffer::Gather0).bytes, wb * sizes[0]);
+    EXPECT_EQ(st.buffer(gt::Buffer::Gather1).bytes, wb * sizes[1]);
+    EXPECT_EQ(st.has_buffer(gt::Buffer::Master), wb != 4);
+    if (st.has_buffer(gt::Buffer::Master)) {
+      EXPECT_EQ(st.buffer(gt::Buffer::Master).bytes, 4 * psi / dp);
     }
-    EXPECT_EQ(st.buffer("grads_shard").bytes, 4 * psi / dp);
-    EXPECT_EQ(st.buffer("adam_m").bytes, 4 * psi / dp);
+    EXPECT_EQ(st.buffer(gt::Buffer::GradsShard).bytes, 4 * psi / dp);
+    EXPECT_EQ(st.buffer(gt::Buffer::AdamM).bytes, 4 * psi / dp);
     const gt::StateLedger pred = gt::predicted_state_bytes(psi, dp, 3, wb, gather.buffer_elems());
     const gt::StateLedger have = gt::allocated_state_bytes(st);
     EXPECT_EQ(pred.params, have.params);
@@ -193,7 +193,7 @@ TEST(ZeroLedger, StagedGradientsReplaceTheFullBuffer) {
     gt::GPT<float> model(m, 7, 1, whole, gt::TensorParallel{}, 1, &st.layout());
     model.bind(st.params(), st.grads());
     gt::ZeroGradStaging staging(st, plan, model);
-    EXPECT_FALSE(st.has_buffer("grads")) << "stage " << stage << " dp " << dp;
+    EXPECT_FALSE(st.has_buffer(gt::Buffer::Grads)) << "stage " << stage << " dp " << dp;
     std::map<int, std::pair<size_t, size_t>> span;  // per unit: first offset, last end (one run per unit here)
     for (const gt::TensorSpec& t : st.layout().tensors()) {
       auto [it, fresh] = span.try_emplace(t.unit, t.offset, t.offset + t.size);
@@ -238,11 +238,12 @@ TEST(ZeroLedger, ShardsAllocatedDirectlyEqualShardedAfter) {
     gt::apply_zero_plan(after, plan);
     gt::TrainState direct(layout, prec, 7, gt::state_extents(plan, layout.size(), false));
     gt::apply_zero_plan(direct, plan);  // adds the reduced-gradient shard; the rest is sharded already
-    for (const char* name : {"params", "master", "grads", "grads_shard", "adam_m", "adam_v"}) {
-      ASSERT_EQ(after.has_buffer(name), direct.has_buffer(name)) << name;
-      if (!after.has_buffer(name)) continue;
-      const gt::StateBuffer& a = after.buffer(name);
-      const gt::StateBuffer& d = direct.buffer(name);
+    for (const gt::BufferInfo& info : gt::buffer_table()) {  // every buffer there is
+      const char* name = info.name;
+      ASSERT_EQ(after.has_buffer(info.id), direct.has_buffer(info.id)) << name;
+      if (!after.has_buffer(info.id)) continue;
+      const gt::StateBuffer& a = after.buffer(info.id);
+      const gt::StateBuffer& d = direct.buffer(info.id);
       EXPECT_EQ(a.extent.begin, d.extent.begin) << name << " stage " << stage << " dp " << dp;
       ASSERT_EQ(a.bytes, d.bytes) << name;
       EXPECT_EQ(std::memcmp(a.data, d.data, a.bytes), 0) << name << " stage " << stage << " dp " << dp;

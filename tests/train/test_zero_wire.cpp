@@ -48,9 +48,9 @@ Result run(const gt::Config& c) {
       r.wire_bytes.push_back(s.wire_bytes);
     }
     r.params = t.gather_params();
-    r.full_grads = t.state().has_buffer("grads");
-    r.wire_shard = t.state().has_buffer("grad_wire_shard");
-    r.wire_staging = t.state().has_buffer("grad_wire_stage0");
+    r.full_grads = t.state().has_buffer(gt::Buffer::Grads);
+    r.wire_shard = t.state().has_buffer(gt::Buffer::GradWireShard);
+    r.wire_staging = t.state().has_buffer(gt::Buffer::GradWireStage0);
   });
   return r;
 }

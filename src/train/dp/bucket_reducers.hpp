@@ -3,7 +3,7 @@
 // bucket goes out, the reducer how). The strategies:
 //   DenseAllreduce          fp32 all-reduce in place
 //   HalfWireAllreduce       rounded to bf16/fp16 into a staging copy, all-reduced in that type, widened back
-//   BucketReduceScatter     ZeRO-2/3: fp32 reduce-scatter of the bucket into this rank's shard ("grads_shard")
+//   BucketReduceScatter     ZeRO-2/3: fp32 reduce-scatter of the bucket into this rank's shard (GradsShard)
 //   HalfWireReduceScatter   ZeRO-2/3: rounded to bf16/fp16, reduce-scattered in that type into a 16-bit shard,
 //                           widened into the fp32 shard once every bucket arrived
 //   TopkAllreduce           error feedback + top-k (src/train/compress), its collectives in flight until finish

@@ -43,14 +43,14 @@ DataParallel::~DataParallel() = default;
 // moves and the MPI path runs.
 void DataParallel::build_shared_memory(const std::map<int, ZeroUnit>& units) {
   const int stage = plan_.zero.stage;
-  std::vector<std::string> moved;
-  if (stage <= 1) moved.push_back("grads");
-  if (stage == 1 || stage == 2 || (stage == 3 && staging_)) moved.push_back("params");
+  std::vector<Buffer> moved;
+  if (stage <= 1) moved.push_back(Buffer::Grads);
+  if (stage == 1 || stage == 2 || (stage == 3 && staging_)) moved.push_back(Buffer::Params);
   if (staging_)
-    for (const std::string& b : ZeroGradStaging::buffer_names()) moved.push_back(b);
+    for (Buffer b : ZeroGradStaging::buffers()) moved.push_back(b);
   shm_ = ZeroShm::create(comm_, state_, moved, units.begin()->first, units.rbegin()->first);
   if (shm_) {
-    model_.bind(state_.params(), state_.has_buffer("grads") ? state_.grads() : nullptr);
+    model_.bind(state_.params(), state_.has_buffer(Buffer::Grads) ? state_.grads() : nullptr);
     if (staging_) staging_->attach(shm_.get());
   }
 }
@@ -59,7 +59,7 @@ void DataParallel::build_shared_memory(const std::map<int, ZeroUnit>& units) {
 // chunked wte, the model reads and writes wte chunk by chunk.
 void DataParallel::build_gathers(size_t chunk_rows) {
   if (plan_.zero.stage >= 3) {
-    model_.bind(state_.params(), state_.has_buffer("grads") ? state_.grads() : nullptr);
+    model_.bind(state_.params(), state_.has_buffer(Buffer::Grads) ? state_.grads() : nullptr);
     gather_ = std::make_unique<ZeroGather>(state_, plan_.zero, comm_, model_, chunk_rows);
     if (shm_ && staging_) gather_->attach(shm_.get());
     model_.set_param_hook([this](int a, int b) { gather_->need(a, b); });
@@ -89,17 +89,17 @@ std::unique_ptr<BucketReducer> DataParallel::make_reducer() {
   const ConfigChoices choice = cfg_.choices();
   const DType wire = grad_wire_dtype(choice.compress, choice.grad_reduce_dtype);
   const bool scatter = plan_.zero.stage >= 2;
-  const ShardTarget shard{&state_.layout(), plan_.zero.shard, scatter ? state_.data<float>("grads_shard") : nullptr};
-  auto wire_buffer = [&](const char* name, Range extent) {
-    return static_cast<uint16_t*>(state_.add_buffer(name, wire, MemSpace::Device, extent).data);
+  const ShardTarget shard{&state_.layout(), plan_.zero.shard, scatter ? state_.data<float>(Buffer::GradsShard) : nullptr};
+  auto wire_buffer = [&](Buffer id, Range extent) {
+    return static_cast<uint16_t*>(state_.add_buffer(id, wire, MemSpace::Device, extent).data);
   };
   if (wire != DType::F32) {  // the dense 16-bit reduction (config.cpp refuses it with top-k)
     // Staged gradients never launch a bucket (ZeroGradStaging reduces them, in the same type): the buckets only
     // report the wire bytes of the same reduce-scatters, and get no buffers.
     if (staging_) return make_half_wire_reduce_scatter(wire, nullptr, nullptr, shard);
-    uint16_t* staging = wire_buffer("grad_wire", Range{0, state_.layout().size()});
+    uint16_t* staging = wire_buffer(Buffer::GradWire, Range{0, state_.layout().size()});
     if (!scatter) return make_half_wire_allreduce(wire, staging);
-    return make_half_wire_reduce_scatter(wire, staging, wire_buffer("grad_wire_shard", plan_.zero.shard), shard);
+    return make_half_wire_reduce_scatter(wire, staging, wire_buffer(Buffer::GradWireShard, plan_.zero.shard), shard);
   }
   if (choice.compress == CompressMethod::TopK) {  // on GPU builds by device kernels (compress/topk_device.hpp)
     if (scatter)
@@ -121,8 +121,9 @@ TopkCompression DataParallel::topk_compression() {
   c.topk.forced = choice.topk_transport == TopkTransport::SharedIndex ? compress::Transport::Shared
                                                                       : compress::Transport::AllGather;
   c.topk.values = working_dtype(choice.topk_values);  // the same mapping of a precision to a DType
-  // per rank; in checkpoints, resumed on the same layout only (Checkpointer::resume_residuals)
-  c.residual = state_.data<float>(state_.add_buffer("ef_residual", DType::F32).name);
+  // per rank; in checkpoints, resumed on the same layout only (topk_residuals.hpp)
+  residuals_ = std::make_unique<TopkResiduals>(state_);
+  c.residual = residuals_->data();
   return c;
 }
 
@@ -178,7 +179,7 @@ std::string DataParallel::describe() const {
 StateLedger DataParallel::predicted_ledger() const {
   const ZeroPlan& z = plan_.zero;
   return predicted_state_bytes(state_.layout().size(), z.dp_size, z.stage,
-                               dtype_size(state_.buffer("params").dtype), gather_ ? gather_->buffer_elems() : 0,
+                               dtype_size(state_.buffer(Buffer::Params).dtype), gather_ ? gather_->buffer_elems() : 0,
                                staging_ ? staging_->elems() : 0);
 }
 

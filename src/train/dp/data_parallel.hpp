@@ -17,6 +17,7 @@
 #include "src/grid/grid.hpp"
 #include "src/model/stage_model.hpp"
 #include "src/train/dp/grad_buckets.hpp"
+#include "src/train/dp/topk_residuals.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/dp/zero.hpp"
 #include "src/train/dp/zero_gather.hpp"
@@ -67,6 +68,8 @@ class DataParallel {
   std::string describe() const;
   // The memory ledger this plan predicts for the state (zero.hpp's predicted_state_bytes).
   StateLedger predicted_ledger() const;
+  // Top-k's error-feedback residuals (compress.method = topk), saved and resumed as an extension; else null.
+  TrainExtension* residuals() { return residuals_.get(); }
 
  private:
   void build_shared_memory(const std::map<int, ZeroUnit>& units);
@@ -84,6 +87,7 @@ class DataParallel {
   std::unique_ptr<ZeroGather> gather_;
   std::unique_ptr<ZeroGradStaging> staging_;
   std::unique_ptr<GradBuckets> buckets_;
+  std::unique_ptr<TopkResiduals> residuals_;
 };
 
 }  // namespace gt

@@ -113,15 +113,15 @@ StateExtents state_extents(const ZeroPlan& plan, size_t layout_size, bool staged
 
 void apply_zero_plan(TrainState& state, const ZeroPlan& plan) {
   if (!plan.sharded()) return;
-  state.shard_buffer("adam_m", plan.shard);
-  state.shard_buffer("adam_v", plan.shard);
-  if (state.has_buffer("master")) state.shard_buffer("master", plan.shard);
-  if (plan.stage >= 2) state.add_buffer("grads_shard", DType::F32, MemSpace::Device, plan.shard);
-  if (plan.stage >= 3) state.shard_buffer("params", plan.shard);  // gathered per unit (zero_gather.hpp)
+  state.shard_buffer(Buffer::AdamM, plan.shard);
+  state.shard_buffer(Buffer::AdamV, plan.shard);
+  if (state.has_buffer(Buffer::Master)) state.shard_buffer(Buffer::Master, plan.shard);
+  if (plan.stage >= 2) state.add_buffer(Buffer::GradsShard, DType::F32, MemSpace::Device, plan.shard);
+  if (plan.stage >= 3) state.shard_buffer(Buffer::Params, plan.shard);  // gathered per unit (zero_gather.hpp)
 }
 
 StateBuffer& reduced_grads(TrainState& state) {
-  return state.buffer(state.has_buffer("grads_shard") ? "grads_shard" : "grads");
+  return state.buffer(state.has_buffer(Buffer::GradsShard) ? Buffer::GradsShard : Buffer::Grads);
 }
 
 void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp, ZeroShm* shm) {
@@ -129,10 +129,10 @@ void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp, ZeroShm
   const size_t n = plan.shard.size();  // equal shards: the padded layout divides by dp
   // A 16-bit working copy: the optimizer rounded this rank's shard from its master shard before
   // (TrainState::refresh_params); the gather moves elements and rounds nothing.
-  const StateBuffer& b = state.buffer("params");
+  const StateBuffer& b = state.buffer(Buffer::Params);
   unsigned char* p = static_cast<unsigned char*>(b.data);
   if (shm) {
-    shm->allgather_shards("params", p, dtype_size(b.dtype), state.layout());
+    shm->allgather_shards(Buffer::Params, p, dtype_size(b.dtype), state.layout());
     return;
   }
   dp.allgather(p + plan.shard.begin * dtype_size(b.dtype), p, n, b.dtype);
@@ -154,13 +154,11 @@ StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_
 
 StateLedger allocated_state_bytes(const TrainState& state) {
   StateLedger l;
-  for (const char* name : {"params", "master", "gather0", "gather1", "grads", "grads_tied", "grads_stage0",
-                           "grads_stage1", "grads_shard", "adam_m", "adam_v"}) {
-    if (!state.has_buffer(name)) continue;
-    const size_t b = const_cast<TrainState&>(state).buffer(name).bytes;
-    const std::string n(name);
-    if (n == "params" || n == "master" || n.rfind("gather", 0) == 0) l.params += b;
-    else if (n.rfind("grads", 0) == 0) l.grads += b;
+  for (const BufferInfo& info : buffer_table()) {  // the parts are the table's (state_buffers.hpp)
+    if (info.ledger == LedgerPart::None || !state.has_buffer(info.id)) continue;
+    const size_t b = const_cast<TrainState&>(state).buffer(info.id).bytes;
+    if (info.ledger == LedgerPart::Params) l.params += b;
+    else if (info.ledger == LedgerPart::Grads) l.grads += b;
     else l.optimizer += b;
   }
   return l;

@@ -4,10 +4,10 @@
 // of that shard only:
 //   stage 1  AdamW moments of the shard; gradients all-reduced as at stage 0; each rank updates its shard of
 //            the parameters, which are then all-gathered.
-//   stage 2  as 1, and the gradients are reduce-scattered into a shard-sized buffer ("grads_shard") during
+//   stage 2  as 1, and the gradients are reduce-scattered into a shard-sized buffer (GradsShard) during
 //            backward; no rank holds the full reduced gradient. With one micro-batch and one pipeline stage
 //            each unit's gradients are staged and reduce-scattered unit by unit (zero_grads.hpp); otherwise
-//            the full fp32 buffer "grads" stays (micro-batches accumulate into it) and goes out in buckets.
+//            the full fp32 buffer Grads stays (micro-batches accumulate into it) and goes out in buckets.
 //   stage 3  as 2, and the parameters are sharded too: each unit's are all-gathered just before a computation
 //            reads them (src/train/dp/zero_gather.hpp); the optimizer updates the shard in place, no gather after.
 // With dp = 1 every stage is stage 0 (nothing to shard).
@@ -70,11 +70,11 @@ RequestPtr ireduce_scatter_range(Comm& dp, const TensorLayout& layout, Range sha
 StateExtents state_extents(const ZeroPlan& plan, size_t layout_size, bool staged_grads);
 
 // Shards the TrainState for the plan: moments to the shard (stage >= 1), a shard-sized reduced-gradient
-// buffer "grads_shard" (stage >= 2), the parameters to the shard keeping their values (stage 3). Stage 0:
+// buffer GradsShard (stage >= 2), the parameters to the shard keeping their values (stage 3). Stage 0:
 // nothing changes.
 void apply_zero_plan(TrainState& state, const ZeroPlan& plan);
 
-// The buffer holding the DP-reduced gradients the optimizer reads: "grads_shard" at stage 2, else "grads".
+// The buffer holding the DP-reduced gradients the optimizer reads: GradsShard at stage 2, else Grads.
 StateBuffer& reduced_grads(TrainState& state);
 
 // After the sharded step: every rank's shard of the parameters to every rank (in place). Collective over dp.

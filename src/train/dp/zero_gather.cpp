@@ -6,7 +6,7 @@
 namespace gt {
 
 ZeroGather::ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model, size_t chunk_rows)
-    : state_(state), plan_(plan), dp_(dp), model_(model), dtype_(state.buffer("params").dtype),
+    : state_(state), plan_(plan), dp_(dp), model_(model), dtype_(state.buffer(Buffer::Params).dtype),
       elem_(dtype_size(dtype_)), units_(zero_units(state.layout(), chunk_rows)) {
   std::vector<size_t> sizes;
   for (const auto& [id, u] : units_) sizes.push_back(u.elems);
@@ -16,9 +16,9 @@ ZeroGather::ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageM
   // nothing readable until gathered
   for (size_t k = 0; k < state.layout().tensors().size(); ++k) model.redirect_param(k, nullptr);
   for (int i = 0; i < 2; ++i) {
-    const std::string name = "gather" + std::to_string(i);
+    const Buffer id = i == 0 ? Buffer::Gather0 : Buffer::Gather1;
     slots_[i].data = static_cast<unsigned char*>(
-        state.add_buffer(name, dtype_, MemSpace::Device, {0, slots_[i].cap}).data);
+        state.add_buffer(id, dtype_, MemSpace::Device, {0, slots_[i].cap}).data);
   }
 }
 
@@ -33,7 +33,7 @@ void ZeroGather::issue(Slot& s, int unit) {
   if (s.unit != -1)  // the unit it held is no longer readable: a stray read throws instead of reading another unit
     for (size_t k : units_.at(s.unit).tensors) model_.redirect_param(k, nullptr);
   s.unit = unit;
-  const unsigned char* shard = static_cast<const unsigned char*>(state_.buffer("params").data);
+  const unsigned char* shard = static_cast<const unsigned char*>(state_.buffer(Buffer::Params).data);
   unsigned char* at = s.data;
   if (shm_) {
     copy_from_peers(unit, at);
@@ -60,7 +60,7 @@ void ZeroGather::copy_from_peers(int unit, unsigned char* at) {
       const size_t lo = std::max(r.begin, sk.begin), hi = std::min(r.end, sk.end);
       if (lo >= hi) continue;
       if (k != shm_->rank()) shm_->wait_params(k, "zero gather (shm)");
-      std::memcpy(at + (lo - r.begin) * elem_, shm_->peer(k, "params") + (lo - sk.begin) * elem_, (hi - lo) * elem_);
+      std::memcpy(at + (lo - r.begin) * elem_, shm_->peer(k, Buffer::Params) + (lo - sk.begin) * elem_, (hi - lo) * elem_);
     }
     at += r.size() * elem_;
   }

@@ -25,8 +25,8 @@ namespace gt {
 
 class ZeroGather {
  public:
-  // Adds the two gather buffers to the state, of the working type: "gather0" as large as the largest unit,
-  // "gather1" as the second largest. Two units are never needed at once in the same buffer, so that is enough,
+  // Adds the two gather buffers to the state, of the working type: Gather0 as large as the largest unit,
+  // Gather1 as the second largest. Two units are never needed at once in the same buffer, so that is enough,
   // and the largest unit (the embedding: wte alone is 31% of gpt2-124m) is held once, not twice.
   // chunk_rows > 0: wte in chunks of rows (zero_units), gathered one by one through chunk().
   ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model, size_t chunk_rows = 0);
@@ -40,7 +40,7 @@ class ZeroGather {
   // same points (on one node it publishes that this rank's shard is current: zero_shm.hpp).
   void invalidate();
   // From here on a gather copies each rank's piece straight out of its shard in the DP group's shared region
-  // (zero_shm.hpp), where "params" was moved; no MPI call. Before the first need().
+  // (zero_shm.hpp), where Params was moved; no MPI call. Before the first need().
   void attach(ZeroShm* shm) { shm_ = shm; }
   // Elements of both gather buffers together (the largest unit plus the second largest: the ledger's figure).
   size_t buffer_elems() const { return shard_plan::gather_elems(slots_[0].cap, slots_[1].cap); }

@@ -24,15 +24,16 @@ ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageM
   for (const auto& [id, u] : units_)
     if (id != tied_unit_) slots_[0].cap = slots_[1].cap = std::max(slots_[0].cap, u.elems);
   tied_.cap = tied_unit_ >= 0 ? units_.at(tied_unit_).elems : 0;
-  auto add = [&](const char* name, size_t n) {
-    return static_cast<float*>(state.add_buffer(name, DType::F32, MemSpace::Device, {0, n}).data);
+  auto add = [&](Buffer id, size_t n) {
+    return static_cast<float*>(state.add_buffer(id, DType::F32, MemSpace::Device, {0, n}).data);
   };
-  tied_.name = "grads_tied";
-  slots_[0].name = "grads_stage0";
-  slots_[1].name = "grads_stage1";
-  for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = add(t->name, t->cap);
+  slots_[0].id = Buffer::GradsStage0;
+  slots_[0].wire_id = Buffer::GradWireStage0;
+  slots_[1].id = Buffer::GradsStage1;
+  slots_[1].wire_id = Buffer::GradWireStage1;
+  for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = add(t->id, t->cap);
   // The model writes only where a unit is staged from now on.
-  if (state.has_buffer("grads")) state.remove_buffer("grads");  // the trainer never allocates it
+  if (state.has_buffer(Buffer::Grads)) state.remove_buffer(Buffer::Grads);  // the trainer never allocates it
   model.bind(state.params(), nullptr);
   for (size_t k = 0; k < layout.tensors().size(); ++k) model.redirect_grad(k, nullptr);
 }
@@ -50,24 +51,23 @@ float* ZeroGradStaging::staged(int unit) {
 
 void ZeroGradStaging::attach(ZeroShm* shm) {
   shm_ = shm;
-  for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = state_.data<float>(t->name);
+  for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = state_.data<float>(t->id);
 }
 
 void ZeroGradStaging::set_wire(DType t) {
   wire_ = t;
   if (shm_) return;  // summed from the peers' fp32 staging, rounded as read
-  auto add = [&](const std::string& name, Range extent) {
-    return static_cast<uint16_t*>(state_.add_buffer(name, t, MemSpace::Device, extent).data);
+  auto add = [&](Buffer id, Range extent) {
+    return static_cast<uint16_t*>(state_.add_buffer(id, t, MemSpace::Device, extent).data);
   };
-  for (Slot* s : {&tied_, &slots_[0], &slots_[1]})
-    s->wire = add(std::string("grad_wire_") + (s->name + 6), Range{0, s->cap});  // grads_stage0 -> grad_wire_stage0
-  wire_shard_ = add("grad_wire_shard", plan_.shard);
+  for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) s->wire = add(s->wire_id, Range{0, s->cap});
+  wire_shard_ = add(Buffer::GradWireShard, plan_.shard);
 }
 
 void ZeroGradStaging::launch(int unit, Slot& s, Comm& dp) {
   const ZeroUnit& u = units_.at(unit);
   if (wire_ == DType::F32) {
-    float* shard = state_.data<float>("grads_shard");
+    float* shard = state_.data<float>(Buffer::GradsShard);
     const float* at = s.data;
     for (const Range& r : u.ranges) {
       s.pending.push_back(ireduce_scatter_range(dp, state_.layout(), plan_.shard, r, at, shard));
@@ -132,10 +132,10 @@ void ZeroGradStaging::sum_rounded(const std::vector<const float*>& in, size_t at
 // (the order of the shm all-reduce, so the bits of zero 0 with parallel.allreduce=shm) into its shard.
 void ZeroGradStaging::reduce(int unit, const Slot& s) {
   const Range shard = plan_.shard;
-  float* out = state_.data<float>("grads_shard");
+  float* out = state_.data<float>(Buffer::GradsShard);
   const int p = shm_->size();
   std::vector<const float*> in;  // every rank's staging buffer of this slot
-  for (int k = 0; k < p; ++k) in.push_back(reinterpret_cast<const float*>(shm_->peer(k, s.name)));
+  for (int k = 0; k < p; ++k) in.push_back(reinterpret_cast<const float*>(shm_->peer(k, s.id)));
   size_t packed = 0;
   for (const Range& r : units_.at(unit).ranges) {
     const size_t lo = std::max(r.begin, shard.begin), hi = std::min(r.end, shard.end);
@@ -220,7 +220,7 @@ void ZeroGradStaging::finish() {
     return;
   }
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) wait(*s);
-  if (wire_shard_) from_wire(wire_shard_, state_.data<float>("grads_shard"), plan_.shard.size(), wire_);
+  if (wire_shard_) from_wire(wire_shard_, state_.data<float>(Buffer::GradsShard), plan_.shard.size(), wire_);
 }
 
 }  // namespace gt

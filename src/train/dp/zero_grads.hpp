@@ -1,7 +1,7 @@
 #pragma once
 // ZeRO-2/3 without the full gradient buffer. The backward writes each unit's gradients (ZeroUnit: embedding,
 // blocks, head) into a unit-sized fp32 staging buffer; as soon as the unit's backward ends, the buffer is
-// reduce-scattered over the DP group into this rank's shard ("grads_shard"), while the next unit's backward
+// reduce-scattered over the DP group into this rank's shard (GradsShard), while the next unit's backward
 // fills the other of two rotating buffers (the non-blocking reduce-scatter overlaps it, as the gathers of
 // zero_gather.hpp overlap compute). So a rank holds its gradient shard plus at most two units' gradients, not
 // 4 psi bytes of accumulation buffer.
@@ -12,7 +12,7 @@
 // The rule for what runs this path (applies()): one micro-batch per step and one pipeline stage. With several
 // micro-batches each unit's gradient would have to be reduced after every micro-batch and added into the
 // shard (DeepSpeed's ZeRO-2 rule: M reduce-scatters per step instead of one), and across pipeline stages the
-// tied wte is summed over the embedding group before its reduction; those runs keep the full buffer "grads"
+// tied wte is summed over the embedding group before its reduction; those runs keep the full buffer Grads
 // (docs/zero.md).
 #include <map>
 #include <vector>
@@ -30,8 +30,8 @@ class ZeroGradStaging {
  public:
   // Whether a run stages its gradients (the rule above) instead of keeping the full buffer.
   static bool applies(const ZeroPlan& plan, int micro_batches, int pp);
-  // Adds "grads_tied" (the unit holding wte) and "grads_stage0", "grads_stage1" (the largest other unit) to
-  // the state, and removes a full "grads" buffer if there is one: from here on the model's gradients go to the
+  // Adds GradsTied (the unit holding wte) and GradsStage0, GradsStage1 (the largest other unit) to
+  // the state, and removes a full Grads buffer if there is one: from here on the model's gradients go to the
   // staging.
   // chunk_rows > 0: wte in chunks of rows (zero_units), each staged like a block: no buffer of wte's size.
   ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model, size_t chunk_rows = 0);
@@ -39,14 +39,14 @@ class ZeroGradStaging {
   ZeroGradStaging(const ZeroGradStaging&) = delete;
   ZeroGradStaging& operator=(const ZeroGradStaging&) = delete;
 
-  // The staging buffers' names (ZeroShm moves them into the DP group's shared region).
-  static std::vector<std::string> buffer_names() { return {"grads_tied", "grads_stage0", "grads_stage1"}; }
+  // The staging buffers (ZeroShm moves them into the DP group's shared region).
+  static std::vector<Buffer> buffers() { return {Buffer::GradsTied, Buffer::GradsStage0, Buffer::GradsStage1}; }
   // From here on the reduce-scatters run through shared memory (zero_shm.hpp), not MPI: the staging buffers
   // were moved into the region (their pointers are read again). Before the first step.
   void attach(ZeroShm* shm);
 
   // compress.method = bf16 | fp16 or parallel.grad_reduce_dtype = bf16 (DataParallel's 16-bit reduce-scatter):
-  // each staged unit is rounded to `t` and reduce-scattered in `t` (MPI: into a 16-bit shard "grad_wire_shard",
+  // each staged unit is rounded to `t` and reduce-scattered in `t` (MPI: into a 16-bit shard GradWireShard,
   // widened into grads_shard by finish(); shm: every rank's values rounded to `t` as they are read and summed in
   // rank order with one rounding per addition, the MPI 16-bit sum's arithmetic). Before the first step.
   void set_wire(DType t);
@@ -68,7 +68,7 @@ class ZeroGradStaging {
 
  private:
   struct Slot {
-    const char* name = "";
+    Buffer id = Buffer::GradsTied, wire_id = Buffer::GradWireTied;  // its staging buffer and its 16-bit copy
     float* data = nullptr;
     size_t cap = 0;  // elements
     int unit = -1;

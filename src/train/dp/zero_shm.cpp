@@ -20,13 +20,13 @@ uint64_t* flag_at(unsigned char* base, int units, int f, int unit) {
 }
 }  // namespace
 
-std::unique_ptr<ZeroShm> ZeroShm::create(Comm& dp, TrainState& state, const std::vector<std::string>& buffers,
+std::unique_ptr<ZeroShm> ZeroShm::create(Comm& dp, TrainState& state, const std::vector<Buffer>& buffers,
                                          int first_unit, int last_unit) {
   const int units = last_unit - first_unit + 1;
   if (dp.size() == 1 || units <= 0 || buffers.empty()) return nullptr;
   std::unique_ptr<ZeroShm> z(new ZeroShm(dp, first_unit, units));
   size_t off = round_up(header_bytes(units));
-  for (const std::string& name : buffers) {
+  for (Buffer name : buffers) {
     z->offset_[name] = off;
     off = round_up(off + state.buffer(name).bytes);
   }
@@ -39,12 +39,12 @@ std::unique_ptr<ZeroShm> ZeroShm::create(Comm& dp, TrainState& state, const std:
     z->bases_.push_back(static_cast<unsigned char*>(dp.registered_peer(k)));
     if (!z->bases_.back()) throw Error("zero: the DP group's shared region of rank " + std::to_string(k) + " is missing");
   }
-  for (const std::string& name : buffers) state.move_buffer_to(name, mine + z->offset_.at(name));
+  for (Buffer name : buffers) state.move_buffer_to(name, mine + z->offset_.at(name));
   dp.barrier();  // every rank's buffers are in place (and zero flags) before anyone reads a peer's
   return z;
 }
 
-const unsigned char* ZeroShm::peer(int k, const std::string& buffer) const {
+const unsigned char* ZeroShm::peer(int k, Buffer buffer) const {
   return bases_[size_t(k)] + offset_.at(buffer);
 }
 
@@ -75,7 +75,7 @@ void ZeroShm::wait_params(int k, const char* what) {
 
 // A rank cannot update its shard again while another still copies it: its next update follows the next step's
 // global-norm all-reduce, which the copying rank enters only after this copy and a whole forward and backward.
-void ZeroShm::allgather_shards(const std::string& buffer, void* mine, size_t elem_bytes, const TensorLayout& layout) {
+void ZeroShm::allgather_shards(Buffer buffer, void* mine, size_t elem_bytes, const TensorLayout& layout) {
   publish_params();
   auto* out = static_cast<unsigned char*>(mine);
   for (int k = 0; k < size_; ++k) {

@@ -40,13 +40,13 @@ class ZeroShm {
   // Collective over dp. Moves the named buffers of the state into the region, with flags for the unit ids
   // first_unit..last_unit; nullptr (nothing moved) when the DP communicator has no registered region (ranks on
   // several nodes, parallel.allreduce other than shm, a GPU build): the MPI path runs then.
-  static std::unique_ptr<ZeroShm> create(Comm& dp, TrainState& state, const std::vector<std::string>& buffers,
+  static std::unique_ptr<ZeroShm> create(Comm& dp, TrainState& state, const std::vector<Buffer>& buffers,
                                          int first_unit, int last_unit);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   // Rank k's copy of a moved buffer (its bytes are laid out as this rank's).
-  const unsigned char* peer(int k, const std::string& buffer) const;
+  const unsigned char* peer(int k, Buffer buffer) const;
 
   void set(Flag f, int unit, uint64_t value);  // this rank's flag (release)
   uint64_t get(int k, Flag f, int unit) const;  // rank k's flag (acquire)
@@ -59,7 +59,7 @@ class ZeroShm {
   void wait_params(int k, const char* what);
   // ZeRO-1/2 after the update: every other rank's shard of the buffer (the working parameters, which lie in
   // the region) copied from that rank into this rank's full buffer. Publishes this rank's shard first.
-  void allgather_shards(const std::string& buffer, void* mine, size_t elem_bytes, const TensorLayout& layout);
+  void allgather_shards(Buffer buffer, void* mine, size_t elem_bytes, const TensorLayout& layout);
 
   // Spins (yielding the core) until ready() holds, calling poll() between looks; counted as blocked DP
   // communication and watched as `what` on the DP group.
@@ -72,7 +72,7 @@ class ZeroShm {
   int first_unit_, units_;  // the flags of unit u at index u - first_unit_
   int rank_ = 0, size_ = 1;
   std::vector<unsigned char*> bases_;      // every rank's part of the region
-  std::map<std::string, size_t> offset_;   // of each moved buffer in a part
+  std::map<Buffer, size_t> offset_;   // of each moved buffer in a part
   uint64_t published_ = 0;                 // publish_params calls so far
 };
 
