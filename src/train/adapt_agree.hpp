@@ -2,6 +2,7 @@
 // What the two live adapters of parallel.adapt = rebalance (the pipeline's, pipeline_adapter.hpp, and the
 // data-parallel shares', dp_share_adapter.hpp) share: the agreement on a decision and the JSON list of decisions.
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,18 @@ inline bool agree_with_rank0(Comm& world, bool move, std::vector<int>* proposed)
 }
 
 // "[{...}, ...]" from JSON objects.
+// "[a, b, ...]" with `digits` decimals: the adapters' per-stage and per-replica times, in their log lines and in
+// their JSON decisions (a JSON array of numbers).
+inline std::string number_list(const std::vector<double>& v, int digits) {
+  std::string out = "[";
+  char buf[40];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%.*f", i ? ", " : "", digits, v[i]);
+    out += buf;
+  }
+  return out + "]";
+}
+
 inline std::string json_list(const std::vector<std::string>& objects) {
   std::string out = "[";
   for (size_t i = 0; i < objects.size(); ++i) out += (i ? ", " : "") + objects[i];

@@ -11,15 +11,7 @@ namespace gt {
 
 namespace {
 
-std::string list_text(const std::vector<double>& v) {
-  std::string out = "[";
-  char buf[32];
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s%.3f", i ? ", " : "", v[i]);
-    out += buf;
-  }
-  return out + "]";
-}
+std::string list_text(const std::vector<double>& v) { return number_list(v, 3); }
 
 std::string shares_text(const std::vector<int>& v) {
   std::string out;

@@ -19,15 +19,7 @@ AdaptSettings settings(const Config& cfg) {
   return s;
 }
 
-std::string ms_list(const std::vector<double>& v) {
-  std::string out = "[";
-  char buf[32];
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s%.2f", i ? ", " : "", v[i]);
-    out += buf;
-  }
-  return out + "]";
-}
+std::string ms_list(const std::vector<double>& v) { return number_list(v, 2); }
 
 std::string decision_json(int step, const AdaptDecision& d) {
   JsonObject j;
