@@ -49,7 +49,7 @@ const char* kUsage =
     "       gridtrain keys [--doc]\n"
     "       gridtrain plan --config DECK --cluster NAME --devices N --global-batch B [--json] [--plot OUT.png]\n"
     "       gridtrain plan --calibrate RUN_DIR... [--out FILE.toml]   (gridtrain plan --help: every option)\n"
-    "presets: tiny, small, gpt2-124m, llama-tiny, llama-1b, llama3-8b (inputs/); every key of the deck can be\n"
+    "presets: tiny, small, gpt2-124m, llama-tiny, llama-1b, llama3-8b, resnet-tiny, resnet20-fmnist, resnet50-imagenet (inputs/); every key of the deck can be\n"
     "overridden as section.key=value\n";
 
 struct UsageError : gt::Error {
@@ -165,10 +165,14 @@ void print_start_line(const gt::Config& cfg, gt::Grid& grid, const std::string& 
                       const gt::ConfigChoices& choice) {
   if (grid.world_rank() != 0) return;
   const char* fallback = std::getenv("GRIDTRAIN_BLAS_FALLBACK");
-  std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | L=%d d=%d heads=%d T=%d V=%d | batch %d x %d x %d"
+  const gt::ModelConfig& m = cfg.model;
+  const std::string model = m.resnet_kind() ? gt::model_signature(m)
+                                            : "L=" + std::to_string(m.n_layer) + " d=" + std::to_string(m.d_model) +
+                                                  " heads=" + std::to_string(m.n_head) + " T=" + std::to_string(m.seq_len) +
+                                                  " V=" + std::to_string(m.vocab_size);
+  std::printf("gridtrain: %s | world %d = tp %d x pp %d x dp %d | %s | batch %d x %d x %d"
               " | comm %s | BLAS %s%s%s | GEMM %s%s\n",
-              deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp,
-              cfg.model.n_layer, cfg.model.d_model, cfg.model.n_head, cfg.model.seq_len, cfg.model.vocab_size,
+              deck_path.c_str(), grid.world_size(), grid.shape().tp, grid.shape().pp, grid.shape().dp, model.c_str(),
               cfg.train.micro_batch_size, cfg.train.micro_batches, grid.shape().dp,
               grid.backend() == gt::CommBackend::Nccl
                   ? "nccl"

@@ -46,6 +46,12 @@ std::vector<std::string> names<Precision>() {
 // parts only to keep each function short.
 std::vector<Field> schema_model_train_parallel_data(Config& c) {
   return {
+      {"model.kind", Kind::String, &c.model.kind, "the model family: gpt (the transformer; model.arch picks its blocks) or resnet (convolutional, images; model.resnet and model.image_*; docs/vision.md)", names<ModelKind>()},
+      {"model.resnet", Kind::String, &c.model.resnet, "resnet: the preset, resnet8, resnet20 or resnet56 (small-image form), resnet18-small (ResNet-18's stages on a 3x3 stem), resnet18, resnet34, resnet50 (ImageNet form)"},
+      {"model.image_size", Kind::Int, &c.model.image_size, "resnet: images are image_size x image_size pixels (a dataset must match)"},
+      {"model.image_channels", Kind::Int, &c.model.image_channels, "resnet: channels per pixel (1 grey, 3 RGB)"},
+      {"model.classes", Kind::Int, &c.model.classes, "resnet: classes of the classifier (labels in [0, classes))"},
+      {"model.sync_bn", Kind::Bool, &c.model.sync_bn, "resnet: BatchNorm's training statistics over the whole DP group's batch (PyTorch's SyncBatchNorm: 2 small all-reduces per layer forward, 1 backward); false: each rank's own (docs/vision.md)"},
       {"model.n_layer", Kind::Int, &c.model.n_layer, "transformer blocks (L)"},
       {"model.d_model", Kind::Int, &c.model.d_model, "width of the residual stream (C); divisible by n_head"},
       {"model.n_head", Kind::Int, &c.model.n_head, "attention heads"},
@@ -70,6 +76,10 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"train.beta1", Kind::Double, &c.train.beta1, "AdamW beta1, in [0, 1)"},
       {"train.beta2", Kind::Double, &c.train.beta2, "AdamW beta2, in [0, 1)"},
       {"train.eps", Kind::Double, &c.train.eps, "AdamW epsilon"},
+      {"train.optimizer", Kind::String, &c.train.optimizer, "adamw, or sgd with momentum and coupled weight decay (PyTorch's SGD; the ResNet recipe); both skip decay on biases and norms", names<OptimizerKind>()},
+      {"train.momentum", Kind::Double, &c.train.momentum, "sgd: momentum, in [0, 1)"},
+      {"train.lr_scaling", Kind::String, &c.train.lr_scaling, "linear: the peak rate is lr x global batch / lr_reference_batch, reached by a linear warm-up from lr over warmup_steps (Goyal et al. 2017); none: lr as given", names<LrScaling>()},
+      {"train.lr_reference_batch", Kind::Int, &c.train.lr_reference_batch, "lr_scaling = linear: the global batch that lr is meant for (256 in the ResNet recipe)"},
       {"train.grad_clip", Kind::Double, &c.train.grad_clip, "global gradient-norm clip; 0 disables"},
       {"train.max_steps_per_run", Kind::Int, &c.train.max_steps_per_run, "stop with a checkpoint and exit 75 after this many steps in one invocation; 0: no limit"},
       {"train.stop_file", Kind::String, &c.train.stop_file, "if this file exists at a step boundary: stop as on SIGUSR1 (checkpoint, exit 75)"},
@@ -117,6 +127,7 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"data.val_every", Kind::Int, &c.data.val_every, "validation loss every this many steps; 0: never"},
       {"data.val_batches", Kind::Int, &c.data.val_batches, "global batches of the validation split per validation"},
       {"data.prefetch", Kind::Int, &c.data.prefetch, "batches prefetched in the background; 0: none"},
+      {"data.augment", Kind::Bool, &c.data.augment, "model.kind = resnet: training images randomly cropped from a zero-padded copy (pad image_size / 8) and flipped, by seed and sample index (a resumed run sees the same images)"},
   };
 }
 
@@ -297,6 +308,11 @@ void validate_model_train_parallel(const Config& c) {
   nonneg("model.ffn_hidden", c.model.ffn_hidden);
   positive("model.rope_theta", c.model.rope_theta);
   positive("model.norm_eps", c.model.norm_eps);
+  positive("model.image_size", c.model.image_size);
+  positive("model.image_channels", c.model.image_channels);
+  if (c.model.classes < 2) throw Error("config key 'model.classes' must be at least 2, got " + std::to_string(c.model.classes));
+  if (!(c.train.momentum >= 0 && c.train.momentum < 1)) throw Error("config key 'train.momentum' must be in [0, 1)");
+  positive("train.lr_reference_batch", c.train.lr_reference_batch);
   if (c.model.d_model % c.model.n_head != 0)
     throw Error("config: model.d_model (" + std::to_string(c.model.d_model) + ") is not divisible by model.n_head (" +
                 std::to_string(c.model.n_head) + ")");
@@ -494,6 +510,7 @@ E typed(const char* key, const std::string& v) {
 }
 }  // namespace
 
+ModelKind ModelConfig::model_kind() const { return typed<ModelKind>("model.kind", kind); }
 ModelArch ModelConfig::arch_kind() const { return typed<ModelArch>("model.arch", arch); }
 AttentionKernel ModelConfig::attention_kernel() const { return typed<AttentionKernel>("model.attention", attention); }
 
@@ -524,6 +541,9 @@ ConfigChoices Config::choices() const {
   if (parallel.zero < 0 || parallel.zero > 3)
     throw Error("config key 'parallel.zero' must be 0, 1, 2 or 3, got " + std::to_string(parallel.zero));
   t.zero = static_cast<ZeroStage>(parallel.zero);
+  t.model = model.model_kind();
+  t.optimizer = typed<OptimizerKind>("train.optimizer", train.optimizer);
+  t.lr_scaling = typed<LrScaling>("train.lr_scaling", train.lr_scaling);
   return t;
 }
 

@@ -12,6 +12,14 @@
 namespace gt {
 
 struct ModelConfig {
+  // "gpt" (the transformer below: model.arch picks GPT-2 or Llama blocks) or "resnet" (the convolutional family
+  // of src/vision: model.resnet and the image keys; docs/vision.md).
+  std::string kind = "gpt";
+  std::string resnet = "resnet20";  // resnet: the preset (resnet20, resnet56, resnet18-small, resnet18/34/50)
+  int image_size = 28;              // resnet: square images of image_size x image_size x image_channels
+  int image_channels = 1;
+  int classes = 10;
+  bool sync_bn = false;             // resnet: BatchNorm statistics over the DP group (else per rank)
   int n_layer = 2;
   int d_model = 64;
   int n_head = 4;
@@ -31,6 +39,8 @@ struct ModelConfig {
 
   // The typed views of arch and attention (code outside src/core never compares their text); they throw
   // gt::Error naming the key for a name outside the table (Config::validate reports it first).
+  ModelKind model_kind() const;
+  bool resnet_kind() const { return model_kind() == ModelKind::ResNet; }
   ModelArch arch_kind() const;
   AttentionKernel attention_kernel() const;
   bool llama() const { return arch_kind() == ModelArch::Llama; }
@@ -55,6 +65,12 @@ struct TrainConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double grad_clip = 1.0;     // global gradient-norm clip; 0 disables
+  std::string optimizer = "adamw";  // "adamw" or "sgd" (momentum, coupled weight decay: the ResNet recipe)
+  double momentum = 0.9;            // sgd: momentum
+  // "linear": lr x global batch / lr_reference_batch, reached by a linear warm-up from lr over warmup_steps
+  // (Goyal et al. 2017; src/train/lr_scaling.hpp); "none": lr as given.
+  std::string lr_scaling = "none";
+  int lr_reference_batch = 256;
   int max_steps_per_run = 0;  // stop (checkpoint, exit 75) after this many steps in one invocation; 0: no limit
   std::string stop_file;      // if this file exists at a step boundary: stop as on SIGUSR1 (checkpoint, exit 75)
   // Bad steps (src/train/step_guard.hpp, docs/reliability.md): non-finite, beyond a bound, or a spike.
@@ -124,6 +140,7 @@ struct DataConfig {
   int val_every = 0;                  // validation loss every N steps (0: never)
   int val_batches = 2;
   int prefetch = 1;                   // background prefetch of the next batch
+  bool augment = true;                // images: random crop (pad 2 or 4) and horizontal flip of training images
 };
 
 struct CheckpointConfig {
@@ -189,6 +206,9 @@ struct ConfigChoices {
   SparsityPattern sparsity = SparsityPattern::None;
   SparsityRecipe sparsity_recipe = SparsityRecipe::SRSTE;
   ZeroStage zero = ZeroStage::None;
+  ModelKind model = ModelKind::GPT;
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  LrScaling lr_scaling = LrScaling::None;
 };
 
 struct Config {

@@ -17,10 +17,13 @@ enum class Split { Train, Val };
 class DataSource {
  public:
   virtual ~DataSource() = default;
-  // tokens: n * (seq_len + 1) values, row i for global sample samples[i] of the split.
+  // tokens: n * row_elems() values, row i for global sample samples[i] of the split.
   virtual void read(Split split, const int64_t* samples, int n, int32_t* tokens) = 0;
   virtual int vocab_size() const = 0;
   virtual int seq_len() const = 0;
+  // int32 words per sample (the row read() writes): seq_len + 1 tokens; an image source's are its own
+  // (image_source.hpp).
+  virtual int row_elems() const { return seq_len() + 1; }
   // Number of distinct sequences in one epoch of the split (synthetic: effectively unbounded).
   virtual int64_t samples_per_epoch(Split split) const = 0;
   virtual std::string describe() const = 0;

@@ -21,7 +21,7 @@ BatchPrefetcher::~BatchPrefetcher() {
 
 void BatchPrefetcher::run(Job& job) {
   try {
-    job.tokens.resize(job.samples.size() * size_t(src_.seq_len() + 1));
+    job.tokens.resize(job.samples.size() * size_t(src_.row_elems()));
     src_.read(job.split, job.samples.data(), int(job.samples.size()), job.tokens.data());
   } catch (...) {
     job.error = std::current_exception();

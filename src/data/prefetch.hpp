@@ -2,7 +2,7 @@
 // Reads the next batch in the background while the current one trains.
 //   prefetcher.request(Split::Train, samples_of_next_batch);   // returns at once
 //   ... compute ...
-//   prefetcher.take(tokens);                                   // waits, copies rows (seq_len + 1 each)
+//   prefetcher.take(tokens);                                   // waits, copies rows (row_elems() words each)
 // Requests are served in order; at most `depth` may be outstanding (not yet taken). depth = 0 reads
 // synchronously inside take() (no thread). HDF5 is not thread-safe: call quiesce() before any other HDF5 use
 // in the process (checkpoint writes), which waits until no read is in flight (queued requests then stay
@@ -27,7 +27,7 @@ class BatchPrefetcher {
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
 
   void request(Split split, std::vector<int64_t> samples);
-  // out: rows of the oldest request, samples.size() * (seq_len + 1) tokens. Rethrows the read's gt::Error.
+  // out: rows of the oldest request, samples.size() * row_elems() words. Rethrows the read's gt::Error.
   void take(int32_t* out);
   void quiesce();
   int outstanding() const;

@@ -332,6 +332,19 @@ void GPT<T>::set_tokens(int slot, const int32_t* inputs, const int32_t* targets)
   }
 }
 
+template <class T>
+void GPT<T>::set_samples(int slot, const int32_t* rows) {
+  const int Tn = d_.T;
+  sample_inputs_.resize(size_t(B_) * Tn);
+  sample_targets_.resize(size_t(B_) * Tn);
+  for (int b = 0; b < B_; ++b) {
+    const int32_t* row = rows + size_t(b) * (Tn + 1);
+    std::copy(row, row + Tn, sample_inputs_.begin() + long(b) * Tn);
+    std::copy(row + 1, row + Tn + 1, sample_targets_.begin() + long(b) * Tn);
+  }
+  set_tokens(slot, sample_inputs_.data(), sample_targets_.data());
+}
+
 // The grouped tokens of the micro-batch in `a` on the device split (set_tokens); none on the host split.
 template <class T>
 TokenGroups GPT<T>::token_groups(const Acts& a) const {

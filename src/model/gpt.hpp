@@ -90,6 +90,8 @@ class GPT final : public StageModel {
 
   // Host tokens (B*T each) of the micro-batch held in `slot`: inputs (first stage), targets (last stage).
   void set_tokens(int slot, const int32_t* inputs, const int32_t* targets) override;
+  // Rows of seq_len + 1 tokens: inputs [0, T), targets [1, T + 1).
+  void set_samples(int slot, const int32_t* rows) override;
   // (B,T,C) residual entering this stage (non-first stages receive into it) and leaving it.
   T* stage_input(int slot) { return acts_[slot].x0.data(); }
   T* stage_output(int slot);
@@ -241,6 +243,7 @@ class GPT final : public StageModel {
   std::function<const void*(int)> chunk_param_;
   std::function<float*(int)> chunk_grad_;
   DeviceView<A> dlnf_acc_;  // chunked wte with 16-bit T: dlnf summed over the chunks in fp32, rounded once
+  std::vector<int32_t> sample_inputs_, sample_targets_;  // set_samples' split of the rows (host)
   std::vector<int32_t> token_groups_host_;  // set_tokens' host staging of the grouped tokens (device split)
 };
 

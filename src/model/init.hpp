@@ -24,6 +24,12 @@ inline uint64_t fnv1a64(const std::string& s) {
 // Uniform in (0, 1) from 53 random bits, never 0 so that log() is finite.
 inline double uniform_open(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53; }
 
+// Uniform in (0, 1) for element `index` of the stream keyed by (seed, name).
+inline double uniform_at(uint64_t seed, uint64_t name_hash, uint64_t index) {
+  const uint64_t key = splitmix64(seed ^ splitmix64(name_hash));
+  return uniform_open(splitmix64(key + 2 * index));
+}
+
 // Standard normal for element `index` of the stream keyed by (seed, name): Box-Muller on two hashed counters.
 inline double normal_at(uint64_t seed, uint64_t name_hash, uint64_t index) {
   const uint64_t key = splitmix64(seed ^ splitmix64(name_hash));

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "src/comm/comm.hpp"
@@ -22,6 +23,13 @@ struct StageLayout {
   bool last() const { return stage == stages - 1; }
 };
 
+// A model's state that is neither a parameter nor an optimizer's (BatchNorm's running statistics): no gradient,
+// updated by forward, checkpointed and agreed over the DP group (src/train/model_buffers.hpp).
+struct ModelBuffer {
+  std::string name;
+  std::vector<float>* values = nullptr;
+};
+
 class StageModel {
  public:
   virtual ~StageModel() = default;
@@ -31,6 +39,9 @@ class StageModel {
   virtual void bind(void* params, void* grads) = 0;
   // Host tokens (B*T each) of the micro-batch held in `slot`: inputs (first stage), targets (last stage).
   virtual void set_tokens(int slot, const int32_t* inputs, const int32_t* targets) = 0;
+  // The micro-batch in `slot` as the model family's data source writes it: DataSource::row_elems() int32 words
+  // per sample, micro_batch_size samples (GPT: seq_len + 1 tokens, split here into inputs and targets).
+  virtual void set_samples(int slot, const int32_t* rows) = 0;
   // (B,T,C) stage input, stage output and the gradient buffer, activation_elems() elements of
   // activation_dtype() (see GPT).
   virtual void* stage_input_data(int slot) = 0;
@@ -43,6 +54,10 @@ class StageModel {
   // take_loss_sum() returns what was added since its last call (0 elsewhere) and restarts it: once per step.
   virtual void forward(int slot, bool with_grad, double loss_scale) = 0;
   virtual double take_loss_sum() = 0;
+  // Classifiers: the top-1 hits of the forwards since the last call (the evaluation's accuracy); 0 otherwise.
+  virtual double take_hits() { return 0; }
+  // Model buffers (above); none for most models.
+  virtual std::vector<ModelBuffer> model_buffers() { return {}; }
   virtual void backward(int slot, const std::function<void(int)>& on_unit) = 0;
   // Optional probe around each unit's work in forward and backward (GPT::set_unit_timer).
   virtual void set_unit_timer(std::function<void(int, bool)> timer) = 0;

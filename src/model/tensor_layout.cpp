@@ -109,6 +109,9 @@ void initial_params(const TensorLayout& layout, uint64_t seed, T* p, Range r) {
         case Init::Normal:
           q = static_cast<T>(s.std * normal_at(seed, name_hash, static_cast<uint64_t>(s.global_index(i))));
           break;
+        case Init::Uniform:
+          q = static_cast<T>(s.std * (2.0 * uniform_at(seed, name_hash, static_cast<uint64_t>(s.global_index(i))) - 1.0));
+          break;
       }
     }
   }

@@ -12,7 +12,7 @@
 
 namespace gt {
 
-enum class Init { Normal, Zeros, Ones };
+enum class Init { Normal, Zeros, Ones, Uniform };  // Uniform: in [-std, std]
 
 struct TensorSpec {
   std::string name;                  // "h.3.attn.qkv.w"
@@ -29,7 +29,7 @@ struct TensorSpec {
   int64_t sel_start = 0, sel_len = 0, tail_start = 0, tail_len = 0;
   int replicas = 1, replica = 0;
   Init init = Init::Zeros;
-  double std = 0.0;                  // for Init::Normal
+  double std = 0.0;                  // for Init::Normal; the bound for Init::Uniform
   bool decay = false;                // AdamW weight decay applies
   int unit = 0;                      // forward-order unit: 0 embedding, 1..L blocks, L+1 head; for bucketing
   // >= 0: this rank's copy is tied to the tensor of the same name on that pipeline stage, which owns it (the

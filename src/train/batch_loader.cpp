@@ -7,18 +7,16 @@
 
 namespace gt {
 
-BatchLoader::BatchLoader(const Config& cfg, int dp_rank, int dp_size, bool reads_tokens)
+BatchLoader::BatchLoader(const Config& cfg, std::unique_ptr<DataSource> data, int dp_rank, int dp_size,
+                         bool reads_samples)
     : cfg_(cfg),
       dp_rank_(dp_rank),
       global_batch_(int64_t(cfg.train.micro_batch_size) * cfg.train.micro_batches * dp_size),
       local_m_(dp::replica_micro_batches(cfg, dp_rank)),
       first_micro_(dp::replica_first_micro(cfg, dp_rank)),
-      data_(make_data_source(cfg)) {
-  if (cfg_.data.prefetch > 0 && reads_tokens)
+      data_(std::move(data)) {
+  if (cfg_.data.prefetch > 0 && reads_samples)
     prefetch_ = std::make_unique<BatchPrefetcher>(*data_, cfg_.data.prefetch + 1);
-  if (data_->vocab_size() > cfg_.model.vocab_size)
-    throw Error("data: the dataset's vocabulary (" + std::to_string(data_->vocab_size()) +
-                ") is larger than model.vocab_size (" + std::to_string(cfg_.model.vocab_size) + ")");
 }
 
 BatchLoader::~BatchLoader() = default;
@@ -36,7 +34,7 @@ void BatchLoader::restart_at(int64_t samples_done) {
 
 void BatchLoader::set_shares(const std::vector<int>& shares, int64_t samples_done) {
   if (prefetch_) {  // requests already issued for the old share: taken in order and dropped
-    std::vector<int32_t> scratch(size_t(cfg_.train.micro_batch_size) * (cfg_.model.seq_len + 1));
+    std::vector<int32_t> scratch(size_t(cfg_.train.micro_batch_size) * size_t(data_->row_elems()));
     while (prefetch_->outstanding() > 0) prefetch_->take(scratch.data());
   }
   local_m_ = shares[size_t(dp_rank_)];
@@ -62,10 +60,8 @@ void BatchLoader::request_ahead() {
 }
 
 void BatchLoader::load(Split split, int64_t first) {
-  const int B = cfg_.train.micro_batch_size, T = cfg_.model.seq_len;
-  tokens_.resize(size_t(B) * (T + 1));
-  inputs_.resize(size_t(B) * T);
-  targets_.resize(size_t(B) * T);
+  const int B = cfg_.train.micro_batch_size;
+  rows_.resize(size_t(B) * size_t(data_->row_elems()));
   const double t0 = MPI_Wtime();
   if (prefetch_ && split == Split::Train) {
     request_ahead();
@@ -74,20 +70,15 @@ void BatchLoader::load(Split split, int64_t first) {
       throw Error("internal: prefetched micro-batch starts at sample " + std::to_string(req_first_.front()) +
                   ", the schedule wants " + std::to_string(first));
     req_first_.pop_front();
-    prefetch_->take(tokens_.data());  // the oldest request: this micro-batch
+    prefetch_->take(rows_.data());  // the oldest request: this micro-batch
     request_ahead();                  // the next read overlaps this micro-batch's compute
   } else {
     if (prefetch_) prefetch_->quiesce();  // HDF5 is not thread-safe
     std::vector<int64_t> samples(B);
     for (int b = 0; b < B; ++b) samples[b] = first + b;
-    data_->read(split, samples.data(), B, tokens_.data());
+    data_->read(split, samples.data(), B, rows_.data());
   }
   wait_s_ += MPI_Wtime() - t0;
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t) {
-      inputs_[size_t(b) * T + t] = tokens_[size_t(b) * (T + 1) + t];
-      targets_[size_t(b) * T + t] = tokens_[size_t(b) * (T + 1) + t + 1];
-    }
 }
 
 void BatchLoader::quiesce() {

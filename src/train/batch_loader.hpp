@@ -1,7 +1,8 @@
 #pragma once
-// Tokens of each micro-batch for the stages that read them (the first: embedding inputs; the last: loss
-// targets): which global samples a DP rank takes, the prefetch queue that runs data.prefetch micro-batches
-// ahead of training, and the copy into the model's slot.
+// The samples of each micro-batch for the stages that read them (GPT's first: embedding inputs; its last: loss
+// targets): which global samples a DP rank takes and the prefetch queue that runs data.prefetch micro-batches
+// ahead of training. A sample is one row of the model family's data source (DataSource::row_elems() words); the
+// model splits it (StageModel::set_samples).
 #include <deque>
 #include <memory>
 #include <vector>
@@ -14,8 +15,9 @@ namespace gt {
 
 class BatchLoader {
  public:
-  // reads_tokens: this stage reads tokens at all (first or last pipeline stage); the prefetcher starts only then.
-  BatchLoader(const Config& cfg, int dp_rank, int dp_size, bool reads_tokens);
+  // data: the model family's source (ModelFamily::make_source). reads_samples: this stage reads data at all (first
+  // or last pipeline stage); the prefetcher starts only then.
+  BatchLoader(const Config& cfg, std::unique_ptr<DataSource> data, int dp_rank, int dp_size, bool reads_samples);
   ~BatchLoader();
 
   DataSource& source() { return *data_; }
@@ -31,11 +33,10 @@ class BatchLoader {
   // shares[dp_rank] micro-batches from micro-batch sum(shares[0..dp_rank)) of each step (dp/dp_shares.hpp). At a
   // step boundary only: the micro-batches prefetched for the old share are read and dropped.
   void set_shares(const std::vector<int>& shares, int64_t samples_done);
-  // Reads the micro-batch starting at first_sample into inputs() and targets() (B*T each). Training reads
-  // come from the prefetch queue, in order; anything else is read synchronously.
+  // Reads the micro-batch starting at first_sample into rows() (B rows). Training reads come from the prefetch
+  // queue, in order; anything else is read synchronously.
   void load(Split split, int64_t first_sample);
-  const int32_t* inputs() const { return inputs_.data(); }
-  const int32_t* targets() const { return targets_.data(); }
+  const int32_t* rows() const { return rows_.data(); }
   // No HDF5 read in flight (before checkpoint writes).
   void quiesce();
   // Seconds spent waiting for data since the last call.
@@ -54,7 +55,7 @@ class BatchLoader {
   int64_t req_samples_done_ = 0;  // the next prefetch request: step base and micro-batch
   int req_m_ = 0;
   std::deque<int64_t> req_first_;  // first sample of each outstanding request, oldest first
-  std::vector<int32_t> tokens_, inputs_, targets_;
+  std::vector<int32_t> rows_;
   double wait_s_ = 0;
 };
 

@@ -40,6 +40,8 @@ class TrainExtension {
   virtual void after_update(int /*updates*/) {}
   // After a resume or a rollback loaded the state: what follows from it.
   virtual void on_resume() {}
+  // Before an evaluation (data.val_every): what must agree over the ranks first. Collective.
+  virtual void before_validation() {}
 };
 
 // The hyperslab of tensor s a rank reads and writes in a checkpoint: its local slice, less the key/value rows of a

@@ -9,8 +9,8 @@
 
 namespace gt {
 
-Optimizer::Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state, ZeroPlan plan)
-    : cfg_(cfg), grid_(grid), state_(state), plan_(plan) {
+Optimizer::Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state, ZeroPlan plan, OptimizerKind kind)
+    : cfg_(cfg), grid_(grid), state_(state), plan_(plan), kind_(kind) {
   if (!plan_.sharded()) plan_.shard = Range{0, state_.layout().size()};
   std::vector<FlatPiece> norm, adam;
   for (const TensorSpec& s : state_.layout().tensors()) {
@@ -48,9 +48,13 @@ void Optimizer::step(int step, double lr, double norm, double loss_scale) {
   const StateBuffer& gb = reduced_grads(state_);
   const float* g = static_cast<const float*>(gb.data);
   const size_t go = gb.extent.begin, mo = state_.buffer(Buffer::AdamM).extent.begin;
-  // One AdamW kernel over every tensor's range in the shard, each with its weight decay: the same elementwise
+  // One kernel over every tensor's range in the shard, each with its weight decay: the same elementwise
   // arithmetic as one adamw_update per tensor, so the same bits.
-  adamw_pieces(p, long(po), g, long(go), state_.adam_m(), state_.adam_v(), long(mo), adam_pieces_, float(lr),
+  if (kind_ == OptimizerKind::SGD)
+    sgd_pieces(p, long(po), g, long(go), state_.adam_m(), long(mo), adam_pieces_, float(lr), float(cfg_.momentum),
+               g_scale);
+  else
+    adamw_pieces(p, long(po), g, long(go), state_.adam_m(), state_.adam_v(), long(mo), adam_pieces_, float(lr),
                float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps), step, g_scale);
   state_.refresh_params(plan_.shard);  // a 16-bit working copy: rounded from the updated master (ZeRO: this shard)
 }

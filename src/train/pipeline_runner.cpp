@@ -11,8 +11,8 @@ bool blocking_sends(Grid& grid) { return grid.shape().pp > 1 && grid.pp().backen
 }  // namespace
 
 PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader,
-                               std::vector<PipeOp> ops)
-    : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)),
+                               std::vector<PipeOp> ops, int positions)
+    : cfg_(cfg), grid_(grid), model_(model), loader_(loader), positions_(positions), ops_(std::move(ops)),
       p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank(), model.chunks(), blocking_sends(grid))),
       last_backward_(ops_.size(), 0) {
   mark_last_backwards();
@@ -86,13 +86,14 @@ void PipelineRunner::forward_op(const PipeOp& op, int64_t first_sample, Split sp
   const StageLayout& stage = chunk.stage();  // the chunk's virtual stage
   const int slot = op.micro_batch % chunk.slots();
   exchange(before, ops);
-  // Tokens feed the embedding (first stage) and the loss (last stage); middle stages read nothing.
+  // Samples feed the embedding (first stage) and the loss (last stage); middle stages read nothing.
   if (stage.first() || stage.last()) {
     loader_.load(split, first_sample);
-    chunk.set_tokens(slot, loader_.inputs(), loader_.targets());
+    chunk.set_samples(slot, loader_.rows());
   }
-  // d(loss)/d(token loss) times the loss scale (a power of two: exact in float)
-  const float scale = float(loss_scale_) / float(double(loader_.global_batch()) * cfg_.model.seq_len);
+  // d(loss)/d(position loss) times the loss scale (a power of two: exact in float); the loss is the mean over the
+  // global batch's positions (ModelFamily::positions_per_sample)
+  const float scale = float(loss_scale_) / float(double(loader_.global_batch()) * positions_);
   chunk.forward(slot, with_grad, scale);
   if (!stage.last()) defer_send(chunk.stage_output_data(slot));
   t_fwd_ += MPI_Wtime() - t0;
@@ -125,7 +126,8 @@ void PipelineRunner::train_step(int64_t samples_done, double loss_scale, double*
   *loss_sum += model_.take_loss_sum();  // the step's one copy of the loss to the host
 }
 
-void PipelineRunner::validate(int batches, double* loss_sum) {
+void PipelineRunner::validate(int batches, double* loss_sum, double* hits) {
+  model_.take_hits();  // the training forwards' hits are not the evaluation's
   // Validation micro-batch j is micro-batch j % M of validation batch j / M, laid out like a training batch; with
   // several chunks in the interleaved schedule's forward order (every chunk of the stage, micro-batches in order
   // within each).
@@ -146,6 +148,7 @@ void PipelineRunner::validate(int batches, double* loss_sum) {
   exchange(p2p.back(), fwd);
   wait_sends();
   *loss_sum += model_.take_loss_sum();
+  *hits += model_.take_hits();
 }
 
 }  // namespace gt

@@ -18,15 +18,18 @@ namespace gt {
 
 class PipelineRunner {
  public:
-  PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader, std::vector<PipeOp> ops);
+  // positions: loss terms per sample (ModelFamily::positions_per_sample); the loss is their global-batch mean.
+  PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader, std::vector<PipeOp> ops,
+                 int positions);
 
   // Every op of one training step (micro-batches of the step that starts at samples_done); the step's token
   // losses are added to *loss_sum on the last stage (one device-to-host copy per step). on_unit(u) is called as
   // backward completes the gradients of unit u in the step's last backward op (the DP buckets' hook); may be empty.
   // loss_scale multiplies the loss before backward (1 without loss scaling).
   void train_step(int64_t samples_done, double loss_scale, double* loss_sum, const std::function<void(int)>& on_unit);
-  // Forward only over `batches` global validation batches (the same sequences for every layout).
-  void validate(int batches, double* loss_sum);
+  // Forward only over `batches` global validation batches (the same sequences for every layout); a classifier's
+  // top-1 hits are added to *hits.
+  void validate(int batches, double* loss_sum, double* hits);
   // Between steps: the schedule of another micro-batch count (parallel.adapt = rebalance changing this replica's
   // data-parallel share, dp_share_adapter.hpp). The model's activation slots must hold max_in_flight(ops).
   void set_ops(std::vector<PipeOp> ops);
@@ -42,6 +45,7 @@ class PipelineRunner {
   void forward_op(const PipeOp& op, int64_t first_sample, Split split, bool with_grad, const P2PGroup& before,
                   const std::vector<PipeOp>& ops);
   double loss_scale_ = 1;
+  int positions_ = 1;
   void backward_op(const PipeOp& op, const std::function<void(int)>& on_unit, const P2PGroup& before);
   // Activations and their gradients travel in the model's storage type. defer_send copies `data` into a send
   // buffer; exchange issues group g: the deferred sends in order and each receive into the buffer of the op of

@@ -6,6 +6,7 @@
 #include "src/core/deck.hpp"
 #include "src/core/error.hpp"
 #include "src/model/gpt.hpp"
+#include "src/train/families/model_families.hpp"
 #include "src/train/sparsity.hpp"
 
 namespace gt {
@@ -13,7 +14,7 @@ namespace gt {
 // The model kind and shape: a gpt2 run refuses a llama checkpoint and the other way round, with this string in
 // the message. GPT-2's is unchanged from before the Llama blocks, so older checkpoints still load; Llama's adds
 // what shapes or changes its function (the key/value heads, the resolved SwiGLU width, RoPE's base).
-std::string model_signature(const ModelConfig& m) {
+std::string gpt_signature(const ModelConfig& m) {
   const std::string shape = " n_layer=" + std::to_string(m.n_layer) + " d_model=" + std::to_string(m.d_model) +
                             " n_head=" + std::to_string(m.n_head);
   const std::string tail = " seq_len=" + std::to_string(m.seq_len) + " vocab_size=" + std::to_string(m.vocab_size);
@@ -24,6 +25,8 @@ std::string model_signature(const ModelConfig& m) {
   return "llama" + shape + " n_kv_head=" + std::to_string(m.n_kv_head > 0 ? m.n_kv_head : m.n_head) +
          " ffn_hidden=" + std::to_string(ffn) + tail + " rope_theta=" + theta;
 }
+
+std::string model_signature(const ModelConfig& m) { return make_model_family(m)->signature(); }
 
 std::optional<ModelConfig> parse_model_signature(const std::string& text) {
   ModelConfig m;
@@ -42,14 +45,14 @@ std::optional<ModelConfig> parse_model_signature(const std::string& text) {
     return std::nullopt;
   }
   if (m.n_layer <= 0 || m.d_model <= 0 || m.n_head <= 0 || m.seq_len <= 0 || m.vocab_size <= 0) return std::nullopt;
-  if (model_signature(m) != text) return std::nullopt;  // exactly the form this build writes
+  if (gpt_signature(m) != text) return std::nullopt;  // exactly the form this build writes
   return m;
 }
 
 CheckpointRequirements resume_requirements(const Config& cfg) {
   const ModelConfig& m = cfg.model;
   std::vector<CheckpointRequirements::Dataset> datasets;
-  const std::vector<TensorSpec> specs = model_tensor_specs(m, StageLayout{0, 1, 0, m.n_layer}, 0, 1);
+  const std::vector<TensorSpec> specs = make_model_family(m)->global_specs();
   for (Buffer group : {Buffer::Master, Buffer::AdamM, Buffer::AdamV})  // Master: the fp32 parameters of any run
     for (const TensorSpec& s : specs) datasets.push_back({disk_path(group, s.name), s.global_shape});
   if (cfg.choices().sparsity != SparsityPattern::None)

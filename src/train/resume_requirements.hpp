@@ -11,10 +11,13 @@
 
 namespace gt {
 
-// "gpt2 n_layer=2 d_model=128 n_head=4 seq_len=64 vocab_size=256" or "llama n_layer=2 d_model=128 n_head=4
-// n_kv_head=2 ffn_hidden=352 seq_len=64 vocab_size=256 rope_theta=10000": the root attribute `model`.
+// The root attribute `model`: the model family's signature (ModelFamily::signature), e.g. "gpt2 n_layer=2
+// d_model=128 n_head=4 seq_len=64 vocab_size=256", "llama n_layer=2 d_model=128 n_head=4 n_kv_head=2
+// ffn_hidden=352 seq_len=64 vocab_size=256 rope_theta=10000" or "resnet resnet20 image=28x28x1 classes=10".
 std::string model_signature(const ModelConfig& m);
-// The model of a signature; empty when the text is not one.
+// GPT's (gpt2 or llama, as above; src/train/families/gpt_family.hpp).
+std::string gpt_signature(const ModelConfig& m);
+// The GPT model of a signature; empty when the text is not one (a resnet run's checkpoint carries its config).
 std::optional<ModelConfig> parse_model_signature(const std::string& text);
 
 // A run of cfg resumes only from a checkpoint holding params/, adam_m/ and adam_v/ of every tensor of its model

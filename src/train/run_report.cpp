@@ -12,6 +12,7 @@
 #include "src/model/gpt.hpp"
 #include "src/train/host_peak.hpp"
 #include "src/train/metrics.hpp"
+#include "src/train/resume_requirements.hpp"
 #include "src/train/schedule.hpp"
 #include "src/train/sparsity.hpp"
 
@@ -33,14 +34,14 @@ std::vector<int> straggler_steps_per_rank(const std::vector<StepStats>& h, int r
 }
 }  // namespace
 
-RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch)
-    : cfg_(cfg), grid_(grid), tokens_per_step_(double(global_batch) * cfg.model.seq_len) {
-  StageLayout whole{0, 1, 0, cfg.model.n_layer};
-  for (const TensorSpec& s : model_tensor_specs(cfg.model, whole, 0, 1)) {
+RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch, const ModelFamily& family)
+    : cfg_(cfg), grid_(grid), tokens_per_step_(double(global_batch) * family.positions_per_sample()),
+      unit_(family.position_name()), per_s_key_(unit_ + "s_per_s") {
+  for (const TensorSpec& s : family.global_specs()) {
     n_params_ += s.global_size();
     if (sparse_tensor(s)) sparse_params_ += s.global_size();
   }
-  flops_per_token_ = gpt_flops_per_token(cfg.model);  // the planner's and bench's count too
+  flops_per_token_ = family.train_flops_per_position();  // GPT: the planner's and bench's count too
   // MFU as PaLM and Megatron define it: model FLOP/s over the hardware peak (the widest fp32 FMA of one core,
   // measured; output.peak_gflops overrides). The sgemm-relative figure (how close to the GEMM library's own rate
   // the step runs) stays as a second, named number, measured through the GEMM backend the run uses. It costs 4
@@ -105,11 +106,12 @@ void RunReport::log_step(int step, const StepStats& s) const {
   const double mfu = flops_per_token_ * tok_s / (peak_gflops_ * 1e9 * grid_.world_size());
   const double comm = s.comm_ms();
   if (step % cfg_.output.log_every == 0 || step == cfg_.train.steps) {
-    std::printf("step %5d/%d | loss %.6f | lr %.3e | gnorm %.4f | %8.1f ms | %9.0f tok/s | MFU %5.1f%%", step,
-                cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, 100.0 * mfu);
+    std::printf("step %5d/%d | loss %.6f | lr %.3e | gnorm %.4f | %8.1f ms | %9.0f %s/s | MFU %5.1f%%", step,
+                cfg_.train.steps, s.loss, s.lr, s.grad_norm, s.ms_max, tok_s, short_unit(), 100.0 * mfu);
     if (sgemm_gflops_ > 0) std::printf(" (sgemm %.0f%%)", 100.0 * mfu_sgemm(mfu));
     std::printf(" | comm %4.1f%%", 100.0 * comm / s.ms);
     if (s.val_loss >= 0) std::printf(" | val %.4f", s.val_loss);
+    if (s.val_top1 >= 0) std::printf(" | top-1 %.2f%%", 100.0 * s.val_top1);
     if (cfg_.dynamic_loss_scale()) std::printf(" | scale %g", s.loss_scale);
     if (s.skipped && s.bad.empty()) std::printf(" | skipped (overflow: inf/NaN gradients)");
     std::printf("\n");
@@ -131,19 +133,20 @@ void RunReport::log_step(int step, const StepStats& s) const {
   std::fflush(stdout);
   JsonObject j;
   j.integer("step", step).num("loss", s.loss).num("lr", s.lr).num("grad_norm", s.grad_norm).num("ms", s.ms)
-      .num("ms_max", s.ms_max).num("tokens_per_s", tok_s).num("mfu", mfu).num("forward_ms", s.fwd_ms)
+      .num("ms_max", s.ms_max).num(per_s_key_, tok_s).num("mfu", mfu).num("forward_ms", s.fwd_ms)
       .num("backward_ms", s.bwd_ms).num("optimizer_ms", s.opt_ms).num("comm_tp_ms", s.comm_tp_ms)
       .num("comm_pp_ms", s.comm_pp_ms).num("comm_dp_ms", s.comm_dp_ms).num("comm_other_ms", s.comm_other_ms)
       .num("exposed_comm_share", comm / s.ms).num("compute_ms", s.compute_ms).num("compute_ms_max", s.compute_ms_max);
   if (sgemm_gflops_ > 0) j.num("mfu_sgemm", mfu_sgemm(mfu));
   if (s.val_loss >= 0) j.num("val_loss", s.val_loss);
+  if (s.val_top1 >= 0) j.num("val_top1", s.val_top1);
   j.num("loss_scale", s.loss_scale).integer("skipped", s.skipped ? 1 : 0);
   if (s.wire_bytes >= 0) j.num("wire_bytes", s.wire_bytes).num("compression_ratio", s.compression_ratio);
   if (s.residual_norm >= 0) j.num("residual_norm", s.residual_norm);
   if (s.skipped) j.str("skip_reason", s.bad.empty() ? "overflow: inf/NaN gradients" : s.bad);
   if (!s.bad.empty()) j.str("bad_step", s.bad);
   if (s.rolled_back_to >= 0) j.integer("rolled_back_to", s.rolled_back_to);
-  if (s.energy_j >= 0) j.num("energy_j", s.energy_j).num("joules_per_token", s.energy_j / tokens_per_step_);
+  if (s.energy_j >= 0) j.num("energy_j", s.energy_j).num("joules_per_" + unit_, s.energy_j / tokens_per_step_);
   if (s.straggler_monitored)
     j.raw("stragglers", int_list(s.straggler.stragglers)).integer("slowest_rank", s.straggler.slowest_rank)
         .num("slowest_ratio", s.straggler.slowest_ratio);
@@ -157,9 +160,11 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
   const std::vector<StepStats>& h = *in.history;
   const size_t first = h.size() > 1 ? 1 : 0, n = h.size() - first;
   const StepStats mean = mean_step_stats(h.data() + first, h.data() + h.size());
-  double val_loss = -1;
-  for (const StepStats& s : h)
+  double val_loss = -1, val_top1 = -1;
+  for (const StepStats& s : h) {
     if (s.val_loss >= 0) val_loss = s.val_loss;
+    if (s.val_top1 >= 0) val_top1 = s.val_top1;
+  }
   double rss[2] = {peak_rss_bytes(), pss_bytes()};  // the largest over ranks (-1: no PSS on this kernel)
   grid_.world().allreduce(rss, 2, DType::F64, ReduceOp::Max);
   double ledger[6];
@@ -176,7 +181,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .integer("dp", g.dp).integer("steps", cfg_.train.steps).integer("step", in.step)
       .integer("steps_this_run", (long long)h.size())
       .num("final_loss", h.empty() ? in.last_loss : h.back().loss)
-      .num("val_loss", val_loss).num("tokens_per_s", tok_s).num("tokens_per_s_per_rank", tok_s / g.size())
+      .num("val_loss", val_loss).num(per_s_key_, tok_s).num(per_s_key_ + "_per_rank", tok_s / g.size())
       .num("ms_per_step", mean.ms_max).num("ms_per_step_mean_rank", mean.ms).num("mfu", mfu)
       .num("exposed_comm_share", n > 0 && mean.ms > 0 ? comm / mean.ms : 0.0).num("forward_ms", mean.fwd_ms)
       .num("backward_ms", mean.bwd_ms).num("optimizer_ms", mean.opt_ms).num("data_ms", mean.data_ms)
@@ -189,8 +194,8 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .num("imbalance_share", n > 0 && mean.ms_max > 0 ? (mean.compute_ms_max - mean.compute_ms) / mean.ms_max : 0.0)
       .num("pipeline_bubble", bubble_fraction(g.pp, cfg_.train.micro_batches))
       .integer("micro_batch_size", cfg_.train.micro_batch_size).integer("micro_batches", cfg_.train.micro_batches)
-      .integer("global_batch_tokens", (long long)tokens_per_step_).integer("seq_len", cfg_.model.seq_len)
-      .integer("params", n_params_).num("flops_per_token", flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).str("peak_kind", peak_kind_).str("peak_provenance", peak_provenance_)
+      .integer("global_batch_" + unit_ + "s", (long long)tokens_per_step_).integer("seq_len", unit_ == "token" ? cfg_.model.seq_len : 1).str("model", model_signature(cfg_.model))
+      .integer("params", n_params_).num("flops_per_" + unit_, flops_per_token_).num("peak_gflops_per_rank", peak_gflops_).str("peak_kind", peak_kind_).str("peak_provenance", peak_provenance_)
       .str("schedule", cfg_.parallel.schedule).str("allreduce", cfg_.parallel.allreduce)
       .num("peak_rss_mb", rss[0] / 1048576.0).num("pss_end_mb", rss[1] < 0 ? -1.0 : rss[1] / 1048576.0)
       .num("analytic_state_mb", in.state_bytes / 1048576.0)

@@ -9,6 +9,7 @@
 #include "src/core/json.hpp"
 #include "src/energy/energy_meter.hpp"
 #include "src/grid/grid.hpp"
+#include "src/model/model_family.hpp"
 #include "src/train/step_guard.hpp"
 #include "src/train/step_stats.hpp"
 
@@ -35,8 +36,9 @@ struct RunSummaryInputs {
 
 class RunReport {
  public:
-  // Collective over the world: measures the per-rank peak unless output.peak_gflops gives it.
-  RunReport(const Config& cfg, Grid& grid, int64_t global_batch);
+  // Collective over the world: measures the per-rank peak unless output.peak_gflops gives it. The family gives
+  // the throughput unit (tokens or images: the loss positions), the FLOPs per position and the parameter count.
+  RunReport(const Config& cfg, Grid& grid, int64_t global_batch, const ModelFamily& family);
 
   void log_step(int step, const StepStats& s) const;
   // Collective (peak RSS over ranks).
@@ -48,7 +50,10 @@ class RunReport {
   void add_feature_fields(JsonObject& j, const RunSummaryInputs& in, double mfu) const;  // write_summary's tail
   const Config& cfg_;
   Grid& grid_;
-  double tokens_per_step_ = 0;
+  double tokens_per_step_ = 0;  // loss positions per step: tokens, or images for an image model
+  std::string unit_;             // "token" or "image" (ModelFamily::position_name)
+  std::string per_s_key_;        // "tokens_per_s" or "images_per_s"
+  const char* short_unit() const { return unit_ == "image" ? "img" : "tok"; }
   double peak_gflops_ = 0;   // hardware peak per rank (MFU's denominator)
   std::string peak_kind_;    // which peak: "bf16 peak (avx512_bf16 vdpbf16ps, measured)", a datasheet, ...
   std::string peak_provenance_;  // a measured peak's cache record and this run's figure (host_peak.hpp)

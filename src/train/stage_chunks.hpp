@@ -60,6 +60,7 @@ class ChunkedStage final : public StageModel {
 
   // A micro-batch's work goes through chunk(c): these throw.
   void set_tokens(int, const int32_t*, const int32_t*) override { whole(); }
+  void set_samples(int, const int32_t*) override { whole(); }
   void* stage_input_data(int) override { return whole(); }
   void* stage_output_data(int) override { return whole(); }
   void* grad_buffer_data() override { return whole(); }

@@ -30,6 +30,7 @@ struct StepStats {
   // stage).
   double compute_ms = 0, compute_ms_max = 0;  // mean over ranks and slowest rank
   double val_loss = -1;
+  double val_top1 = -1;  // a classifier's evaluation accuracy (top-1 hits / images); -1: none
   double energy_j = -1;         // joules of the step over all ranks (src/energy; -1: some rank has no counter)
   double loss_scale = 1;        // the scale this step ran with
   bool skipped = false;         // overflow: no update on any rank

@@ -12,6 +12,8 @@
 #include "src/core/test_hooks.hpp"
 #include "src/train/dp/dp_shares.hpp"
 #include "src/train/host_mirror.hpp"
+#include "src/train/families/model_families.hpp"
+#include "src/train/lr_scaling.hpp"
 #include "src/train/lr_schedule.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/rebalancer.hpp"
@@ -65,19 +67,23 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
                     cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
+  family_ = make_model_family(m);  // the model seam: tensors, stage model, data, accounting
+  family_->check(cfg_, g);
 
   // The DP plan first: the state is allocated as shards directly (no full buffer exists even at start-up).
-  TensorLayout layout(stage_tensor_specs(m, chunks, tp.rank, tp.size), g.dp);
+  TensorLayout layout(family_->stage_specs(chunks, tp.rank, tp.size), g.dp);
   DataParallel::Plan dp_plan = DataParallel::plan(cfg_, g.pp, grid_.dp_rank(), g.dp, layout);
   state_ = std::make_unique<TrainState>(std::move(layout), choice.precision, seed, dp_plan.extents);
   auto grads = [this] { return state_->has_buffer(Buffer::Grads) ? state_->grads() : nullptr; };
-  model_ = make_stage_model(choice.precision, m, seed, cfg_.train.micro_batch_size, chunks, tp, ops, state_->layout(),
-                            choice.recompute);
+  model_ = family_->make_stage(StageBuild{choice.precision, seed, cfg_.train.micro_batch_size, &chunks, &tp, &ops,
+                                          &state_->layout(), choice.recompute, &grid_.dp()});
   model_->bind(state_->params(), grads());
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   make_adaptation(choice.adapt, partition);
-  loader_ = std::make_unique<BatchLoader>(cfg_, grid_.dp_rank(), g.dp, stage_.first() || stage_.last());
-  pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops));
+  loader_ = std::make_unique<BatchLoader>(cfg_, family_->make_source(cfg_), grid_.dp_rank(), g.dp,
+                                          stage_.first() || stage_.last());
+  pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops),
+                                               family_->positions_per_sample());
 
   dp_ = std::make_unique<DataParallel>(cfg_, grid_, *state_, *model_, std::move(dp_plan), tied_embed() != nullptr);
   const ZeroPlan& zero = dp_->zero();
@@ -87,13 +93,15 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
                   "of sharded masters)");
     sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_);
   }
-  for (TrainExtension* e : {static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals()})
+  model_buffers_ = std::make_unique<ModelBuffers>(model_->model_buffers(), grid_);  // BatchNorm's statistics
+  for (TrainExtension* e : {static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals(),
+                            model_buffers_->empty() ? nullptr : static_cast<TrainExtension*>(model_buffers_.get())})
     if (e) extensions_.push_back(e);
-  optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero);
+  optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero, choice.optimizer);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   guard_ = std::make_unique<StepGuard>(cfg_.train, choice.nonfinite);
   progress_.scaler = scaler_->state();
-  report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch());
+  report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch(), *family_);
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
                                                  loader_->global_batch(), zero, mirror_mode_, extensions_);
   if (grid_.world_rank() == 0) print_memory_line();  // the ledger of rank 0 (pipeline stage 0, TP rank 0)
@@ -179,10 +187,9 @@ StepStats Trainer::train_step() {
   const GradBuckets::WireStats wire = dp_->wire_stats();
 
   const double t_opt0 = MPI_Wtime();
-  const TrainConfig& tc = cfg_.train;
   // Skipped steps do not count as updates: the learning rate and AdamW's bias correction follow the updates.
   const int updates = progress_.step - progress_.skipped;
-  const double lr = learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
+  const double lr = step_learning_rate(updates);
   for (TrainExtension* e : extensions_) e->before_update(updates, loss_scale);  // sparsity: clipped with the gradient
   const double norm = optimizer_->grad_norm();  // the same value on every rank: every rank decides alike
   // An fp16 overflow is the loss scaler's (it backs the scale off and skips); anything else non-finite or out of
@@ -200,7 +207,7 @@ StepStats Trainer::train_step() {
 
   StepTimes t = step_times(t0, t_opt0, t_end, marks);
   t.loss_sum = stage_.last() && grid_.tp_rank() == 0 ? loss_sum : 0.0;  // one rank owns the loss
-  StepStats s = reduce_step_stats(t, grid_.world(), double(loader_->global_batch()) * cfg_.model.seq_len);
+  StepStats s = reduce_step_stats(t, grid_.world(), double(loader_->global_batch()) * family_->positions_per_sample());
   s.lr = lr;
   s.grad_norm = norm / loss_scale;
   s.loss_scale = loss_scale;
@@ -258,14 +265,33 @@ StepTimes Trainer::step_times(double t0, double t_opt0, double t_end, const Comm
   return t;
 }
 
-double Trainer::validate() {
-  // data.val_batches global batches of the val split (the same sequences for every layout with the same
-  // global batch, and the same ones every time, so successive values compare).
-  double loss_sum = 0;
-  pipeline_->validate(cfg_.data.val_batches, &loss_sum);
-  double v = (stage_.last() && grid_.tp_rank() == 0) ? loss_sum : 0.0;
-  grid_.world().allreduce(&v, 1, DType::F64, ReduceOp::Sum);
-  return v / (double(cfg_.data.val_batches) * double(loader_->global_batch()) * cfg_.model.seq_len);
+// The step's learning rate after `updates` updates: warm-up and cosine decay (lr_schedule.hpp) of the peak rate,
+// which train.lr_scaling = linear scales by the global batch (lr_scaling.hpp; its warm-up starts at train.lr).
+double Trainer::step_learning_rate(int updates) const {
+  const TrainConfig& tc = cfg_.train;
+  if (cfg_.choices().lr_scaling == LrScaling::None)
+    return learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
+  const double peak = scaled_learning_rate(LrScaling::Linear, tc.lr, loader_->global_batch(), tc.lr_reference_batch,
+                                           tc.warmup_steps, tc.warmup_steps);
+  if (updates < tc.warmup_steps)
+    return scaled_learning_rate(LrScaling::Linear, tc.lr, loader_->global_batch(), tc.lr_reference_batch,
+                                tc.warmup_steps, updates);
+  return learning_rate(updates, peak, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
+}
+
+ValResult Trainer::validate() {
+  // data.val_batches global batches of the val split (the same samples for every layout with the same global
+  // batch, and the same ones every time, so successive values compare).
+  for (TrainExtension* e : extensions_) e->before_validation();  // BatchNorm: DP rank 0's running statistics
+  double sums[2] = {0, 0};  // loss, top-1 hits
+  pipeline_->validate(cfg_.data.val_batches, &sums[0], &sums[1]);
+  if (!(stage_.last() && grid_.tp_rank() == 0)) sums[0] = sums[1] = 0;
+  grid_.world().allreduce(sums, 2, DType::F64, ReduceOp::Sum);
+  const double samples = double(cfg_.data.val_batches) * double(loader_->global_batch());
+  ValResult r;
+  r.loss = sums[0] / (samples * family_->positions_per_sample());
+  if (std::string(family_->position_name()) == "image") r.top1 = sums[1] / samples;
+  return r;
 }
 
 void Trainer::save(const std::string& reason) {
@@ -331,7 +357,11 @@ int Trainer::run() {
       continue;
     }
     const int step = progress_.step;
-    if (cfg_.data.val_every > 0 && step % cfg_.data.val_every == 0) history_.back().val_loss = validate();
+    if (cfg_.data.val_every > 0 && step % cfg_.data.val_every == 0) {
+      const ValResult v = validate();
+      history_.back().val_loss = v.loss;
+      history_.back().val_top1 = v.top1;
+    }
     // parallel.adapt = rebalance: decided (and agreed) here, logged in this step's line, moved after its checkpoint
     const bool move = adapter_ && step < steps && adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back());
     // pp = 1: new data-parallel shares (agreed) from the next step on
@@ -408,7 +438,6 @@ void Trainer::adopt(StateHandoff h) {
 }
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(Buffer buffer) {
-  StageLayout whole{0, 1, 0, cfg_.model.n_layer};
   std::vector<std::pair<std::string, std::vector<float>>> out;
   const TensorLayout& layout = state_->layout();
   // The host reads the buffer through its mirror (CPU builds: the buffer itself, no copy); a ZeRO shard (the
@@ -428,7 +457,7 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(Buffer b
   // Every global tensor at its place in one flat buffer and one all-reduce for all of them: one per tensor cost
   // seconds for a few hundred tensors with ranks sharing cores (each all-reduce ~10 ms there), and the live
   // rebalance's move gathers three buffers (state_handoff.hpp).
-  const std::vector<TensorSpec> globals = model_tensor_specs(cfg_.model, whole, 0, 1);
+  const std::vector<TensorSpec> globals = family_->global_specs();
   size_t total = 0;
   for (const TensorSpec& g : globals) total += size_t(g.global_size());
   std::vector<float> flat(total, 0.0f);

@@ -25,6 +25,8 @@
 #include "src/train/dp/data_parallel.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/loss_scaler.hpp"
+#include "src/train/model_buffers.hpp"
+#include "src/model/model_family.hpp"
 #include "src/train/optimizer.hpp"
 #include "src/train/pipeline_adapter.hpp"
 #include "src/train/dp_share_adapter.hpp"
@@ -39,6 +41,11 @@
 #include "src/train/train_state.hpp"
 
 namespace gt {
+
+// An evaluation's figures: the mean loss per position, and a classifier's top-1 accuracy (-1: not a classifier).
+struct ValResult {
+  double loss = 0, top1 = -1;
+};
 
 class Trainer {
  public:
@@ -89,7 +96,8 @@ class Trainer {
   Comm* tied_embed() { return cfg_.model.llama() ? nullptr : grid_.embed(); }
   size_t activation_bytes() const;  // this rank's activation ledger (stored activations + work buffers)
   void print_memory_line() const;   // the start line of rank 0: the DP plan, model state and activations
-  double validate();
+  ValResult validate();
+  double step_learning_rate(int updates) const;
   void save(const std::string& reason);
   void finish(const std::string& status);
 
@@ -97,12 +105,14 @@ class Trainer {
   Grid& grid_;
   std::string config_text_;
   StageLayout stage_;
+  std::unique_ptr<ModelFamily> family_;  // model.kind: the model seam (src/model/model_family.hpp)
   std::unique_ptr<TrainState> state_;
   std::unique_ptr<StageModel> model_;
   std::unique_ptr<DataParallel> dp_;  // after model_: the model's hooks point into it
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<PipelineRunner> pipeline_;
   std::unique_ptr<Sparsity> sparsity_;
+  std::unique_ptr<ModelBuffers> model_buffers_;  // the model's non-parameter state (BatchNorm), when it has any
   // The features with state of their own (sparsity_, the DP path's top-k residuals): the step and the
   // Checkpointer iterate them (extension.hpp). Not owned.
   std::vector<TrainExtension*> extensions_;

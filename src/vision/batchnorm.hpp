@@ -1,7 +1,11 @@
 #pragma once
 // BatchNorm over channels-last activations (M = N*H*W rows of C channels). Training uses the batch's statistics
 // (biased variance, as the normalisation itself) and updates the running statistics (unbiased variance, as
-// PyTorch does); evaluation uses the running statistics. Statistics are per rank: sync BN is not built yet.
+// PyTorch does); evaluation uses the running statistics. Statistics are this process's batch's, or, with a group
+// sum (model.sync_bn), the whole DP group's batch's: the forward's sums (count, mean, squared deviations) and the
+// backward's two sums that dx needs are summed over the group (PyTorch's SyncBatchNorm), while dgamma and dbeta
+// stay this rank's (the DP gradient average adds them up, as for every parameter).
+#include <functional>
 #include <vector>
 
 namespace gt::vision {
@@ -10,11 +14,15 @@ struct BatchNormParams {
   int channels = 0;
   float eps = 1e-5f;
   float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
+  // Sync BN: sums n doubles in place over the DP group (collective: every rank's BatchNorm calls it alike);
+  // empty: per-rank statistics.
+  std::function<void(double* values, int n)> group_sum;
 };
 
 // What backward needs from the forward pass: the per-channel batch mean and 1/sqrt(var + eps).
 struct BatchNormSaved {
   std::vector<float> mean, invstd;
+  double rows = 0;  // the rows the statistics were over (the group's with sync BN)
 };
 
 void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,

@@ -2,6 +2,7 @@
 // resnet_step.cpp's.
 #include "src/vision/resnet.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -22,22 +23,24 @@ using detail::Dims;
 namespace {
 
 // Appends a tensor to the layout and returns its offset.
-long add(std::vector<ParamTensor>& t, long& total, const std::string& name, long size, bool decay,
+long add(std::vector<ParamTensor>& t, long& total, const std::string& name, std::vector<long> shape, bool decay,
          long fan_in = 0) {
-  t.push_back({name, total, size, decay, fan_in});
+  long size = 1;
+  for (long d : shape) size *= d;
+  t.push_back({name, total, size, decay, fan_in, std::move(shape)});
   total += size;
   return total - size;
 }
 
 void add_conv(std::vector<ParamTensor>& t, long& total, const std::string& name, ConvLayer& c) {
   const long fan_in = long(c.kernel) * c.kernel * c.cin;
-  c.w_off = add(t, total, name + ".weight", c.cout * fan_in, true, fan_in);
+  c.w_off = add(t, total, name + ".weight", {c.cout, c.kernel, c.kernel, c.cin}, true, fan_in);
 }
 
 void add_bn(std::vector<ParamTensor>& t, long& total, const std::string& name, BatchNormLayer& bn, int ch) {
   bn.init(ch);
-  bn.gamma_off = add(t, total, name + ".gamma", ch, false);
-  bn.beta_off = add(t, total, name + ".beta", ch, false);
+  bn.gamma_off = add(t, total, name + ".gamma", {ch}, false);
+  bn.beta_off = add(t, total, name + ".beta", {ch}, false);
 }
 
 }  // namespace
@@ -66,7 +69,7 @@ ResBlock make_block(const ResNetConfig& cfg, int cin, int width, int stride, con
   return blk;
 }
 
-ResNet::ResNet(const ResNetConfig& cfg) : cfg_(cfg), impl_(std::make_unique<Impl>()) {
+ResNet::ResNet(const ResNetConfig& cfg, bool with_params) : cfg_(cfg), impl_(std::make_unique<Impl>()) {
   if (cfg.widths.empty() || cfg.classes < 2)
     throw Error("resnet: needs at least one stage and two classes");
   if (!cfg.stage_blocks.empty() && cfg.stage_blocks.size() != cfg.widths.size())
@@ -91,11 +94,89 @@ ResNet::ResNet(const ResNetConfig& cfg) : cfg_(cfg), impl_(std::make_unique<Impl
       cin = m.blocks.back().convs.back().cout;
     }
   m.features = cin;
-  m.fc_w = add(tensors_, total, "fc.weight", long(cfg.classes) * cin, true);
-  m.fc_b = add(tensors_, total, "fc.bias", cfg.classes, false);
+  m.fc_w = add(tensors_, total, "fc.weight", {long(cfg.classes), long(cin)}, true);
+  m.fc_b = add(tensors_, total, "fc.bias", {long(cfg.classes)}, false);
+  n_params_ = total;
+  if (!with_params) return;
   params_.assign(total, 0.f);
   grads_.assign(total, 0.f);
+  bind(params_.data(), grads_.data());
   init_params();
+}
+
+namespace {
+
+// The shapes of the passes without running them (the FLOPs and the memory ledger), for one image (n = 1): calls
+// conv(layer, input dims) for every convolution in forward order and block(output dims) after every block.
+template <class Conv, class Block>
+void walk_shapes(const ResNetConfig& cfg, const ResNet::Impl& m, Conv&& conv, Block&& block) {
+  Dims d{1, cfg.height, cfg.width, cfg.channels};
+  conv(m.stem, d);
+  d = m.stem.out(d);
+  if (cfg.stem == ResNetStem::ImageNet) d = {1, (d.h - 1) / 2 + 1, (d.w - 1) / 2 + 1, d.c};  // 3x3/2 pad 1
+  for (const auto& blk : m.blocks) {
+    const Dims in = d;
+    for (const ConvLayer& c : blk.convs) {
+      conv(c, d);
+      d = c.out(d);
+    }
+    if (blk.has_proj) conv(blk.proj, in);
+    block(d);
+  }
+}
+
+}  // namespace
+
+double ResNet::train_flops_per_image() const {
+  double fwd = 2.0 * impl_->features * cfg_.classes;  // the classifier
+  walk_shapes(cfg_, *impl_, [&](const ConvLayer& c, const Dims& in) {
+    const Dims o = c.out(in);
+    fwd += 2.0 * double(o.size()) * c.kernel * c.kernel * c.cin;
+  }, [](const Dims&) {});
+  return 3.0 * fwd;
+}
+
+long ResNet::kept_floats_per_image() const {
+  // the input, every conv's output and its BN's output, every block's output; the ImageNet stem's pooled map
+  // and its argmax (8-byte indices: two floats' worth) are a quarter of the stem's map each
+  long kept = long(cfg_.height) * cfg_.width * cfg_.channels;
+  walk_shapes(cfg_, *impl_, [&](const ConvLayer& c, const Dims& in) { kept += 2 * c.out(in).size(); },
+              [&](const Dims& out) { kept += out.size(); });
+  if (cfg_.stem == ResNetStem::ImageNet) kept += 3 * (impl_->stem.out({1, cfg_.height, cfg_.width, cfg_.channels}).size() / 4);
+  return kept;
+}
+
+long ResNet::largest_map_per_image() const {
+  long big = 0;
+  walk_shapes(cfg_, *impl_, [&](const ConvLayer& c, const Dims& in) { big = std::max({big, in.size(), c.out(in).size()}); },
+              [](const Dims&) {});
+  return big;
+}
+
+void ResNet::set_group_sum(std::function<void(double*, int)> sum) {
+  impl_->stem_bn.p.group_sum = sum;
+  for (detail::ResBlock& blk : impl_->blocks) {
+    for (detail::BatchNormLayer& bn : blk.bns) bn.p.group_sum = sum;
+    blk.bn_proj.p.group_sum = sum;
+  }
+}
+
+std::vector<std::pair<std::string, std::vector<float>*>> ResNet::running_stats() {
+  std::vector<std::pair<std::string, std::vector<float>*>> out;
+  auto add_bn = [&](const std::string& name, detail::BatchNormLayer& bn) {
+    out.emplace_back(name + ".running_mean", &bn.running_mean);
+    out.emplace_back(name + ".running_var", &bn.running_var);
+  };
+  add_bn("stem.bn", impl_->stem_bn);
+  size_t i = 0;
+  for (size_t st = 0; st < cfg_.widths.size(); ++st)
+    for (int b = 0; b < cfg_.blocks_in(st); ++b, ++i) {
+      detail::ResBlock& blk = impl_->blocks[i];
+      const std::string name = "stage" + std::to_string(st) + ".block" + std::to_string(b);
+      for (size_t k = 0; k < blk.bns.size(); ++k) add_bn(name + ".bn" + std::to_string(k + 1), blk.bns[k]);
+      if (blk.has_proj) add_bn(name + ".bn_proj", blk.bn_proj);
+    }
+  return out;
 }
 
 ResNetConfig resnet_preset(const std::string& name, int height, int width, int channels, int classes) {
@@ -111,11 +192,11 @@ ResNetConfig resnet_preset(const std::string& name, int height, int width, int c
                                                                      : std::vector<int>{3, 4, 6, 3};
     c.bottleneck = name == "resnet50";
     c.stem = name == "resnet18-small" ? ResNetStem::Small : ResNetStem::ImageNet;
-  } else if (name == "resnet20" || name == "resnet56") {
+  } else if (name == "resnet8" || name == "resnet20" || name == "resnet56") {  // 6n + 2 layers
     c.widths = {16, 32, 64};
-    c.blocks_per_stage = name == "resnet20" ? 3 : 9;
+    c.blocks_per_stage = name == "resnet8" ? 1 : name == "resnet20" ? 3 : 9;
   } else {
-    throw Error("resnet: unknown model '" + name + "' (resnet18, resnet34, resnet50, resnet20, resnet56, resnet18-small)");
+    throw Error("resnet: unknown model '" + name + "' (resnet18, resnet34, resnet50, resnet8, resnet20, resnet56, resnet18-small)");
   }
   return c;
 }

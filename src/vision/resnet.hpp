@@ -9,7 +9,9 @@
 // pooling and a fully connected classifier. Parameters live in one flat fp32 array (so a data-parallel all-reduce
 // can take them as one buffer), each tensor an entry of tensors() with its offset and whether weight decay applies
 // to it. Activations are channels-last. BatchNorm statistics are this process's batch's (per-rank under DP).
+#include <functional>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,7 @@ struct ResNetConfig {
   int blocks_in(size_t stage) const { return stage_blocks.empty() ? blocks_per_stage : stage_blocks[stage]; }
 };
 
-// resnet18, resnet34, resnet50 (the ImageNet form), resnet20, resnet56 (small-image), resnet18-small (ResNet-18's
+// resnet18, resnet34, resnet50 (the ImageNet form), resnet8 (tests), resnet20, resnet56 (small-image), resnet18-small (ResNet-18's
 // stages on the small-image stem, for 28x28 and 32x32): the shapes of the names in the literature and torchvision,
 // for images of height x width x channels and `classes` classes. gt::Error for another name.
 ResNetConfig resnet_preset(const std::string& name, int height, int width, int channels, int classes);
@@ -41,6 +43,7 @@ struct ParamTensor {
   long offset = 0, size = 0;
   bool decay = true;  // false for BatchNorm's gamma/beta and the classifier's bias
   long fan_in = 0;    // a convolution's r*s*c (its initialisation scale); 0 for every other tensor
+  std::vector<long> shape;  // conv O x KH x KW x I, BatchNorm C, classifier weight classes x features, bias classes
 };
 
 struct StepResult {
@@ -50,15 +53,37 @@ struct StepResult {
 
 class ResNet {
  public:
-  explicit ResNet(const ResNetConfig& cfg);
+  // with_params = false: the layout, shapes and counts only (no parameter or gradient arrays, no initialisation):
+  // what a model family needs to describe the model.
+  explicit ResNet(const ResNetConfig& cfg, bool with_params = true);
   ~ResNet();
   ResNet(const ResNet&) = delete;
   ResNet& operator=(const ResNet&) = delete;
 
   const ResNetConfig& config() const { return cfg_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  // The model's own arrays (initialised by the constructor), used until bind() points it at others.
   std::vector<float>& params() { return params_; }
   std::vector<float>& grads() { return grads_; }
+  long param_count() const { return n_params_; }
+  // Computes over the caller's arrays instead (the trainer's flat TrainState buffers, tensors() at their offsets):
+  // params read, grads overwritten by backward().
+  void bind(float* params, float* grads) {
+    p_ = params;
+    g_ = grads;
+  }
+  // BatchNorm's running statistics (not parameters: no gradient, no optimizer), per layer by name:
+  // "<layer>.running_mean" and "<layer>.running_var", for checkpoints and for the DP group to agree on.
+  std::vector<std::pair<std::string, std::vector<float>*>> running_stats();
+  // Sync BN: every BatchNorm's statistics summed over a group with `sum` (batchnorm.hpp); empty: per process.
+  void set_group_sum(std::function<void(double*, int)> sum);
+  // Model FLOPs of one image's forward + backward: 2 per multiply-add of the convolutions and the classifier,
+  // backward twice forward (as MFU counts them; BN, ReLU and pooling left out).
+  double train_flops_per_image() const;
+  // fp32 values per image that a training forward keeps for backward (every conv and BN output, block outputs,
+  // the stem's maps), and those of the largest map (the backward's gradient buffers are a few of those).
+  long kept_floats_per_image() const;
+  long largest_map_per_image() const;
 
   // images: batch x H x W x C fp32 (already normalised); labels in [0, classes). train=true uses and updates
   // BatchNorm's batch statistics and keeps what backward() needs; train=false uses the running statistics.
@@ -66,13 +91,17 @@ class ResNet {
   // Gradients of the mean loss of the last training forward, overwriting grads().
   void backward();
 
+  struct Impl;  // the layers and the last forward's activations (resnet_impl.hpp; internal to src/vision)
+
  private:
-  struct Impl;
   void init_params();
   float* forward_features(bool train);  // stem and blocks; returns the last block's output
   ResNetConfig cfg_;
   std::vector<ParamTensor> tensors_;
   std::vector<float> params_, grads_;
+  long n_params_ = 0;
+  float* p_ = nullptr;  // what the passes read and write: params_/grads_ or the bound arrays
+  float* g_ = nullptr;
   std::unique_ptr<Impl> impl_;
 };
 

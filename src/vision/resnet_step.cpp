@@ -18,7 +18,7 @@ PoolShape stem_pool(const Dims& d) { return {d.n, d.h, d.w, d.c, 3, 2, 1}; }
 
 float* ResNet::forward_features(bool train) {
   auto& m = *impl_;
-  const float* p = params_.data();
+  const float* p = p_;
   m.stem.forward(m.in_dims, p, m.images, m.stem_a);
   m.stem_dims = m.stem.out(m.in_dims);
   m.stem_bn.forward(m.stem_dims, p, m.stem_a.data(), m.stem_out, train);
@@ -57,8 +57,8 @@ StepResult ResNet::forward(int batch, const float* images, const int* labels, bo
   avgpool_forward(gap, feat, m.pooled.data());
   m.logits.resize(long(batch) * cfg_.classes);
   m.dlogits.resize(m.logits.size());
-  linear_forward(batch, m.features, cfg_.classes, m.pooled.data(), params_.data() + m.fc_w,
-                 params_.data() + m.fc_b, m.logits.data());
+  linear_forward(batch, m.features, cfg_.classes, m.pooled.data(), p_ + m.fc_w,
+                 p_ + m.fc_b, m.logits.data());
   StepResult r;
   r.loss = softmax_xent(batch, cfg_.classes, m.logits.data(), labels, m.dlogits.data(), &r.correct);
   return r;
@@ -66,8 +66,8 @@ StepResult ResNet::forward(int batch, const float* images, const int* labels, bo
 
 void ResNet::backward() {
   auto& m = *impl_;
-  const float* p = params_.data();
-  float* g = grads_.data();
+  const float* p = p_;
+  float* g = g_;
   const Dims last = m.blocks.back().mid;
   std::vector<float>&dpooled = m.g_pooled, &dx = m.g_x, &dnext = m.g_next;
   dpooled.resize(m.pooled.size());

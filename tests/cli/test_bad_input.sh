@@ -131,6 +131,21 @@ expect bad_arch 1 nonzero "config key 'model.arch' must be one of \"gpt2\", \"ll
 # sequence parallelism splits each sequence's rows over the TP ranks
 expect sp_seq_len_vs_tp 2 nonzero "parallel.sequence_parallel: model.seq_len \(63\) is not divisible by parallel.tp \(2\)" -- train --config tiny parallel.tp=2 parallel.sequence_parallel=true model.seq_len=63
 expect blocks_vs_stages 2 nonzero "model.n_layer \(1\) is smaller than parallel.pp \(2\)" -- train --config tiny parallel.pp=2 model.n_layer=1
+# model.kind = resnet (issue 21): what the family refuses (every rank, one line), and datasets of the wrong kind or
+# shape in both directions
+printf 'gridtrain image and token datasets for the bad-input cases\n' >"$work/text.txt"
+"$bin" prepare --tokenizer byte --out "$work/tokens.h5" "$work/text.txt" >/dev/null 2>&1
+"$bin" prepare --images fashion-mnist --out "$work/fmnist.h5" >/dev/null 2>&1
+expect resnet_tp 2 nonzero "model.kind = \"resnet\" has no tensor parallelism \(parallel.tp = 2\)" -- train --config resnet-tiny parallel.tp=2
+expect resnet_pp 2 nonzero "model.kind = \"resnet\" runs as one pipeline stage \(parallel.pp = 2\)" -- train --config resnet-tiny parallel.pp=2
+expect resnet_zero2 2 nonzero "model.kind = \"resnet\" supports parallel.zero 0 and 1 \(got 2\)" -- train --config resnet-tiny parallel.zero=2
+expect resnet_bf16 1 nonzero "model.kind = \"resnet\" trains in fp32 only here" -- train --config resnet-tiny train.precision=bf16
+expect resnet_preset 1 nonzero "resnet: unknown model 'resnet99'" -- train --config resnet-tiny model.resnet=resnet99
+expect resnet_kind 1 nonzero "config key 'model.kind' must be one of \"gpt\", \"resnet\", got \"vit\"" -- train --config resnet-tiny model.kind=vit
+expect resnet_token_data 1 nonzero "tokens.h5: is a token dataset; a resnet model needs an image dataset" -- train --config resnet-tiny data.source=hdf5 data.path="$work/tokens.h5"
+expect resnet_image_shape 1 nonzero "fmnist.h5.*28x28x1.*16x16x1" -- train --config resnet-tiny data.source=hdf5 data.path="$work/fmnist.h5"
+expect resnet_classes 1 nonzero "fmnist.h5.*classes" -- train --config resnet-tiny data.source=hdf5 data.path="$work/fmnist.h5" model.image_size=28 model.classes=5
+expect gpt_image_data 1 nonzero "fmnist.h5" -- train --config tiny data.source=hdf5 data.path="$work/fmnist.h5"
 
 echo "$((cases - failures)) passed, $failures failed"
 [ $failures -eq 0 ]

@@ -1,0 +1,106 @@
+// The ResNet family (resnet_family.hpp).
+#include "src/train/families/resnet_family.hpp"
+
+#include <cmath>
+
+#include "src/core/error.hpp"
+#include "src/data/image_source.hpp"
+#include "src/grid/grid.hpp"
+#include "src/vision/resnet_stage.hpp"
+
+namespace gt {
+
+namespace {
+
+vision::ResNetConfig net_config(const ModelConfig& m) {
+  return vision::resnet_preset(m.resnet, m.image_size, m.image_size, m.image_channels, m.classes);
+}
+
+// "stage1.block0.conv1.weight" -> "stage1.block0"; "" for the stem and the classifier
+std::string block_of(const std::string& name) {
+  if (name.rfind("stage", 0) != 0) return "";
+  const size_t dot = name.find('.', name.find('.') + 1);
+  return name.substr(0, dot);
+}
+
+}  // namespace
+
+ResNetFamily::ResNetFamily(const ModelConfig& m) : m_(m), net_(net_config(m)) {
+  const vision::ResNet shape(net_, false);
+  flops_ = shape.train_flops_per_image();
+  std::string block;
+  int unit = 0;
+  for (const vision::ParamTensor& t : shape.tensors()) {
+    TensorSpec s;
+    s.name = t.name;
+    s.global_shape.assign(t.shape.begin(), t.shape.end());
+    s.decay = t.decay;
+    const bool gamma = t.name.size() > 6 && t.name.compare(t.name.size() - 6, 6, ".gamma") == 0;
+    if (t.fan_in > 0) {  // He-normal convolutions (as the standalone ResNet draws them)
+      s.init = Init::Normal;
+      s.std = std::sqrt(2.0 / double(t.fan_in));
+    } else if (t.name == "fc.weight") {  // PyTorch's Linear default: uniform in +-1/sqrt(fan_in)
+      s.init = Init::Uniform;
+      s.std = 1.0 / std::sqrt(double(t.shape[1]));
+    } else {
+      s.init = gamma ? Init::Ones : Init::Zeros;
+    }
+    // units: the stem 0, block i at i + 1 (a new block name starts the next), the classifier after the last
+    const std::string b = block_of(t.name);
+    if (!b.empty() && b != block) {
+      ++unit;
+      block = b;
+    }
+    s.unit = t.name.rfind("fc.", 0) == 0 ? unit + 1 : unit;
+    specs_.push_back(std::move(s));
+  }
+  for (size_t st = 0; st < net_.widths.size(); ++st) blocks_ += net_.blocks_in(st);
+}
+
+std::string ResNetFamily::signature() const {
+  return "resnet " + m_.resnet + " image=" + std::to_string(m_.image_size) + "x" + std::to_string(m_.image_size) +
+         "x" + std::to_string(m_.image_channels) + " classes=" + std::to_string(m_.classes);
+}
+
+std::vector<TensorSpec> ResNetFamily::tensor_specs(const StageLayout&, int, int) const { return specs_; }
+
+std::unique_ptr<StageModel> ResNetFamily::make_stage(const StageBuild& b) const {
+  auto stage = std::make_unique<vision::ResNetStage>(net_, b.micro_batch_size);
+  if (m_.sync_bn && b.dp && b.dp->size() > 1) {
+    Comm* group = b.dp;
+    stage->net().set_group_sum([group](double* v, int n) { group->allreduce(v, size_t(n), DType::F64, ReduceOp::Sum); });
+  }
+  // The network computes at its own offsets; the trainer's layout must put every tensor at the same place.
+  const std::vector<vision::ParamTensor>& own = stage->net().tensors();
+  const std::vector<TensorSpec>& lay = b.layout->tensors();
+  if (own.size() != lay.size()) throw Error("model.kind = \"resnet\": internal: the layout lists another model");
+  for (size_t k = 0; k < own.size(); ++k)
+    if (size_t(own[k].offset) != lay[k].offset || size_t(own[k].size) != lay[k].size)
+      throw Error("model.kind = \"resnet\": internal: tensor " + own[k].name + " is elsewhere in the layout");
+  return stage;
+}
+
+std::unique_ptr<DataSource> ResNetFamily::make_source(const Config& cfg) const { return make_image_source(cfg); }
+
+void ResNetFamily::check(const Config& cfg, const GridShape& g) const {
+  const ConfigChoices c = cfg.choices();
+  auto refuse = [](const std::string& what) {
+    throw Error("config: model.kind = \"resnet\" " + what + " (docs/vision.md)");
+  };
+  if (g.tp > 1) refuse("has no tensor parallelism (parallel.tp = " + std::to_string(g.tp) + "); use data parallelism");
+  if (g.pp > 1) refuse("runs as one pipeline stage (parallel.pp = " + std::to_string(g.pp) + "); use data parallelism");
+  if (c.zero == ZeroStage::Gradients || c.zero == ZeroStage::Parameters)
+    refuse("supports parallel.zero 0 and 1 (got " + std::to_string(cfg.parallel.zero) + "): the network writes whole gradients");
+  if (c.precision != Precision::FP32) refuse("trains in fp32 only here (train.precision = \"" + cfg.train.precision + "\")");
+  if (c.recompute != Recompute::None) refuse("keeps every activation (train.recompute = \"" + cfg.train.recompute + "\")");
+  if (c.sparsity != SparsityPattern::None) refuse("has no 2:4 sparsity of its convolutions yet (sparsity.pattern)");
+  if (c.compress == CompressMethod::TopK) refuse("has no top-k compression yet (compress.method = \"topk\")");
+  if (c.adapt != AdaptMode::Off || c.rebalance != RebalanceMode::Off)
+    refuse("has no adaptive parallelism (parallel.adapt, parallel.rebalance move transformer blocks)");
+  if (c.layout == LayoutMode::Auto) refuse("has no planner model (parallel.layout = \"auto\")");
+  if (m_.sync_bn && !cfg.parallel.dp_shares.empty())
+    refuse("with model.sync_bn needs equal data-parallel shares (every rank's BatchNorm sums with the others' once "
+           "per micro-batch; parallel.dp_shares = \"" + cfg.parallel.dp_shares + "\")");
+}
+
+}  // namespace gt

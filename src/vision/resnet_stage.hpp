@@ -1,0 +1,72 @@
+#pragma once
+// The ResNet behind the trainer's StageModel interface (the model seam, src/model/model_family.hpp): one stage
+// (pipeline and tensor parallelism are refused by the family), fp32, computing on the TrainState's flat buffers.
+//   rows   each sample is H*W*C normalised fp32 pixels (their bits in int32 words) and then its label, as the
+//          image sources of src/data/image_source.hpp write them;
+//   loss   the mean cross-entropy of the micro-batch; the trainer's loss_scale (d(loss)/d(sample loss) times the
+//          loss scale) weights it by its share of the global batch, so micro-batches and DP ranks add up to the
+//          global batch's mean;
+//   grads  the network writes one micro-batch's gradients into its own scratch array; backward adds them,
+//          scaled, into the bound gradient buffer (gradient accumulation), then reports every unit done (units:
+//          stem 0, block i at i + 1, classifier last), last first, so the DP buckets go out in backward order.
+// BatchNorm's running statistics are model buffers (model_buffers()): not parameters, checkpointed from DP rank
+// 0 and made equal over the DP group before an evaluation (src/train/model_buffers.hpp).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "src/model/stage_model.hpp"
+#include "src/vision/resnet.hpp"
+
+namespace gt::vision {
+
+class ResNetStage final : public StageModel {
+ public:
+  ResNetStage(const ResNetConfig& cfg, int micro_batch_size);
+
+  ResNet& net() { return *net_; }
+  const StageLayout& stage() const override { return stage_; }
+  int slots() const override { return 1; }  // one stage: forward and backward of a micro-batch back to back
+  void bind(void* params, void* grads) override;
+  void set_samples(int slot, const int32_t* rows) override;
+  void forward(int slot, bool with_grad, double loss_scale) override;
+  double take_loss_sum() override;
+  double take_hits() override;
+  void backward(int slot, const std::function<void(int)>& on_unit) override;
+  void set_unit_timer(std::function<void(int, bool)> timer) override { timer_ = std::move(timer); }
+  std::vector<ModelBuffer> model_buffers() override;
+  size_t activation_bytes_per_slot() const override;
+  size_t work_bytes() const override;
+
+  // A one-stage model: nothing crosses stages, and ZeRO-2/3's redirections are refused by the family.
+  void set_tokens(int, const int32_t*, const int32_t*) override { refuse("token inputs"); }
+  void* stage_input_data(int) override { return refuse("pipeline stages"); }
+  void* stage_output_data(int) override { return refuse("pipeline stages"); }
+  void* grad_buffer_data() override { return refuse("pipeline stages"); }
+  size_t activation_elems() const override { return 0; }
+  DType activation_dtype() const override { return DType::F32; }
+  void set_param_hook(std::function<void(int, int)> hook) override {
+    if (hook) refuse("ZeRO-3 parameter gathers");
+  }
+  void redirect_param(size_t, void*) override { refuse("ZeRO-3 parameter gathers"); }
+  void redirect_grad(size_t, float*) override { refuse("ZeRO-2/3 gradient staging"); }
+  void set_vocab_chunks(std::vector<size_t>, std::function<const void*(int)>, std::function<float*(int)>) override {
+    refuse("vocabulary chunks");
+  }
+
+ private:
+  [[noreturn]] void* refuse(const char* what) const;
+
+  std::unique_ptr<ResNet> net_;
+  int B_;
+  StageLayout stage_;
+  float* grads_ = nullptr;         // the bound gradient buffer (accumulated into)
+  std::vector<float> images_;      // B x H x W x C
+  std::vector<int> labels_;        // B
+  double scale_ = 0;               // the last training forward's loss_scale
+  double loss_sum_ = 0, hits_ = 0; // since the last take
+  std::function<void(int, bool)> timer_;
+};
+
+}  // namespace gt::vision

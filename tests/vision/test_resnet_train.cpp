@@ -1,0 +1,302 @@
+// ResNet through the trainer (model.kind = resnet, the model seam), on 2 ranks:
+//   - one rank equals an independent loop over the standalone network (src/vision/resnet.hpp, vision::sgd_step)
+//     on the same images: losses, evaluation loss and top-1, parameters;
+//   - dp = 2 (per-rank BatchNorm over 4 images each) equals one rank with 2 micro-batches of 4 (the same BatchNorm
+//     groups, the same gradient average);
+//   - a run stopped and resumed equals the uninterrupted one bit for bit (parameters, momentum, BatchNorm's running
+//     statistics through the evaluation), and its dp = 2 checkpoint resumes on one rank (2 micro-batches).
+// The data: a small learnable image dataset written here (a bright square whose position is the class).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "src/data/image_source.hpp"
+#include "src/train/lr_schedule.hpp"
+#include "src/train/trainer.hpp"
+#include "src/vision/resnet.hpp"
+#include "src/vision/sgd.hpp"
+#include "tests/common/run_helpers.hpp"
+
+namespace {
+
+constexpr int kSide = 16, kClasses = 4;
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// Noise plus a bright 4x4 square in the quadrant named by the label.
+gt::vision::ImageSplit make_split(int count, unsigned seed) {
+  gt::vision::ImageSplit s{count, kSide, kSide, 1, {}, {}};
+  std::mt19937 gen(seed);
+  s.pixels.resize(size_t(count) * kSide * kSide);
+  s.labels.resize(size_t(count));
+  for (int i = 0; i < count; ++i) {
+    const int label = int(gen() % kClasses);
+    s.labels[size_t(i)] = label;
+    uint8_t* p = s.pixels.data() + size_t(i) * kSide * kSide;
+    for (int k = 0; k < kSide * kSide; ++k) p[k] = uint8_t(gen() % 64);
+    const int y0 = (label / 2) * 8 + 2, x0 = (label % 2) * 8 + 2;
+    for (int y = y0; y < y0 + 4; ++y)
+      for (int x = x0; x < x0 + 4; ++x) p[y * kSide + x] = uint8_t(200 + gen() % 56);
+  }
+  return s;
+}
+
+// Written once by rank 0 into a directory every rank knows.
+std::string dataset(const std::string& dir) {
+  const std::string path = dir + "/squares.h5";
+  if (world_rank() == 0) {
+    gt::vision::ImageDataset ds;
+    ds.name = "squares";
+    ds.classes = kClasses;
+    ds.train = make_split(64, 1);
+    ds.test = make_split(16, 2);
+    gt::vision::write_image_dataset(path, ds);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return path;
+}
+
+gt::Config resnet_config(const std::string& out, const std::string& data) {
+  gt::Config c = gt_test::tiny_config(out);
+  c.model.kind = "resnet";
+  c.model.resnet = "resnet8";
+  c.model.image_size = kSide;
+  c.model.image_channels = 1;
+  c.model.classes = kClasses;
+  c.train.optimizer = "sgd";
+  c.train.momentum = 0.9;
+  c.train.lr = 0.05;
+  c.train.min_lr = 0.05;  // constant: the reference needs no schedule
+  c.train.weight_decay = 5e-4;
+  c.train.grad_clip = 0;
+  c.train.micro_batch_size = 8;
+  c.train.steps = 3;
+  c.data.source = "hdf5";
+  c.data.path = data;
+  c.data.augment = false;  // the reference reads the same source, so augmentation would match too; off keeps it simple
+  c.data.val_every = 3;
+  c.data.val_batches = 2;
+  return c;
+}
+
+struct RunResult {
+  std::vector<double> losses;
+  double val_loss = -1, val_top1 = -1;
+  std::map<std::string, std::vector<float>> initial, params, momentum;
+};
+
+RunResult train(const gt::Config& c, MPI_Comm comm, int dp, bool capture_initial = false) {
+  gt::Grid grid(comm, 1, 1, dp, gt::AllreduceAlgo::Library);
+  gt::Trainer t(c, grid, c.to_toml());
+  RunResult r;
+  if (capture_initial)
+    for (auto& [name, v] : t.gather_params()) r.initial[name] = v;
+  EXPECT_EQ(t.run(), 0);
+  for (const auto& s : t.history()) {
+    r.losses.push_back(s.loss);
+    if (s.val_loss >= 0) r.val_loss = s.val_loss, r.val_top1 = s.val_top1;
+  }
+  for (auto& [name, v] : t.gather_params()) r.params[name] = v;
+  for (auto& [name, v] : t.gather(gt::Buffer::AdamM)) r.momentum[name] = v;
+  return r;
+}
+
+// The standalone network trained on the same rows (ImageFileSource, same spec and seed) from the same initial
+// parameters, with vision::sgd_step per tensor; then evaluated on the same test rows.
+RunResult reference(const gt::Config& c, const std::map<std::string, std::vector<float>>& initial) {
+  gt::vision::ResNetConfig rc = gt::vision::resnet_preset("resnet8", kSide, kSide, 1, kClasses);
+  gt::vision::ResNet net(rc);
+  for (const auto& t : net.tensors()) {
+    const std::vector<float>& v = initial.at(t.name);
+    std::copy(v.begin(), v.end(), net.params().begin() + t.offset);
+  }
+  gt::ImageSpec spec{kSide, kSide, 1, kClasses, false, uint64_t(c.train.seed)};
+  gt::ImageFileSource src(c.data.path, spec);
+  const int B = c.train.micro_batch_size, pixels = kSide * kSide;
+  std::vector<int32_t> rows(size_t(B) * size_t(spec.row_elems()));
+  std::vector<float> images(size_t(B) * pixels), velocity(net.params().size(), 0.f);
+  std::vector<int> labels(static_cast<size_t>(B));
+  auto load = [&](gt::Split split, int64_t first) {
+    std::vector<int64_t> samples(static_cast<size_t>(B));
+    for (int b = 0; b < B; ++b) samples[size_t(b)] = first + b;
+    src.read(split, samples.data(), B, rows.data());
+    for (int b = 0; b < B; ++b) {
+      std::memcpy(images.data() + size_t(b) * pixels, rows.data() + size_t(b) * (pixels + 1), pixels * sizeof(float));
+      labels[size_t(b)] = rows[size_t(b) * (pixels + 1) + pixels];
+    }
+  };
+  RunResult r;
+  gt::vision::SgdParams sp{float(c.train.lr), float(c.train.momentum), float(c.train.weight_decay)};
+  for (int step = 0; step < c.train.steps; ++step) {
+    load(gt::Split::Train, int64_t(step) * B);
+    r.losses.push_back(net.forward(B, images.data(), labels.data(), true).loss);
+    net.backward();
+    for (const auto& t : net.tensors())
+      gt::vision::sgd_step(sp, t.decay, t.size, net.params().data() + t.offset, net.grads().data() + t.offset,
+                           velocity.data() + t.offset);
+  }
+  double loss = 0, hits = 0;
+  for (int v = 0; v < c.data.val_batches; ++v) {
+    load(gt::Split::Val, int64_t(v) * B);
+    const gt::vision::StepResult e = net.forward(B, images.data(), labels.data(), false);
+    loss += e.loss * B;
+    hits += e.correct;
+  }
+  r.val_loss = loss / (c.data.val_batches * B);
+  r.val_top1 = hits / (c.data.val_batches * B);
+  for (const auto& t : net.tensors()) {
+    r.params[t.name].assign(net.params().begin() + t.offset, net.params().begin() + t.offset + t.size);
+    r.momentum[t.name].assign(velocity.begin() + t.offset, velocity.begin() + t.offset + t.size);
+  }
+  return r;
+}
+
+// |a - b| <= tol * (the tensor's largest magnitude) for every element: a weight near zero is the difference of
+// two larger numbers (w - lr v), whose rounding is relative to them, not to the result.
+double compare(const std::map<std::string, std::vector<float>>& a, const std::map<std::string, std::vector<float>>& b,
+               double tol, const std::string& what) {
+  double worst = 0;
+  EXPECT_EQ(a.size(), b.size()) << what;
+  for (const auto& [name, va] : a) {
+    const std::vector<float>& vb = b.at(name);
+    EXPECT_EQ(va.size(), vb.size()) << what << " " << name;
+    double scale = 1e-30;
+    for (float v : vb) scale = std::max(scale, std::fabs(double(v)));
+    for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
+      const double d = std::fabs(double(va[i]) - double(vb[i])) / scale;
+      worst = std::max(worst, d);
+      if (d > tol) {
+        ADD_FAILURE() << what << ": " << name << "[" << i << "] " << va[i] << " vs " << vb[i];
+        return worst;
+      }
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+// Tolerance 1e-6: the trainer's SGD kernel and vision::sgd_step compute the same float operations, but the compiler
+// may contract them into FMAs differently at the two sites (one rounding less), ~1 ulp per step over 3 steps; the
+// losses and the evaluation are computed by the same network code on the same inputs and parameters up to that.
+TEST(ResNetTrain, OneRankEqualsTheStandaloneNetwork) {
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_ref" + std::to_string(world_rank()));
+  gt::Config c = resnet_config(dir + "/run", dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  const RunResult run = train(c, MPI_COMM_SELF, 1, true);
+  const RunResult ref = reference(c, run.initial);
+  ASSERT_EQ(run.losses.size(), ref.losses.size());
+  for (size_t i = 0; i < ref.losses.size(); ++i)
+    EXPECT_NEAR(run.losses[i], ref.losses[i], 1e-6 * ref.losses[i]) << "step " << i + 1;
+  EXPECT_NEAR(run.val_loss, ref.val_loss, 1e-6 * ref.val_loss);
+  EXPECT_DOUBLE_EQ(run.val_top1, ref.val_top1);
+  compare(run.params, ref.params, 1e-6, "parameters");
+  compare(run.momentum, ref.momentum, 1e-6, "momentum");
+}
+
+// The squares are learnable: 80 steps (10 epochs) of resnet8 reach at least 90% top-1 on the 16 test images (chance is 25%;
+// the reference test above shows the arithmetic, this that the loop learns).
+TEST(ResNetTrain, LearnsTheSquares) {
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_learn" + std::to_string(world_rank()));
+  gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  c.train.steps = 80;
+  c.data.val_every = 80;  // (no augmentation: a flip moves the square to the other quadrant, another class)
+  const RunResult run = train(c, MPI_COMM_SELF, 1);
+  EXPECT_GE(run.val_top1, 0.9) << "loss " << run.losses.front() << " -> " << run.losses.back();
+  EXPECT_LT(run.losses.back(), 0.5 * run.losses.front());
+}
+
+// dp = 2 with 4 images per rank against one rank with 2 micro-batches of 4: the same BatchNorm groups (per-rank
+// statistics over 4 images), the same weights 1/2 on each group's mean gradient; only the all-reduce's
+// summation order differs from the accumulation's (2 terms: none), so 1e-6 covers it with room. The evaluation
+// differs by design: under DP the running statistics are DP rank 0's (updated from its 4 images a step), with
+// accumulation they are updated by both micro-batches in turn (docs/vision.md).
+TEST(ResNetTrain, DataParallelEqualsGradientAccumulation) {
+  const std::string data = dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data"));
+  gt::Config c = resnet_config(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_dp2"), data);
+  c.train.micro_batch_size = 4;
+  const RunResult dp2 = train(c, MPI_COMM_WORLD, 2);
+  gt::Config one = c;
+  one.output.dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_acc" + std::to_string(world_rank()));
+  one.train.micro_batches = 2;
+  const RunResult acc = train(one, MPI_COMM_SELF, 1);
+  ASSERT_EQ(dp2.losses.size(), acc.losses.size());
+  for (size_t i = 0; i < acc.losses.size(); ++i)
+    EXPECT_NEAR(dp2.losses[i], acc.losses[i], 1e-6 * acc.losses[i]) << "step " << i + 1;
+  compare(dp2.params, acc.params, 1e-6, "parameters");
+}
+
+// Sync BN: dp = 2 with 4 images per rank and model.sync_bn normalises over the 8 images of both ranks, the same
+// function as one rank with one micro-batch of 8. The statistics are summed from two partial double sums instead
+// of one, and the parameter gradients are two halves all-reduced instead of one sum: rounding of the fp32 results
+// only, so 1e-5 (and without sync BN the same comparison misses by far more: checked below, so the test can fail).
+TEST(ResNetTrain, SyncBatchNormEqualsOneRankOnTheWholeBatch) {
+  const std::string data = dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data"));
+  gt::Config c = resnet_config(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_sync"), data);
+  gt::Config one = c;
+  one.output.dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_sync_one" + std::to_string(world_rank()));
+  const RunResult whole = train(one, MPI_COMM_SELF, 1);  // 8 images in one BatchNorm
+  c.train.micro_batch_size = 4;
+  c.model.sync_bn = true;
+  const RunResult sync = train(c, MPI_COMM_WORLD, 2);
+  ASSERT_EQ(sync.losses.size(), whole.losses.size());
+  for (size_t i = 0; i < whole.losses.size(); ++i)
+    EXPECT_NEAR(sync.losses[i], whole.losses[i], 1e-5 * whole.losses[i]) << "step " << i + 1;
+  compare(sync.params, whole.params, 1e-5, "parameters (sync BN)");
+  c.model.sync_bn = false;
+  c.output.dir = gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_nosync");
+  const RunResult local = train(c, MPI_COMM_WORLD, 2);
+  EXPECT_GT(std::fabs(local.losses.back() - whole.losses.back()), 1e-4 * whole.losses.back())
+      << "per-rank statistics should not match the whole batch's";
+}
+
+// Stopped after 2 of 4 steps and resumed: bit for bit the uninterrupted run (parameters, momentum, and the
+// evaluation, which reads BatchNorm's running statistics from the checkpoint on rank 1). The dp = 2 checkpoint
+// then resumes on one rank with 2 micro-batches of 4 (the same BatchNorm groups): within 1e-6 as above.
+TEST(ResNetTrain, ResumeIsBitwiseAndReshardsToOneRank) {
+  const std::string data = dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data"));
+  gt::Config c = resnet_config(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_whole"), data);
+  c.train.micro_batch_size = 4;
+  c.train.steps = 4;
+  c.data.val_every = 4;
+  const RunResult whole = train(c, MPI_COMM_WORLD, 2);
+
+  gt::Config part = c;
+  part.output.dir = gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_part");
+  part.train.max_steps_per_run = 2;
+  part.checkpoint.save_final = true;
+  {
+    gt::Grid grid(MPI_COMM_WORLD, 1, 1, 2, gt::AllreduceAlgo::Library);
+    gt::Trainer t(part, grid, part.to_toml());
+    EXPECT_NE(t.run(), 0);  // stopped for the restart (exit 75)
+  }
+  part.checkpoint.resume = "auto";
+  part.train.max_steps_per_run = 0;
+  const RunResult resumed = train(part, MPI_COMM_WORLD, 2);
+  ASSERT_EQ(resumed.losses.size(), 2u);
+  EXPECT_EQ(resumed.losses[0], whole.losses[2]);
+  EXPECT_EQ(resumed.losses[1], whole.losses[3]);
+  EXPECT_EQ(resumed.val_loss, whole.val_loss);
+  EXPECT_EQ(resumed.val_top1, whole.val_top1);
+  compare(resumed.params, whole.params, 0, "parameters after the resume");
+  compare(resumed.momentum, whole.momentum, 0, "momentum after the resume");
+
+  if (world_rank() == 0) {  // the dp = 2 checkpoint of step 2 on one rank
+    gt::Config one = c;
+    one.output.dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_one");
+    one.checkpoint.resume = part.output.dir + "/checkpoints/step_00000002.h5";
+    one.train.micro_batches = 2;
+    const RunResult r = train(one, MPI_COMM_SELF, 1);
+    ASSERT_EQ(r.losses.size(), 2u);
+    EXPECT_NEAR(r.losses[1], whole.losses[3], 1e-6 * whole.losses[3]);
+    compare(r.params, whole.params, 1e-6, "parameters after resharding to one rank");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
