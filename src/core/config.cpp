@@ -431,7 +431,7 @@ ConfigChoices Config::validate() const {
   nonneg("sparsity.srste_decay", sparsity.srste_decay);
   // 2:4 groups run along each linear layer's input dimension, which TP splits for attn.proj and mlp.proj:
   // every TP rank must hold whole groups (its d_model/tp input columns a multiple of 4).
-  if (sparsity.pattern == "2:4" && model.d_model % (4 * parallel.tp) != 0)
+  if (sparsity.pattern == "2:4" && !model.resnet_kind() && model.d_model % (4 * parallel.tp) != 0)
     throw Error("config key 'sparsity.pattern' = \"2:4\" needs model.d_model (" + std::to_string(model.d_model) +
                 ") divisible by 4 x parallel.tp (" + std::to_string(4 * parallel.tp) +
                 ") so that every TP rank holds whole groups of 4 input columns");

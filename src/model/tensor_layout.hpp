@@ -31,6 +31,9 @@ struct TensorSpec {
   Init init = Init::Zeros;
   double std = 0.0;                  // for Init::Normal; the bound for Init::Uniform
   bool decay = false;                // AdamW weight decay applies
+  // sparsity.pattern = 2:4 masks it, in groups of 4 along its last dimension (the input dimension of a linear
+  // weight, the input channels of a convolution's O x KH x KW x I): the model family says which tensors.
+  bool sparse24 = false;
   int unit = 0;                      // forward-order unit: 0 embedding, 1..L blocks, L+1 head; for bucketing
   // >= 0: this rank's copy is tied to the tensor of the same name on that pipeline stage, which owns it (the
   // head's wte on the last stage is the embedding's wte of stage 0; the embedding group keeps them equal).

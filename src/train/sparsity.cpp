@@ -7,17 +7,7 @@
 
 namespace gt {
 
-namespace {
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-}  // namespace
-
-bool sparse_tensor(const TensorSpec& s) {
-  for (const char* t : {".attn.qkv.w", ".attn.proj.w", ".mlp.fc.w", ".mlp.proj.w"})
-    if (ends_with(s.name, t)) return true;
-  return false;
-}
+bool sparse_tensor(const TensorSpec& s) { return s.sparse24; }
 
 void mask_2of4(const float* w, float* mask, long n) {
   Kokkos::parallel_for("mask_2of4", range(0, n / 4), KOKKOS_LAMBDA(long g) {

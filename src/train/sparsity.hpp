@@ -19,7 +19,8 @@
 
 namespace gt {
 
-// The tensors that carry masks: attn.qkv.w, attn.proj.w, mlp.fc.w, mlp.proj.w.
+// The tensors that carry masks: those the model family flags (TensorSpec::sparse24): GPT-2's attn.qkv.w, attn.proj.w,
+// mlp.fc.w, mlp.proj.w, Llama's attention weights, a ResNet's convolutions whose input channels are whole groups of 4.
 bool sparse_tensor(const TensorSpec& s);
 
 // mask[i] = 1 for the 2 entries of largest |w| in each group of 4 consecutive entries, else 0 (n a multiple of 4;

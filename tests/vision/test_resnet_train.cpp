@@ -257,6 +257,39 @@ TEST(ResNetTrain, SyncBatchNormEqualsOneRankOnTheWholeBatch) {
       << "per-rank statistics should not match the whole batch's";
 }
 
+// 2:4 sparsity on the convolutions (SR-STE): after training, the working weights of every convolution with
+// input channels in groups of 4 keep at most 2 of every 4 along the input channels; the 1-channel stem and the
+// classifier stay dense; and the masked network still learns the squares (>= 90% top-1, as dense).
+TEST(ResNetTrain, TwoFourSparsityMasksTheConvolutions) {
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_24_" + std::to_string(world_rank()));
+  gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  c.sparsity.pattern = "2:4";
+  c.train.steps = 80;
+  c.data.val_every = 80;
+  gt::Grid grid(MPI_COMM_SELF, 1, 1, 1, gt::AllreduceAlgo::Library);
+  gt::Trainer t(c, grid, c.to_toml());
+  ASSERT_EQ(t.run(), 0);
+  int masked = 0;
+  for (const auto& [name, w] : t.gather(gt::Buffer::Params)) {
+    const bool conv = name.find("conv") != std::string::npos || name.find("proj.weight") != std::string::npos;
+    const bool stem = name.rfind("stem.", 0) == 0;
+    int dense_groups = 0;
+    for (size_t g = 0; g + 4 <= w.size(); g += 4) {
+      int nz = 0;
+      for (size_t j = 0; j < 4; ++j) nz += w[g + j] != 0.0f;
+      dense_groups += nz > 2;
+    }
+    if (conv && !stem) {
+      EXPECT_EQ(dense_groups, 0) << name << " has groups of 4 with more than 2 weights";
+      ++masked;
+    } else if (name == "stem.conv.weight" || name == "fc.weight") {
+      EXPECT_GT(dense_groups, 0) << name << " should stay dense";
+    }
+  }
+  EXPECT_GE(masked, 6);  // resnet8: 3 blocks x 2 convs, and the 2 projections
+  EXPECT_GE(t.history().back().val_top1, 0.9);
+}
+
 // Stopped after 2 of 4 steps and resumed: bit for bit the uninterrupted run (parameters, momentum, and the
 // evaluation, which reads BatchNorm's running statistics from the checkpoint on rank 1). The dp = 2 checkpoint
 // then resumes on one rank with 2 micro-batches of 4 (the same BatchNorm groups): within 1e-6 as above.

@@ -39,6 +39,9 @@ ResNetFamily::ResNetFamily(const ModelConfig& m) : m_(m), net_(net_config(m)) {
     if (t.fan_in > 0) {  // He-normal convolutions (as the standalone ResNet draws them)
       s.init = Init::Normal;
       s.std = std::sqrt(2.0 / double(t.fan_in));
+      // 2:4 along the input channels where they come in groups of 4: every conv but a 1- or 3-channel stem
+      // (NVIDIA's ASP leaves the first convolution dense too)
+      s.sparse24 = t.shape.back() % 4 == 0;
     } else if (t.name == "fc.weight") {  // PyTorch's Linear default: uniform in +-1/sqrt(fan_in)
       s.init = Init::Uniform;
       s.std = 1.0 / std::sqrt(double(t.shape[1]));
@@ -93,7 +96,6 @@ void ResNetFamily::check(const Config& cfg, const GridShape& g) const {
     refuse("supports parallel.zero 0 and 1 (got " + std::to_string(cfg.parallel.zero) + "): the network writes whole gradients");
   if (c.precision != Precision::FP32) refuse("trains in fp32 only here (train.precision = \"" + cfg.train.precision + "\")");
   if (c.recompute != Recompute::None) refuse("keeps every activation (train.recompute = \"" + cfg.train.recompute + "\")");
-  if (c.sparsity != SparsityPattern::None) refuse("has no 2:4 sparsity of its convolutions yet (sparsity.pattern)");
   if (c.compress == CompressMethod::TopK) refuse("has no top-k compression yet (compress.method = \"topk\")");
   if (c.adapt != AdaptMode::Off || c.rebalance != RebalanceMode::Off)
     refuse("has no adaptive parallelism (parallel.adapt, parallel.rebalance move transformer blocks)");
