@@ -13,10 +13,13 @@ epochs=${2:-5}
 ks=${3:-"1 2 4 8 16"}
 parallel=${4:-2}
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${GRIDTRAIN:-$here/build/src/cli/gridtrain}
+# a private copy of the binary: a rebuild during the study must not replace it under a run
+bin_src=${GRIDTRAIN:-$here/build/src/cli/gridtrain}
 data=${DATA:-$here/data/fashion-mnist.h5}
 source "$here/scripts/bench_lib.sh"
 bench_setup
+bin="$work/gridtrain"
+cp "$bin_src" "$bin"; cp "$(dirname "$bin_src")/gridtrain-bin" "$work/"  # the launcher execs the program beside it
 [ -f "$data" ] || "$bin" prepare --images fashion-mnist --out "$data"
 run_k() {
   local k=$1 gb=$((128 * $1))
@@ -27,7 +30,7 @@ run_k() {
   "$bin" train --config resnet20-fmnist data.path="$data" output.dir="$work/k$k" output.peak_gflops=1 \
     train.steps=$steps train.micro_batches=$k train.lr_scaling=linear train.lr_reference_batch=128 \
     train.warmup_steps=$warm data.val_every=$steps data.val_batches=$val output.log_every=100 \
-    checkpoint.save_final=false >"$work/k$k.log" 2>&1
+    checkpoint.save_final=false >"$work/k$k.log" 2>&1 || { echo "k=$k: the run failed:"; tail -3 "$work/k$k.log"; return 0; }
   local t1=$(date +%s.%N)
   python3 - "$work/k$k/summary.json" "$k" "$steps" "$warm" "$t0" "$t1" >"$work/k$k.json" <<'PY'
 import json, sys
@@ -46,7 +49,7 @@ for k in $ks; do
   if [ $running -ge "$parallel" ]; then wait -n; running=$((running - 1)); fi
 done
 wait
-python3 - "$out" "$epochs" $(for k in $ks; do echo "$work/k$k.json"; done) <<'PY'
+python3 - "$out" "$epochs" $(for k in $ks; do [ -f "$work/k$k.json" ] && echo "$work/k$k.json"; done) <<'PY'
 import json, sys, platform, subprocess, datetime
 rows = [json.load(open(p)) for p in sys.argv[3:]]
 cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout

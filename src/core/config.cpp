@@ -13,6 +13,7 @@
 #include "src/core/enums.hpp"
 #include "src/core/deck.hpp"
 #include "src/core/error.hpp"
+#include "src/core/features.hpp"
 
 namespace gt {
 namespace {
@@ -358,8 +359,8 @@ void validate_model_train_parallel(const Config& c) {
   }
 }
 
-// parallel.dp_shares: the list's shape first (count, each share, sum), then the combinations that assume one
-// micro-batch count on every replica, then the uneven step, which is not built yet (docs/adaptive.md).
+// parallel.dp_shares: the list's shape (count, each share, sum); what uneven shares cannot run with is in the
+// compatibility table (features.hpp).
 void validate_dp_shares(const Config& c) {
   const ParallelConfig& p = c.parallel;
   if (p.dp_shares.empty()) return;
@@ -375,16 +376,7 @@ void validate_dp_shares(const Config& c) {
   if (sum != global)
     throw Error(key + " adds up to " + std::to_string(sum) + " micro-batches, the global batch has parallel.dp x " +
                 "train.micro_batches = " + std::to_string(global));
-  bool even = true;
-  for (int s : shares) even = even && s == c.train.micro_batches;
-  if (even) return;  // the even split: what an empty list means
-  if (p.zero >= 2)
-    throw Error(key + " is uneven, parallel.zero = " + std::to_string(p.zero) + " stages gradients per micro-batch "
-                "assuming equal counts on every replica; use zero <= 1");
-  if (c.compress.method == "topk")
-    throw Error(key + " is uneven, compress.method = \"topk\" (error feedback) assumes equal shares; use none, bf16 or fp16");
-  if (p.pp > 1)
-    throw Error(key + " is uneven, parallel.pp = " + std::to_string(p.pp) + ": uneven shares are for pp = 1 only");
+  // what uneven shares cannot run with: the compatibility table (features.hpp)
 }
 }  // namespace
 
@@ -393,10 +385,6 @@ ConfigChoices Config::validate() const {
   validate_dp_shares(*this);
   Config copy = *this;
   for (const Field& f : schema(copy)) check_choice(f, "");
-  // parallel.grad_reduce_dtype = bf16 and compress.method = bf16 are one wire path (src/train/dp/half_wire.hpp).
-  if (parallel.grad_reduce_dtype == "bf16" && compress.method != "none" && compress.method != "bf16")
-    throw Error("config key 'parallel.grad_reduce_dtype' = \"bf16\" conflicts with compress.method = \"" +
-                compress.method + "\" (the gradient all-reduce has one wire type)");
   positive("train.loss_scale_initial", train.loss_scale_initial);
   positive("train.loss_scale_min", train.loss_scale_min);
   if (train.loss_scale_min > train.loss_scale_initial)
@@ -435,6 +423,7 @@ ConfigChoices Config::validate() const {
     throw Error("config key 'sparsity.pattern' = \"2:4\" needs model.d_model (" + std::to_string(model.d_model) +
                 ") divisible by 4 x parallel.tp (" + std::to_string(4 * parallel.tp) +
                 ") so that every TP rank holds whole groups of 4 input columns");
+  FeatureSet(*this).check();  // the pairs of features that cannot run together: one table
   return choices();
 }
 
@@ -456,12 +445,6 @@ void Config::check_interleaving(int pp) const {
     throw Error("config: parallel.schedule = \"interleaved\" needs train.micro_batches (" +
                 std::to_string(train.micro_batches) + ") a multiple of parallel.pp (" + std::to_string(pp) +
                 "), as Megatron's interleaved schedule does");
-  if (!parallel.stage_blocks.empty())
-    throw Error("config: parallel.stage_blocks does not apply to parallel.schedule = \"interleaved\" (its chunks are "
-                "equal: model.n_layer / (pp x virtual_stages) layers each)");
-  if (parallel.rebalance == "auto")
-    throw Error("config: parallel.rebalance = \"auto\" does not apply to parallel.schedule = \"interleaved\" (its "
-                "chunks are equal)");
 }
 
 std::vector<int> ParallelConfig::dp_share_counts() const {

@@ -181,7 +181,7 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .integer("dp", g.dp).integer("steps", cfg_.train.steps).integer("step", in.step)
       .integer("steps_this_run", (long long)h.size())
       .num("final_loss", h.empty() ? in.last_loss : h.back().loss)
-      .num("val_loss", val_loss).num(per_s_key_, tok_s).num(per_s_key_ + "_per_rank", tok_s / g.size())
+      .num("val_loss", val_loss).num("val_top1", val_top1).num(per_s_key_, tok_s).num(per_s_key_ + "_per_rank", tok_s / g.size())
       .num("ms_per_step", mean.ms_max).num("ms_per_step_mean_rank", mean.ms).num("mfu", mfu)
       .num("exposed_comm_share", n > 0 && mean.ms > 0 ? comm / mean.ms : 0.0).num("forward_ms", mean.fwd_ms)
       .num("backward_ms", mean.bwd_ms).num("optimizer_ms", mean.opt_ms).num("data_ms", mean.data_ms)

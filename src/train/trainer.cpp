@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "src/core/error.hpp"
+#include "src/core/features.hpp"
 #include "src/core/stop_signal.hpp"
 #include "src/core/test_hooks.hpp"
 #include "src/train/dp/dp_shares.hpp"
@@ -67,6 +68,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
                     cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
+  FeatureSet(cfg_).check();       // the pairs of features that cannot run together (src/core/features.hpp)
   family_ = make_model_family(m);  // the model seam: tensors, stage model, data, accounting
   family_->check(cfg_, g);
 
@@ -87,10 +89,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
 
   dp_ = std::make_unique<DataParallel>(cfg_, grid_, *state_, *model_, std::move(dp_plan), tied_embed() != nullptr);
   const ZeroPlan& zero = dp_->zero();
-  if (choice.sparsity != SparsityPattern::None) {
-    if (zero.sharded())
-      throw Error("sparsity.pattern = \"2:4\" with parallel.zero > 0 is not implemented (the masked working copy "
-                  "of sharded masters)");
+  if (choice.sparsity != SparsityPattern::None) {  // not with ZeRO: the compatibility table (features.hpp)
     sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_);
   }
   model_buffers_ = std::make_unique<ModelBuffers>(model_->model_buffers(), grid_);  // BatchNorm's statistics

@@ -86,12 +86,12 @@ expect ilv_layers 2 nonzero "model.n_layer \(4\) is not divisible by pp x virtua
   -- $ilv parallel.virtual_stages=3 parallel.pp=2 model.n_layer=4 train.micro_batches=2
 expect ilv_micro_batches 2 nonzero "needs train.micro_batches \(3\) a multiple of parallel.pp \(2\)" \
   -- $ilv parallel.virtual_stages=2 parallel.pp=2 model.n_layer=4 train.micro_batches=3
-expect ilv_stage_blocks 1 nonzero "parallel.stage_blocks does not apply to parallel.schedule = \"interleaved\"" \
+expect ilv_stage_blocks 1 nonzero "parallel.schedule = \"interleaved\" with parallel.stage_blocks = .*: its chunks are equal" \
   -- $ilv parallel.virtual_stages=2 parallel.pp=2 model.n_layer=4 train.micro_batches=2 parallel.stage_blocks=3,1
 # parallel.dp_shares (docs/adaptive.md): a sum that is not the global batch, and uneven with ZeRO 2, on 2 ranks
 expect dp_shares_sum 2 nonzero "'parallel.dp_shares' = \"3,2\" adds up to 5 micro-batches" \
   -- train --config tiny parallel.dp=2 train.micro_batches=2 parallel.dp_shares=3,2
-expect dp_shares_zero2 2 nonzero "'parallel.dp_shares' = \"3,1\" is uneven, parallel.zero = 2" \
+expect dp_shares_zero2 2 nonzero "parallel.dp_shares = \"3,1\" \(uneven\) with parallel.zero = 2: ZeRO-2/3 stage gradients per micro-batch" \
   -- train --config tiny parallel.dp=2 train.micro_batches=2 parallel.dp_shares=3,1 parallel.zero=2
 expect zero_unknown_stage 1 nonzero "config key 'parallel.zero' must be 0, 1, 2 or 3, got 5" -- train --config tiny parallel.zero=5
 expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config tiny parallel.comm=gloo
@@ -136,10 +136,10 @@ expect blocks_vs_stages 2 nonzero "model.n_layer \(1\) is smaller than parallel.
 printf 'gridtrain image and token datasets for the bad-input cases\n' >"$work/text.txt"
 "$bin" prepare --tokenizer byte --out "$work/tokens.h5" "$work/text.txt" >/dev/null 2>&1
 "$bin" prepare --images fashion-mnist --out "$work/fmnist.h5" >/dev/null 2>&1
-expect resnet_tp 2 nonzero "model.kind = \"resnet\" has no tensor parallelism \(parallel.tp = 2\)" -- train --config resnet-tiny parallel.tp=2
-expect resnet_pp 2 nonzero "model.kind = \"resnet\" runs as one pipeline stage \(parallel.pp = 2\)" -- train --config resnet-tiny parallel.pp=2
-expect resnet_zero2 2 nonzero "model.kind = \"resnet\" supports parallel.zero 0 and 1 \(got 2\)" -- train --config resnet-tiny parallel.zero=2
-expect resnet_bf16 1 nonzero "model.kind = \"resnet\" trains in fp32 only here" -- train --config resnet-tiny train.precision=bf16
+expect resnet_tp 2 nonzero "model.kind = \"resnet\" with parallel.tp = 2: a ResNet has no tensor parallelism" -- train --config resnet-tiny parallel.tp=2
+expect resnet_pp 2 nonzero "model.kind = \"resnet\" with parallel.pp = 2: a ResNet runs as one pipeline stage" -- train --config resnet-tiny parallel.pp=2
+expect resnet_zero2 2 nonzero "model.kind = \"resnet\" with parallel.zero = 2: the network writes whole gradients" -- train --config resnet-tiny parallel.zero=2
+expect resnet_bf16 1 nonzero "model.kind = \"resnet\" with train.precision = \"bf16\": a ResNet trains in fp32 only here" -- train --config resnet-tiny train.precision=bf16
 expect resnet_preset 1 nonzero "resnet: unknown model 'resnet99'" -- train --config resnet-tiny model.resnet=resnet99
 expect resnet_kind 1 nonzero "config key 'model.kind' must be one of \"gpt\", \"resnet\", got \"vit\"" -- train --config resnet-tiny model.kind=vit
 expect resnet_token_data 1 nonzero "tokens.h5: is a token dataset; a resnet model needs an image dataset" -- train --config resnet-tiny data.source=hdf5 data.path="$work/tokens.h5"

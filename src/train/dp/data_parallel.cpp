@@ -103,7 +103,7 @@ std::unique_ptr<BucketReducer> DataParallel::make_reducer() {
   }
   if (choice.compress == CompressMethod::TopK) {  // on GPU builds by device kernels (compress/topk_device.hpp)
     if (scatter)
-      throw Error("compress.method = \"topk\" with parallel.zero >= 2: a compressed reduce-scatter is not implemented");
+      throw Error("internal: top-k with a reduce-scatter (the compatibility table, src/core/features.cpp, refuses it)");
     return make_topk_allreduce(topk_compression(), buckets_->buckets().size());
   }
   return scatter ? make_bucket_reduce_scatter(shard) : make_dense_allreduce();

@@ -85,24 +85,9 @@ std::unique_ptr<StageModel> ResNetFamily::make_stage(const StageBuild& b) const 
 
 std::unique_ptr<DataSource> ResNetFamily::make_source(const Config& cfg) const { return make_image_source(cfg); }
 
-void ResNetFamily::check(const Config& cfg, const GridShape& g) const {
-  const ConfigChoices c = cfg.choices();
-  auto refuse = [](const std::string& what) {
-    throw Error("config: model.kind = \"resnet\" " + what + " (docs/vision.md)");
-  };
-  if (g.tp > 1) refuse("has no tensor parallelism (parallel.tp = " + std::to_string(g.tp) + "); use data parallelism");
-  if (g.pp > 1) refuse("runs as one pipeline stage (parallel.pp = " + std::to_string(g.pp) + "); use data parallelism");
-  if (c.zero == ZeroStage::Gradients || c.zero == ZeroStage::Parameters)
-    refuse("supports parallel.zero 0 and 1 (got " + std::to_string(cfg.parallel.zero) + "): the network writes whole gradients");
-  if (c.precision != Precision::FP32) refuse("trains in fp32 only here (train.precision = \"" + cfg.train.precision + "\")");
-  if (c.recompute != Recompute::None) refuse("keeps every activation (train.recompute = \"" + cfg.train.recompute + "\")");
-  if (c.compress == CompressMethod::TopK) refuse("has no top-k compression yet (compress.method = \"topk\")");
-  if (c.adapt != AdaptMode::Off || c.rebalance != RebalanceMode::Off)
-    refuse("has no adaptive parallelism (parallel.adapt, parallel.rebalance move transformer blocks)");
-  if (c.layout == LayoutMode::Auto) refuse("has no planner model (parallel.layout = \"auto\")");
-  if (m_.sync_bn && !cfg.parallel.dp_shares.empty())
-    refuse("with model.sync_bn needs equal data-parallel shares (every rank's BatchNorm sums with the others' once "
-           "per micro-batch; parallel.dp_shares = \"" + cfg.parallel.dp_shares + "\")");
-}
+// Every pair the ResNet cannot run with (TP, PP, ZeRO 2/3, 16-bit, recompute, top-k, adapt, rebalance, layout =
+// auto, uneven shares under sync BN) is a row of the compatibility table (src/core/features.cpp), checked before the
+// family is made; nothing here depends on the grid beyond that.
+void ResNetFamily::check(const Config&, const GridShape&) const {}
 
 }  // namespace gt

@@ -3,9 +3,9 @@
 // model.kind = resnet: the preset model.resnet on model.image_size x model.image_size x model.image_channels images
 // and model.classes classes. One loss per image; its tensors in global shapes (conv O x KH x KW x I, BatchNorm C,
 // classifier classes x features) with units stem 0, block i at i + 1 and the classifier last (the DP buckets and
-// ZeRO-1 shards follow them); images from src/data/image_source.hpp. What it refuses (check): tensor and
-// pipeline parallelism, ZeRO 2/3, 16-bit precisions, recompute, top-k compression, and the adapt and rebalance
-// modes (they move transformer blocks); each with one line. 2:4 sparsity masks every convolution whose input
+// ZeRO-1 shards follow them); images from src/data/image_source.hpp. What it cannot run with (tensor and
+// pipeline parallelism, ZeRO 2/3, 16-bit precisions, recompute, top-k, the adapt and rebalance modes) is in the
+// compatibility table (src/core/features.cpp), one line each. 2:4 sparsity masks every convolution whose input
 // channels come in groups of 4 (TensorSpec::sparse24; not a 1- or 3-channel stem).
 #include "src/model/model_family.hpp"
 #include "src/vision/resnet.hpp"
