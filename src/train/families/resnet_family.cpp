@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kernels/kokkos_compat.hpp"
 #include "src/core/error.hpp"
 #include "src/data/image_source.hpp"
 #include "src/grid/grid.hpp"
@@ -88,6 +89,12 @@ std::unique_ptr<DataSource> ResNetFamily::make_source(const Config& cfg) const {
 // Every pair the ResNet cannot run with (TP, PP, ZeRO 2/3, 16-bit, recompute, top-k, adapt, rebalance, layout =
 // auto, uneven shares under sync BN) is a row of the compatibility table (src/core/features.cpp), checked before the
 // family is made; nothing here depends on the grid beyond that.
-void ResNetFamily::check(const Config&, const GridShape&) const {}
+// Beyond the table: the network's kernels (oneDNN convolutions, host BatchNorm) run on the host only, so a device
+// build (CUDA: the TrainState in device memory) refuses it until the cuDNN path exists.
+void ResNetFamily::check(const Config&, const GridShape&) const {
+  if (!exec_on_host)
+    throw Error("config: model.kind = \"resnet\" runs on the host only in this build (the cuDNN path is not built; "
+                "docs/vision.md)");
+}
 
 }  // namespace gt
