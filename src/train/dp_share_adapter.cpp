@@ -43,8 +43,10 @@ std::string decision_json(const dp::DpShareDecision& d) {
   j.integer("step", d.step).str("action", d.move ? "move" : "keep").str("from_shares", shares_text(d.current))
       .str("to_shares", shares_text(d.proposed)).raw("per_micro_batch_ms", list_text(d.per_micro_ms))
       .num("step_compute_ms", d.now_ms).num("predicted_ms", d.predicted_ms).num("predicted_gain", d.gain)
-      .num("needed_gain", d.needed);
-  if (d.measured_gain > 0) j.num("measured_gain_of_last_move", d.measured_gain).integer("last_move_step", d.measured_move_step);
+      .num("needed_gain", d.needed).num("noise_spread", d.noise).num("bar_raised", d.raised);
+  if (d.measured_gain > 0)
+    j.num("measured_gain_of_last_move", d.measured_gain).num("predicted_gain_of_last_move", d.promised_gain)
+        .integer("last_move_step", d.measured_move_step);
   return j.dump();
 }
 
@@ -74,10 +76,13 @@ bool DpShareAdapter::after_step(int step, const std::vector<double>& compute_ms,
   decisions_.push_back(s->adapt_json);
   if (grid_.world_rank() == 0) {
     std::printf("gridtrain: step %d: adapt: data-parallel compute per micro-batch %s ms on shares %s (step %.2f ms); "
-                "balanced for the measured speeds: shares %s (step %.2f ms); gain %.2f, threshold %.2f", step,
-                list_text(mine.per_micro_ms).c_str(), shares_text(mine.current).c_str(), mine.now_ms,
-                shares_text(mine.proposed).c_str(), mine.predicted_ms, mine.gain, mine.needed);
-    if (mine.measured_gain > 0) std::printf("; the move at step %d measured gain %.2f", mine.measured_move_step, mine.measured_gain);
+                "balanced for the measured speeds: shares %s (step %.2f ms); gain %.2f, threshold %.2f (noise spread "
+                "%.2f, bar raised x%g)", step, list_text(mine.per_micro_ms).c_str(), shares_text(mine.current).c_str(),
+                mine.now_ms, shares_text(mine.proposed).c_str(), mine.predicted_ms, mine.gain, mine.needed,
+                mine.noise, mine.raised);
+    if (mine.measured_gain > 0)
+      std::printf("; the move at step %d measured gain %.2f (predicted %.2f)", mine.measured_move_step,
+                  mine.measured_gain, mine.promised_gain);
     std::printf(": %s\n", mine.move ? "changing the shares" : "keeping the shares");
     std::fflush(stdout);
   }
