@@ -27,6 +27,9 @@ std::atomic<bool> g_in_op{false};
 std::atomic<const char*> g_what{nullptr};
 std::atomic<const Group*> g_group{nullptr};
 std::atomic<int64_t> g_since_ns{0};  // steady clock, when the current (or last) operation began
+// set_context's text: written by the main thread after a step, read by the helper thread when it fires.
+std::mutex g_context_mu;
+std::string g_context;
 
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -147,6 +150,28 @@ std::string not_arrived(const std::string& heartbeat_dir, double period_s, int s
   return missing_in(heartbeat_dir, period_s, self, what, group.describe(), group.world_ranks, &seen, 0);
 }
 
+void set_context(const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_context_mu);
+  g_context = text;
+}
+
+std::string report_line(int self, double waited_s, const char* what, const Group* group, const std::string& missing,
+                        double timeout_s) {
+  std::string context;
+  {
+    std::lock_guard<std::mutex> lock(g_context_mu);
+    context = g_context;
+  }
+  const std::string arrived =
+      missing.empty() ? "none by their heartbeats (every rank of the group waits: a deadlock or a lost message)" : missing;
+  char head[512];
+  std::snprintf(head, sizeof head, "gridtrain: error: watchdog: rank %d has waited %.0f s in %s on the %s; not arrived: ",
+                self, waited_s, what ? what : "?", group ? group->describe().c_str() : "?");
+  char tail[128];
+  std::snprintf(tail, sizeof tail, "; aborting the job (train.watchdog_s = %g)\n", timeout_s);
+  return head + arrived + (context.empty() ? "" : "; before the wait, " + context) + tail;
+}
+
 struct Watchdog::Impl {
   double timeout_s, period_s;
   std::string dir, report_path;
@@ -183,13 +208,7 @@ struct Watchdog::Impl {
     const Group* g = g_group.load(std::memory_order_relaxed);
     std::string missing;
     if (g) missing = not_arrived(dir, period_s, rank, what ? what : "", *g);
-    if (missing.empty()) missing = "none by their heartbeats (every rank of the group waits: a deadlock or a lost message)";
-    char head[512];
-    std::snprintf(head, sizeof head, "gridtrain: error: watchdog: rank %d has waited %.0f s in %s on the %s; not arrived: ",
-                  rank, waited, what ? what : "?", g ? g->describe().c_str() : "?");
-    char tail[128];
-    std::snprintf(tail, sizeof tail, "; aborting the job (train.watchdog_s = %g)\n", timeout_s);
-    const std::string line = head + missing + tail;
+    const std::string line = report_line(rank, waited, what, g, missing, timeout_s);
     std::fputs(line.c_str(), stderr);
     std::fflush(stderr);
     if (!report_path.empty()) {

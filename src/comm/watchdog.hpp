@@ -40,6 +40,17 @@ void leave();
 std::string not_arrived(const std::string& heartbeat_dir, double period_s, int self, const char* what,
                         const Group& group);
 
+// What the run knows about its ranks beyond the heartbeats, added to the report when the watchdog fires: the
+// straggler monitor's verdict after each step (src/train/straggler_monitor.cpp), since a rank that was slowing
+// down is often the one that then stops. "" (the default): nothing added. Main thread; the helper thread reads it
+// under a lock when it fires.
+void set_context(const std::string& text);
+
+// The report line (with its newline) of rank `self` that has waited `waited_s` in `what` on `group`, given the
+// "not arrived" part (not_arrived) and the context set last. (Separate from the thread so a test can check it.)
+std::string report_line(int self, double waited_s, const char* what, const Group* group, const std::string& missing,
+                        double timeout_s);
+
 // Starts the helper thread (collective only in that every rank should call it). timeout_s <= 0: nothing runs.
 class Watchdog {
  public:

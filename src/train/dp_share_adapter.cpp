@@ -19,6 +19,24 @@ std::string shares_text(const std::vector<int>& v) {
   return out;
 }
 
+// The checkpoint's root attribute holding the shares in force when it was written ("3,1").
+const char* const kSharesKey = "adapt.dp_shares";
+
+// "3,1" -> {3, 1}; an entry that is not a whole number >= 1 gives {} (the checkpoint's value is then ignored).
+std::vector<int> parse_shares(const std::string& text) {
+  std::vector<int> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, comma - at);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 6) return {};
+    out.push_back(std::stoi(part));
+    if (out.back() < 1) return {};
+    at = comma + 1;
+  }
+  return out;
+}
+
 std::vector<int> starting_shares(const Config& cfg, int dp) {
   std::vector<int> s = cfg.parallel.dp_share_counts();
   return s.empty() ? std::vector<int>(size_t(dp), cfg.train.micro_batches) : s;
@@ -43,8 +61,10 @@ std::string decision_json(const dp::DpShareDecision& d) {
   j.integer("step", d.step).str("action", d.move ? "move" : "keep").str("from_shares", shares_text(d.current))
       .str("to_shares", shares_text(d.proposed)).raw("per_micro_batch_ms", list_text(d.per_micro_ms))
       .num("step_compute_ms", d.now_ms).num("predicted_ms", d.predicted_ms).num("predicted_gain", d.gain)
-      .num("needed_gain", d.needed);
-  if (d.measured_gain > 0) j.num("measured_gain_of_last_move", d.measured_gain).integer("last_move_step", d.measured_move_step);
+      .num("needed_gain", d.needed).num("noise_spread", d.noise).num("bar_raised", d.raised);
+  if (d.measured_gain > 0)
+    j.num("measured_gain_of_last_move", d.measured_gain).num("predicted_gain_of_last_move", d.promised_gain)
+        .integer("last_move_step", d.measured_move_step);
   return j.dump();
 }
 
@@ -62,8 +82,54 @@ void check_adapt_dp_shares(const Config& cfg, const GridShape& g) {
 
 DpShareAdapter::DpShareAdapter(const Config& cfg, Grid& grid)
     : grid_(grid),
-      decider_(settings(cfg), replica_of_every_rank(grid), starting_shares(cfg, grid.shape().dp)),
+      settings_(settings(cfg)),
+      replica_of_rank_(replica_of_every_rank(grid)),
+      decider_(settings_, replica_of_rank_, starting_shares(cfg, grid.shape().dp)),
       shares_(starting_shares(cfg, grid.shape().dp)) {}
+
+void DpShareAdapter::save_meta(CheckpointMeta& meta) const { meta.strings[kSharesKey] = shares_text(shares_); }
+
+// Before the read (every rank alike, the same meta): the checkpoint's shares are adopted when they fit this run
+// (one per replica, the same global batch); any other case keeps the configured shares and says why.
+bool DpShareAdapter::restores_from(ExtensionIo&, const CheckpointMeta& meta) {
+  resumed_.clear();
+  resume_note_.clear();
+  const auto it = meta.strings.find(kSharesKey);
+  if (it == meta.strings.end()) return true;  // written without adaptive shares: the configured ones
+  const std::vector<int> saved = parse_shares(it->second);
+  int sum = 0, saved_sum = 0;
+  for (int x : shares_) sum += x;
+  for (int x : saved) saved_sum += x;
+  if (saved.empty())
+    resume_note_ = "the checkpoint's " + std::string(kSharesKey) + " = \"" + it->second + "\" is not a list of shares";
+  else if (saved.size() != shares_.size())
+    resume_note_ = "the checkpoint's adapted data-parallel shares " + it->second + " are for dp = " +
+                   std::to_string(saved.size()) + ", this run has dp = " + std::to_string(shares_.size());
+  else if (saved_sum != sum)
+    resume_note_ = "the checkpoint's adapted data-parallel shares " + it->second + " sum to " +
+                   std::to_string(saved_sum) + " micro-batches, this run's global batch has " + std::to_string(sum);
+  else if (saved != shares_)
+    resumed_ = saved;
+  return true;
+}
+
+bool DpShareAdapter::take_resumed() {
+  const bool adopt = !resumed_.empty();
+  if (grid_.world_rank() == 0 && adopt)
+    std::printf("gridtrain: adapt: resuming on data-parallel shares %s, adapted before the checkpoint "
+                "(parallel.dp_shares gives %s)\n", shares_text(resumed_).c_str(), shares_text(shares_).c_str());
+  if (grid_.world_rank() == 0 && !resume_note_.empty())
+    std::printf("gridtrain: note: %s: starting from parallel.dp_shares (%s)\n", resume_note_.c_str(),
+                shares_text(shares_).c_str());
+  std::fflush(stdout);
+  if (adopt) {
+    shares_ = resumed_;
+    decider_ = dp::DpShareDecider(settings_, replica_of_rank_, shares_);
+  }
+  resumed_.clear();
+  resume_note_.clear();
+  return adopt;
+}
 
 bool DpShareAdapter::after_step(int step, const std::vector<double>& compute_ms, StepStats* s) {
   const dp::DpShareDecision d = decider_.observe(step, compute_ms);
@@ -74,10 +140,13 @@ bool DpShareAdapter::after_step(int step, const std::vector<double>& compute_ms,
   decisions_.push_back(s->adapt_json);
   if (grid_.world_rank() == 0) {
     std::printf("gridtrain: step %d: adapt: data-parallel compute per micro-batch %s ms on shares %s (step %.2f ms); "
-                "balanced for the measured speeds: shares %s (step %.2f ms); gain %.2f, threshold %.2f", step,
-                list_text(mine.per_micro_ms).c_str(), shares_text(mine.current).c_str(), mine.now_ms,
-                shares_text(mine.proposed).c_str(), mine.predicted_ms, mine.gain, mine.needed);
-    if (mine.measured_gain > 0) std::printf("; the move at step %d measured gain %.2f", mine.measured_move_step, mine.measured_gain);
+                "balanced for the measured speeds: shares %s (step %.2f ms); gain %.2f, threshold %.2f (noise spread "
+                "%.2f, bar raised x%g)", step, list_text(mine.per_micro_ms).c_str(), shares_text(mine.current).c_str(),
+                mine.now_ms, shares_text(mine.proposed).c_str(), mine.predicted_ms, mine.gain, mine.needed,
+                mine.noise, mine.raised);
+    if (mine.measured_gain > 0)
+      std::printf("; the move at step %d measured gain %.2f (predicted %.2f)", mine.measured_move_step,
+                  mine.measured_gain, mine.promised_gain);
     std::printf(": %s\n", mine.move ? "changing the shares" : "keeping the shares");
     std::fflush(stdout);
   }

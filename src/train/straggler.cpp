@@ -1,6 +1,7 @@
 #include "src/train/straggler.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -16,6 +17,8 @@ StragglerDetector::StragglerDetector(StragglerConfig cfg, std::vector<int> stage
   above_.assign(n, {});
   below_run_.assign(n, 0);
   flagged_.assign(n, false);
+  flagged_run_.assign(n, 0);
+  last_ratio_.assign(n, 1.0);
   flagged_steps_.assign(n, 0);
 }
 
@@ -43,6 +46,7 @@ StragglerStep StragglerDetector::observe(const std::vector<double>& compute_s) {
   const int n = static_cast<int>(compute_s.size());
   for (int r = 0; r < n; ++r) {
     const double ratio = ratio_to_peers(compute_s, r);
+    last_ratio_[r] = ratio;
     // Ties go to the lowest rank: the report is the same on every rank and from run to run.
     if (out.slowest_rank < 0 || ratio > out.slowest_ratio) {
       out.slowest_rank = r;
@@ -61,10 +65,33 @@ StragglerStep StragglerDetector::observe(const std::vector<double>& compute_s) {
       hist.clear();  // a fresh window: the old slow steps must not re-flag it at once
       out.stopped.push_back(r);
     }
+    flagged_run_[r] = flagged_[r] ? flagged_run_[r] + 1 : 0;
     if (flagged_[r]) {
       out.stragglers.push_back(r);
       ++flagged_steps_[r];
     }
+  }
+  last_ = out;
+  observed_ = true;
+  return out;
+}
+
+std::string StragglerDetector::describe() const {
+  if (!observed_) return "";
+  char buf[160];
+  auto rank_at = [&](int r) {
+    std::snprintf(buf, sizeof buf, "rank %d at %.2fx its peers' median compute", r, last_ratio_[size_t(r)]);
+    return std::string(buf);
+  };
+  if (last_.stragglers.empty()) {
+    if (last_.slowest_rank < 0) return "no straggler";
+    return "no straggler (slowest at the last step: " + rank_at(last_.slowest_rank) + ")";
+  }
+  std::string out = "stragglers: ";
+  for (size_t i = 0; i < last_.stragglers.size(); ++i) {
+    const int r = last_.stragglers[i];
+    out += (i ? "; " : "") + rank_at(r) + " at the last step (flagged for the last " +
+           std::to_string(flagged_run_[size_t(r)]) + " steps)";
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // Pure: no MPI, no clock; every rank may run it on the same gathered array and gets the same answer.
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 namespace gt {
@@ -43,12 +44,21 @@ class StragglerDetector {
   // Ratio of rank r's time to the median of the other ranks of its stage; 1 without peers or with a zero median.
   double ratio_to_peers(const std::vector<double>& compute_s, int r) const;
 
+  // The verdict after the last observed step in words, for the watchdog's report when it fires (a straggler is
+  // often the rank that then stops): "stragglers: rank 1 at 2.95x its peers' median compute (flagged for the
+  // last 7 steps)", or "no straggler (slowest: rank 0 at 1.04x ...)"; "" before the first step.
+  std::string describe() const;
+
  private:
   StragglerConfig cfg_;
   std::vector<int> stage_of_rank_;
   std::vector<std::deque<bool>> above_;  // per rank: the last `window` steps, true when above enter_ratio
   std::vector<int> below_run_;           // per rank: consecutive steps below exit_ratio
   std::vector<bool> flagged_;
+  std::vector<int> flagged_run_;         // per rank: consecutive steps flagged, up to the last one
+  std::vector<double> last_ratio_;       // per rank: its ratio at the last step
+  StragglerStep last_;
+  bool observed_ = false;
   std::vector<std::int64_t> flagged_steps_;
 };
 

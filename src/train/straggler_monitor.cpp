@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "src/comm/watchdog.hpp"
 #include "src/core/test_hooks.hpp"
 
 namespace gt {
@@ -34,6 +35,7 @@ void StragglerMonitor::after_step(const StepTimes& t, StepStats* s) {
   std::vector<double> all(size_t(grid_.world_size()));
   grid_.world().allgather(&mine, all.data(), 1, DType::F64);
   s->straggler = detector_.observe(all);
+  watchdog::set_context(detector_.describe());  // named in the watchdog's report should the next step hang
   last_ = std::move(all);
   s->straggler_monitored = true;
 }

@@ -94,7 +94,8 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   }
   model_buffers_ = std::make_unique<ModelBuffers>(model_->model_buffers(), grid_);  // BatchNorm's statistics
   for (TrainExtension* e : {static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals(),
-                            model_buffers_->empty() ? nullptr : static_cast<TrainExtension*>(model_buffers_.get())})
+                            model_buffers_->empty() ? nullptr : static_cast<TrainExtension*>(model_buffers_.get()),
+                            static_cast<TrainExtension*>(dp_adapter_.get())})  // adapted DP shares: a meta entry
     if (e) extensions_.push_back(e);
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero, choice.optimizer);
   scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
@@ -113,6 +114,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     for (TrainExtension* e : extensions_) e->on_resume();  // sparsity: the masked working copy
     if (!sparsity_ && state_->working() != Precision::FP32) dp_->refresh_working_copy();  // 16-bit: as after a step
   }
+  if (dp_adapter_ && dp_adapter_->take_resumed()) apply_dp_shares(dp_adapter_->shares());  // saved adapted shares
   scaler_->restore(progress_.scaler);
 }
 

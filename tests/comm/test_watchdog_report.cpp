@@ -100,4 +100,26 @@ TEST_F(HeartbeatDir, AMissingHeartbeatIsSaid) {
   EXPECT_NE(s.find("rank 2 (no heartbeat in " + dir), std::string::npos) << s;
 }
 
+// The report line carries the straggler monitor's last verdict (set_context, issue 25): a rank that was slowing
+// down is often the one that then stops, and the report says so beside the heartbeats' account.
+TEST(WatchdogReport, NamesTheStragglersOfTheLastStep) {
+  const Group dp01{"dp", {0, 1}};
+  gt::watchdog::set_context("");
+  const std::string plain = gt::watchdog::report_line(0, 12, "allreduce", &dp01, "rank 1 (stopped)", 10);
+  EXPECT_EQ(plain, "gridtrain: error: watchdog: rank 0 has waited 12 s in allreduce on the dp group (world ranks 0,1); "
+                   "not arrived: rank 1 (stopped); aborting the job (train.watchdog_s = 10)\n");
+  gt::watchdog::set_context("stragglers: rank 1 at 2.95x its peers' median compute at the last step (flagged for the "
+                            "last 7 steps)");
+  const std::string named = gt::watchdog::report_line(0, 12, "allreduce", &dp01, "rank 1 (stopped)", 10);
+  EXPECT_EQ(named, "gridtrain: error: watchdog: rank 0 has waited 12 s in allreduce on the dp group (world ranks 0,1); "
+                   "not arrived: rank 1 (stopped); before the wait, stragglers: rank 1 at 2.95x its peers' median "
+                   "compute at the last step (flagged for the last 7 steps); aborting the job "
+                   "(train.watchdog_s = 10)\n");
+  // Every rank arrived: the heartbeats' sentence, then the verdict.
+  const std::string none = gt::watchdog::report_line(0, 12, "allreduce", &dp01, "", 10);
+  EXPECT_NE(none.find("not arrived: none by their heartbeats"), std::string::npos) << none;
+  EXPECT_NE(none.find("before the wait, stragglers: rank 1"), std::string::npos) << none;
+  gt::watchdog::set_context("");
+}
+
 }  // namespace

@@ -155,5 +155,100 @@ TEST(DpShareDecider, TwoRanksOfOneReplicaCountAsTheSlowerOfThem) {
   EXPECT_EQ(e.proposed, (V{1, 3}));
 }
 
+
+TEST(DpShareDecider, ThresholdRisesToTheWindowsNoise) {
+  // Replica 1's per-micro-batch times over the window of 3: 3, 3, 3.6 (sorted); p25 = 3, p50 = 3,
+  // p75 = 3 + 0.5 x 0.6 = 3.3 (linear interpolation): spread 0.1, x 2 = 0.2 > the configured 0.1. Replica 0: none.
+  DpShareDecider d = two_ranks();
+  d.observe(1, {2, 6});
+  d.observe(2, {2, 6});
+  d.observe(3, {2, 6});
+  const DpShareDecision e = d.observe(4, {2, 7.2});
+  ASSERT_TRUE(e.evaluated);
+  EXPECT_NEAR(e.noise, 0.1, 1e-12);
+  EXPECT_NEAR(e.needed, 1.2, 1e-12);
+  EXPECT_TRUE(e.move);  // gain 6 / 3 = 2: a real slowdown still moves
+}
+
+TEST(DpShareDecider, GainBelowTheNoiseIsNotTaken) {
+  // dp = 2, 6 micro-batches on 3,3: replica 0 at 1 ms per micro-batch, replica 1 at 1.5 (median): the step is
+  // 4.5 ms, 4,2 predicts max(4, 3) = 4, a gain of 1.125, above the configured 0.1. With replica 1's times
+  // jittering +-15% from step to step (quartiles 0.925 and 1.075: spread 0.15, bar 1.3) it is within the noise.
+  DpShareDecider d({3, 0.1, 5}, {0, 1}, {3, 3});
+  const double jit[5] = {0.85, 1.0, 1.15, 0.925, 1.075};
+  bool moved = false;
+  for (int s = 1; s <= 12; ++s) {
+    const DpShareDecision e = d.observe(s, {3.0, 4.5 * jit[s % 5]});
+    if (e.evaluated) {
+      EXPECT_NEAR(e.gain, 1.125, 1e-12);
+      EXPECT_NEAR(e.needed, 1.3, 1e-9);
+      moved |= e.move;
+    }
+  }
+  EXPECT_FALSE(moved);
+  // Without the noise rule (noise_factor 0: the configured 0.1 alone) the same run moves: the test can fail.
+  DpShareDecider old({3, 0.1, 5, 0.0}, {0, 1}, {3, 3});
+  for (int s = 1; s <= 12; ++s) moved |= old.observe(s, {3.0, 4.5 * jit[s % 5]}).move;
+  EXPECT_TRUE(moved);
+}
+
+TEST(DpShareDecider, AMoveThatFellShortRaisesTheBar) {
+  DpShareDecider d = two_ranks();
+  for (int s = 1; s <= 4; ++s) d.observe(s, {2, 6});  // 2,2 -> 3,1, predicted gain 6 / 3 = 2
+  ASSERT_EQ(d.shares(), (V{3, 1}));
+  // Measured after it: replica 0 at 2 ms per micro-batch (6 ms on 3), replica 1 at 6 ms: step 6, no gain (6 / 6),
+  // short of the promised 2 by more than 1 + 0.1: the bar doubles. The proposal stays 3,1: no move.
+  DpShareDecision e;
+  for (int s = 5; s <= 8; ++s) e = d.observe(s, {6, 6});
+  ASSERT_TRUE(e.evaluated);
+  EXPECT_EQ(e.measured_gain, 1);
+  EXPECT_EQ(e.promised_gain, 2);
+  EXPECT_EQ(e.measured_move_step, 4);
+  EXPECT_EQ(e.raised, 2);
+  EXPECT_FALSE(e.move);
+  // The next evaluation keeps the raised bar (no new move was judged): a going-back gain needs 1 + 2 x 2 x 0.1.
+  for (int s = 9; s <= 11; ++s) e = d.observe(s, {6, 6});
+  ASSERT_TRUE(e.evaluated);
+  EXPECT_EQ(e.raised, 2);
+  EXPECT_EQ(e.measured_gain, 0);  // judged once
+}
+
+TEST(DpShareDecider, AMoveThatDeliveredLeavesTheBar) {
+  DpShareDecider d = two_ranks();
+  for (int s = 1; s <= 4; ++s) d.observe(s, {2, 6});
+  DpShareDecision e;
+  for (int s = 5; s <= 8; ++s) e = d.observe(s, {3.3, 3});  // step 3.3: measured 6 / 3.3 = 1.82, 2 / 1.82 < 1.1
+  ASSERT_TRUE(e.evaluated);
+  EXPECT_NEAR(e.measured_gain, 6 / 3.3, 1e-12);
+  EXPECT_EQ(e.raised, 1);
+}
+
+// The dp = 4 benchmark's flip-flop (docs/adaptive.md): replica 1 twice as slow, every replica's times jittering
+// +-15% from step to step (out of phase), and a drift of 20% on one fast replica at a time for tens of steps (the
+// load of other processes moving between cores). The right answer is one move (2,2,2,2 -> 3,1,2,2 or an equally
+// good split) and then no more; the configured threshold alone moves again on the drift.
+int moves_in_drifting_run(double noise_factor, V* final_shares) {
+  DpShareDecider d({10, 0.1, 5, noise_factor}, {0, 1, 2, 3}, {2, 2, 2, 2});
+  const double jit[5] = {0.85, 1.0, 1.15, 0.925, 1.075};
+  int moves = 0;
+  for (int s = 1; s <= 60; ++s) {
+    D per_micro = {100, 200, 100, 100};
+    const size_t drifting[3] = {0, 2, 3};  // a fast replica, another every 15 steps
+    if (s > 10) per_micro[drifting[(s / 15) % 3]] *= 1.2;
+    D ms(4);
+    for (size_t r = 0; r < 4; ++r) ms[r] = d.shares()[r] * per_micro[r] * jit[(size_t(s) + 2 * r) % 5];
+    moves += d.observe(s, ms).move;
+  }
+  *final_shares = d.shares();
+  return moves;
+}
+
+TEST(DpShareDecider, OneSlowReplicaUnderDriftingNoiseMovesOnce) {
+  V shares;
+  EXPECT_EQ(moves_in_drifting_run(2.0, &shares), 1);
+  EXPECT_EQ(shares[1], 1);  // the slow replica keeps one micro-batch
+  EXPECT_GE(moves_in_drifting_run(0.0, &shares), 2);  // the configured 10% alone: the flip-flop, so this can fail
+}
+
 }  // namespace
 }  // namespace gt::dp

@@ -7,10 +7,12 @@
 # change, e.g. the old share's prefetched micro-batches trained on, misses by ~1e-3). With nothing slow, no change.
 # parallel.allreduce = mpi: the default shm all-reduce on one node shows a fixed few-ms compute asymmetry between
 # the ranks (docs/adaptive.md, "A finding of the monitor").
+# Once moved, the shares must stay: 18 steps give three evaluations after the move (steps 12, 15, 18 with the move
+# at step 6), each of which must keep (the flip-flop of the dp = 4 benchmark, docs/adaptive.md).
 #   test_dp_share_adapt_train.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=14 output.log_every=1
+common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=18 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false parallel.allreduce=mpi parallel.adapt_interval=3)
 TAG=dpshareadapt
 source "$(dirname "$0")/../common/train_runs.sh"
@@ -30,6 +32,13 @@ elif [int(x) for x in m[0]["to_shares"].split(",")][0] <= [int(x) for x in m[0][
     ok = False; print("FAIL: the shares did not move toward rank 0:", m[0])
 else:
     print("ok: moved", m[0]["from_shares"], "->", m[0]["to_shares"], "at step", m[0]["step"], "predicted gain", m[0]["predicted_gain"])
+if len(m) > 1:
+    ok = False; print("FAIL: the shares moved again after the first move:", m[1:])
+after = [l["adapt"] for l in lines["slow"] if "adapt" in l and m and l["adapt"]["step"] > m[0]["step"]]
+if m and len(after) < 2:
+    ok = False; print("FAIL: fewer than 2 evaluations after the move:", after)
+elif m:
+    print("ok: kept after the move at steps", [a["step"] for a in after], "needed gains", [round(a["needed_gain"], 3) for a in after])
 if m and m[0]["step"] >= len(lines["slow"]) - 2:
     ok = False; print("FAIL: the move came too late to train on the new shares")
 if moves("quiet"):

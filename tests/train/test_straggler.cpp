@@ -81,6 +81,20 @@ TEST(Straggler, PipelineStagesAreComparedWithinTheStage) {
   EXPECT_DOUBLE_EQ(st.slowest_ratio, 2.0);
 }
 
+// The verdict in words, which the watchdog's report carries (src/comm/watchdog.hpp, set_context).
+TEST(Straggler, DescribeNamesTheFlaggedRanksWithTheirRatioAndRun) {
+  StragglerDetector d({}, {0, 0, 0, 0});
+  EXPECT_EQ(d.describe(), "");  // nothing observed yet
+  d.observe({1.0, 1.0, 1.0, 1.04});
+  EXPECT_EQ(d.describe(), "no straggler (slowest at the last step: rank 3 at 1.04x its peers' median compute)");
+  for (int s = 0; s < 6; ++s) d.observe({1.0, 3.0, 1.0, 1.0});  // flagged at the 4th slow step, then 2 more
+  EXPECT_EQ(d.describe(), "stragglers: rank 1 at 3.00x its peers' median compute at the last step (flagged for the "
+                          "last 3 steps)");
+  d.observe({1.0, 2.5, 1.0, 1.5});  // rank 3 above 1.25x but not for 4 of 5 steps: not named
+  EXPECT_EQ(d.describe(), "stragglers: rank 1 at 2.50x its peers' median compute at the last step (flagged for the "
+                          "last 4 steps)");
+}
+
 TEST(Straggler, BadInputIsRefused) {
   StragglerDetector d({}, {0, 0});
   EXPECT_THROW(d.observe({1.0}), std::invalid_argument);

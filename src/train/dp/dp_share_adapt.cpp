@@ -13,10 +13,34 @@ double step_ms(const std::vector<int>& shares, const std::vector<double>& per_mi
   return m;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+// The q-quantile of sorted values, interpolated linearly between neighbours (q = 0.5: the median).
+double quantile(const std::vector<double>& sorted, double q) {
+  const double pos = q * double(sorted.size() - 1);
+  const size_t lo = size_t(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+// One replica's times over the window, sorted.
+std::vector<double> column(const std::vector<std::vector<double>>& window, size_t r) {
+  std::vector<double> col;
+  for (const auto& row : window) col.push_back(row[r]);
+  std::sort(col.begin(), col.end());
+  return col;
+}
+
+// The largest relative spread (p75 - p25) / median of any replica's per-micro-batch times over the window. The
+// interquartile range, not p90 - p10: like the median it ignores one outlier in a window of 5 (the slow-rank
+// hook's first sleep is on the warm-up step's compute; a step that wrote a checkpoint), which would otherwise
+// hold the decider back for a whole window while the median it decides on is not moved by it.
+double window_spread(const std::vector<std::vector<double>>& window, size_t replicas) {
+  double spread = 0;
+  for (size_t r = 0; r < replicas; ++r) {
+    const std::vector<double> col = column(window, r);
+    const double med = quantile(col, 0.5);
+    if (med > 0) spread = std::max(spread, (quantile(col, 0.75) - quantile(col, 0.25)) / med);
+  }
+  return spread;
 }
 
 }  // namespace
@@ -67,32 +91,41 @@ DpShareDecision DpShareDecider::observe(int step, const std::vector<double>& com
   d.evaluated = true;
   d.current = shares_;
   d.per_micro_ms.resize(shares_.size());
-  for (size_t r = 0; r < shares_.size(); ++r) {
-    std::vector<double> col;
-    for (const auto& row : window_) col.push_back(row[r]);
-    d.per_micro_ms[r] = median(col);
-  }
+  for (size_t r = 0; r < shares_.size(); ++r) d.per_micro_ms[r] = quantile(column(window_, r), 0.5);
   const ShareProposal p = propose_dp_shares(shares_, d.per_micro_ms);
   d.proposed = p.shares;
-  d.now_ms = p.now_ms;
+  d.now_ms = p.now_ms;  // both from per_micro_ms: like with like
   d.predicted_ms = p.predicted_ms;
   d.gain = p.gain;
-  if (before_move_ms_ > 0 && d.now_ms > 0) {
-    d.measured_gain = before_move_ms_ / d.now_ms;
-    d.measured_move_step = move_step_;
-    before_move_ms_ = 0;  // reported once, in the first window after the change
-  }
-  d.needed = 1.0 + (p.shares == left_ ? 2.0 : 1.0) * set_.threshold;
+  d.noise = window_spread(window_, shares_.size());
+  const double t = std::max(set_.threshold, set_.noise_factor * d.noise);
+  judge_last_move(&d, t);
+  d.raised = raised_;
+  d.needed = 1.0 + (p.shares == left_ ? 2.0 : 1.0) * raised_ * t;
   d.move = p.shares != shares_ && d.gain >= d.needed;
   if (d.move) {
     left_ = shares_;
     shares_ = p.shares;
     before_move_ms_ = d.now_ms;
+    promised_ = d.gain;
     move_step_ = step;
     window_.clear();
     warm_ = false;
   }
   return d;
+}
+
+// In the first window after a change: its measured gain (the step before it over the step now) against the gain
+// it was predicted to have. Short by more than the noise allows (1 + t): the bar is raised for the next moves;
+// delivered within it: the bar is back to 1.
+void DpShareDecider::judge_last_move(DpShareDecision* d, double t) {
+  if (before_move_ms_ <= 0 || d->now_ms <= 0) return;
+  d->measured_gain = before_move_ms_ / d->now_ms;
+  d->promised_gain = promised_;
+  d->measured_move_step = move_step_;
+  before_move_ms_ = 0;  // judged once, in the first window after the change
+  if (d->measured_gain * (1.0 + t) < promised_) raised_ = std::min(8.0, 2.0 * raised_);
+  else raised_ = 1.0;
 }
 
 }  // namespace gt::dp
