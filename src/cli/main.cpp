@@ -248,12 +248,32 @@ int cmd_train(const std::vector<std::string>& args) {
   // parallel.adapt = rebalance moves blocks the same way but hands the state over in memory (no checkpoint): the
   // next trainer is built without a resume and adopts it.
   std::unique_ptr<gt::StateHandoff> handoff;
+  // A live re-layout (src/train/layout_adapter.hpp) continues on a new grid of the same world, built once the
+  // old trainer is gone; the first grid is kept (unused) until the end.
+  std::unique_ptr<gt::Grid> relaid;
+  bool new_grid = false;
   for (;;) {
+    if (new_grid) {
+      relaid.reset();  // the previous re-layout's grid: no trainer uses it any more
+      const gt::AllreduceAlgo algo =
+          gt::device_allreduce_algo(gt::parse_allreduce_algo(cfg.parallel.allreduce), backend, device_is_cuda);
+      relaid = std::make_unique<gt::Grid>(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp, algo,
+                                          backend);
+      gt::check_memory_fits(cfg, *relaid);
+      new_grid = false;
+    }
+    gt::Grid& on = relaid ? *relaid : grid;
     gt::Config build = cfg;
     if (handoff) build.checkpoint.resume = "none";
-    gt::Trainer trainer(build, grid, cfg.to_toml());
+    gt::Trainer trainer(build, on, cfg.to_toml());
     if (handoff) trainer.adopt(std::move(*handoff));
     const int code = trainer.run();
+    if (const auto& to = trainer.relayout()) {
+      cfg = gt::relaid_config(cfg, *to);
+      handoff = trainer.take_handoff();
+      new_grid = true;
+      continue;
+    }
     if (trainer.repartition().empty()) return code;
     cfg.parallel.stage_blocks = trainer.repartition();
     handoff = trainer.take_handoff();

@@ -21,6 +21,9 @@
 //   GRIDTRAIN_TEST_SLOW_RANK=r:k      world rank r computes k times slower: it sleeps     tests/cli/test_straggler.sh
 //                                     (k - 1) x its last compute each step (a throttled
 //                                     device; src/train/straggler_monitor.cpp)
+//   GRIDTRAIN_TEST_RELAYOUT=s:t,p,d   after step s the run continues on tp t x pp p x     tests/train/test_relayout.sh
+//                                     dp d, the state handed over in memory (a forced
+//                                     live re-layout; src/train/layout_adapter.cpp)
 //   GRIDTRAIN_TEST_MEMAVAILABLE_MB=m  the memory pre-check sees m MiB available          tests/cli/test_memory_check.sh
 //   GRIDTRAIN_TEST_DEVICE_FREE_MB=m   ... and m MiB of free device memory                tests/cli/test_memory_check.sh
 //   GRIDTRAIN_TEST_DEVICE_MEMORY=cuda a CPU build checks the communicator choice as a     tests/cli/test_bad_input.sh
@@ -32,6 +35,7 @@
 //   GRIDTRAIN_TEST_POWERCAP_ROOT=d    the run's RAPL energy reader looks in d instead    by hand (tests/energy gives
 //   GRIDTRAIN_TEST_CPU_ROOT=d         of /sys/class/powercap, /sys/devices/system/cpu    the reader its paths itself)
 //                                     (a fake counter tree; src/energy/energy_meter.hpp)
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -115,6 +119,23 @@ inline SlowRank slow_rank() {
     throw Error("GRIDTRAIN_TEST_SLOW_RANK expects RANK:FACTOR with FACTOR >= 1, got '" + text + "'");
   out.rank = int(r);
   out.factor = k;
+  return out;
+}
+
+// GRIDTRAIN_TEST_RELAYOUT=s:t,p,d: after step s, continue on tp t, pp p, dp d; step 0 when unset. Throws
+// gt::Error naming the variable on a malformed value (whether the layout fits is the caller's check).
+inline constexpr const char* kRelayout = "GRIDTRAIN_TEST_RELAYOUT";  // named in the caller's size error
+struct Relayout {
+  int step = 0, tp = 1, pp = 1, dp = 1;
+};
+inline Relayout relayout() {
+  Relayout out;
+  const char* e = value("GRIDTRAIN_TEST_RELAYOUT");
+  if (!e) return out;
+  char tail = 0;
+  if (std::sscanf(e, "%d:%d,%d,%d%c", &out.step, &out.tp, &out.pp, &out.dp, &tail) != 4 || out.step < 1 ||
+      out.tp < 1 || out.pp < 1 || out.dp < 1)
+    throw Error(std::string("GRIDTRAIN_TEST_RELAYOUT expects STEP:TP,PP,DP (each >= 1), got '") + e + "'");
   return out;
 }
 

@@ -133,6 +133,7 @@ std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule, int micro_b
 // stages when pp > 1, of the data-parallel shares when pp = 1.
 void Trainer::make_adaptation(AdaptMode mode, const std::vector<int>& partition) {
   if (mode == AdaptMode::Monitor || mode == AdaptMode::Rebalance) straggler_ = std::make_unique<StragglerMonitor>(grid_);
+  layout_adapter_ = LayoutAdapter::make(cfg_, grid_.shape());
   if (mode == AdaptMode::Rebalance && grid_.shape().pp == 1) {
     check_adapt_dp_shares(cfg_, grid_.shape());
     dp_adapter_ = std::make_unique<DpShareAdapter>(cfg_, grid_);
@@ -376,6 +377,10 @@ int Trainer::run() {
       repartition_ = stage_blocks_text(adapter_->proposed());
       return kExitOk;
     }
+    if (layout_adapter_ && step < steps && (relayout_ = layout_adapter_->after_step(step))) {
+      handoff_ = hand_off({});  // every tensor: main.cpp builds the new grid, whose trainer adopts them
+      return kExitOk;
+    }
     if (step < steps && rebalancer_->after_step(int(history_.size()))) {
       // A re-partition is a resume (checkpoints hold global shapes): main.cpp builds the trainer again on the
       // new partition and it resumes from this checkpoint.
@@ -404,11 +409,12 @@ std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params()
 std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partition) {
   auto h = std::make_unique<StateHandoff>();
   h->started = MPI_Wtime();
-  const std::set<std::string> mine =
+  // partition empty (a re-layout): every tensor is kept, the ranks' slices on the new grid are other ones.
+  const std::set<std::string> mine = partition.empty() ? std::set<std::string>{} :
       tensors_of_stage(cfg_, grid_.shape().pp, grid_.pp_rank(), partition, grid_.tp_rank(), grid_.shape().tp);
   for (auto [buffer, into] : {std::pair{Buffer::Master, &h->master}, {Buffer::AdamM, &h->adam_m}, {Buffer::AdamV, &h->adam_v}}) {
     *into = gather(buffer);
-    keep_only(into, mine);  // before the next gather: only one buffer's whole model is held at a time
+    if (!partition.empty()) keep_only(into, mine);  // before the next gather: one buffer's whole model at a time
   }
   h->progress = progress_;
   h->history = history_;
@@ -432,8 +438,9 @@ void Trainer::adopt(StateHandoff h) {
   double took = MPI_Wtime() - h.started;  // the gathers, the rebuild on the new partition and the scatter
   grid_.world().allreduce(&took, 1, DType::F64, ReduceOp::Max);  // one figure on every rank: decisions agree
   if (grid_.world_rank() == 0)
-    std::printf("gridtrain: adapt: continuing at step %d on blocks %s; the move took %.3f s\n", progress_.step,
-                stage_blocks_text(partition_).c_str(), took);
+    std::printf("gridtrain: adapt: continuing at step %d on blocks %s (tp %d x pp %d x dp %d); the move took %.3f s\n",
+                progress_.step, stage_blocks_text(partition_).c_str(), grid_.shape().tp, grid_.shape().pp,
+                grid_.shape().dp, took);
   PipelineAdapter::set_move_cost(&h.adapt, took * 1e3);
   if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
 }

@@ -29,6 +29,7 @@
 #include "src/model/model_family.hpp"
 #include "src/train/optimizer.hpp"
 #include "src/train/pipeline_adapter.hpp"
+#include "src/train/layout_adapter.hpp"
 #include "src/train/dp_share_adapter.hpp"
 #include "src/train/pipeline_runner.hpp"
 #include "src/train/rebalancer.hpp"
@@ -62,6 +63,8 @@ class Trainer {
   // (null when the repartition went through a checkpoint: parallel.rebalance = auto). Collective adopt(): a
   // trainer built on the new partition takes the state over instead of a resume (state_handoff.hpp).
   std::unique_ptr<StateHandoff> take_handoff() { return std::move(handoff_); }
+  // Set when run() returned to continue on another (tp, pp, dp) (layout_adapter.hpp), with take_handoff().
+  const std::optional<GridShape>& relayout() const { return relayout_; }
   void adopt(StateHandoff h);
 
   // Access for tests.
@@ -131,6 +134,8 @@ class Trainer {
   std::unique_ptr<PipelineAdapter> adapter_;     // parallel.adapt = rebalance, pp > 1
   std::unique_ptr<DpShareAdapter> dp_adapter_;   // parallel.adapt = rebalance, pp = 1
   std::unique_ptr<StateHandoff> handoff_;        // set by a live move, for the next trainer
+  std::unique_ptr<LayoutAdapter> layout_adapter_;  // a live re-layout (only its test hook triggers one yet)
+  std::optional<GridShape> relayout_;
   std::vector<int> partition_;                   // first block of every stage
   // Collective: this trainer's state in global shapes, the tensors this rank holds on `partition`.
   std::unique_ptr<StateHandoff> hand_off(const std::vector<int>& partition);
