@@ -47,12 +47,6 @@ std::vector<std::string> names<Precision>() {
 // parts only to keep each function short.
 std::vector<Field> schema_model_train_parallel_data(Config& c) {
   return {
-      {"model.kind", Kind::String, &c.model.kind, "the model family: gpt (the transformer; model.arch picks its blocks) or resnet (convolutional, images; model.resnet and model.image_*; docs/vision.md)", names<ModelKind>()},
-      {"model.resnet", Kind::String, &c.model.resnet, "resnet: the preset, resnet8, resnet20 or resnet56 (small-image form), resnet18-small (ResNet-18's stages on a 3x3 stem), resnet18, resnet34, resnet50 (ImageNet form)"},
-      {"model.image_size", Kind::Int, &c.model.image_size, "resnet: images are image_size x image_size pixels (a dataset must match)"},
-      {"model.image_channels", Kind::Int, &c.model.image_channels, "resnet: channels per pixel (1 grey, 3 RGB)"},
-      {"model.classes", Kind::Int, &c.model.classes, "resnet: classes of the classifier (labels in [0, classes))"},
-      {"model.sync_bn", Kind::Bool, &c.model.sync_bn, "resnet: BatchNorm's training statistics over the whole DP group's batch (PyTorch's SyncBatchNorm: 2 small all-reduces per layer forward, 1 backward); false: each rank's own (docs/vision.md)"},
       {"model.n_layer", Kind::Int, &c.model.n_layer, "transformer blocks (L)"},
       {"model.d_model", Kind::Int, &c.model.d_model, "width of the residual stream (C); divisible by n_head"},
       {"model.n_head", Kind::Int, &c.model.n_head, "attention heads"},
@@ -77,10 +71,6 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"train.beta1", Kind::Double, &c.train.beta1, "AdamW beta1, in [0, 1)"},
       {"train.beta2", Kind::Double, &c.train.beta2, "AdamW beta2, in [0, 1)"},
       {"train.eps", Kind::Double, &c.train.eps, "AdamW epsilon"},
-      {"train.optimizer", Kind::String, &c.train.optimizer, "adamw, or sgd with momentum and coupled weight decay (PyTorch's SGD; the ResNet recipe); both skip decay on biases and norms", names<OptimizerKind>()},
-      {"train.momentum", Kind::Double, &c.train.momentum, "sgd: momentum, in [0, 1)"},
-      {"train.lr_scaling", Kind::String, &c.train.lr_scaling, "linear: the peak rate is lr x global batch / lr_reference_batch, reached by a linear warm-up from lr over warmup_steps (Goyal et al. 2017); none: lr as given", names<LrScaling>()},
-      {"train.lr_reference_batch", Kind::Int, &c.train.lr_reference_batch, "lr_scaling = linear: the global batch that lr is meant for (256 in the ResNet recipe)"},
       {"train.grad_clip", Kind::Double, &c.train.grad_clip, "global gradient-norm clip; 0 disables"},
       {"train.max_steps_per_run", Kind::Int, &c.train.max_steps_per_run, "stop with a checkpoint and exit 75 after this many steps in one invocation; 0: no limit"},
       {"train.stop_file", Kind::String, &c.train.stop_file, "if this file exists at a step boundary: stop as on SIGUSR1 (checkpoint, exit 75)"},
@@ -128,7 +118,6 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"data.val_every", Kind::Int, &c.data.val_every, "validation loss every this many steps; 0: never"},
       {"data.val_batches", Kind::Int, &c.data.val_batches, "global batches of the validation split per validation"},
       {"data.prefetch", Kind::Int, &c.data.prefetch, "batches prefetched in the background; 0: none"},
-      {"data.augment", Kind::Bool, &c.data.augment, "model.kind = resnet: training images randomly cropped from a zero-padded copy (pad image_size / 8) and flipped, by seed and sample index (a resumed run sees the same images)"},
   };
 }
 
@@ -158,8 +147,26 @@ std::vector<Field> schema_checkpoint_output_features(Config& c) {
   };
 }
 
+// The rows of the model families beyond GPT (model.kind = resnet, docs/vision.md) and their training recipe.
+std::vector<Field> schema_model_family(Config& c) {
+  return {
+      {"model.kind", Kind::String, &c.model.kind, "the model family: gpt (the transformer; model.arch picks its blocks) or resnet (convolutional, images; model.resnet and model.image_*; docs/vision.md)", names<ModelKind>()},
+      {"model.resnet", Kind::String, &c.model.resnet, "resnet: the preset, resnet8, resnet20 or resnet56 (small-image form), resnet18-small (ResNet-18's stages on a 3x3 stem), resnet18, resnet34, resnet50 (ImageNet form)"},
+      {"model.image_size", Kind::Int, &c.model.image_size, "resnet: images are image_size x image_size pixels (a dataset must match)"},
+      {"model.image_channels", Kind::Int, &c.model.image_channels, "resnet: channels per pixel (1 grey, 3 RGB)"},
+      {"model.classes", Kind::Int, &c.model.classes, "resnet: classes of the classifier (labels in [0, classes))"},
+      {"model.sync_bn", Kind::Bool, &c.model.sync_bn, "resnet: BatchNorm's training statistics over the whole DP group's batch (PyTorch's SyncBatchNorm: 2 small all-reduces per layer forward, 1 backward); false: each rank's own (docs/vision.md)"},
+      {"train.optimizer", Kind::String, &c.train.optimizer, "adamw, or sgd with momentum and coupled weight decay (PyTorch's SGD; the ResNet recipe); both skip decay on biases and norms", names<OptimizerKind>()},
+      {"train.momentum", Kind::Double, &c.train.momentum, "sgd: momentum, in [0, 1)"},
+      {"train.lr_scaling", Kind::String, &c.train.lr_scaling, "linear: the peak rate is lr x global batch / lr_reference_batch, reached by a linear warm-up from lr over warmup_steps (Goyal et al. 2017); none: lr as given", names<LrScaling>()},
+      {"train.lr_reference_batch", Kind::Int, &c.train.lr_reference_batch, "lr_scaling = linear: the global batch that lr is meant for (256 in the ResNet recipe)"},
+      {"data.augment", Kind::Bool, &c.data.augment, "model.kind = resnet: training images randomly cropped from a zero-padded copy (pad image_size / 8) and flipped, by seed and sample index (a resumed run sees the same images)"},
+  };
+}
+
 std::vector<Field> schema(Config& c) {
   std::vector<Field> all = schema_model_train_parallel_data(c);
+  for (Field& f : schema_model_family(c)) all.push_back(std::move(f));
   for (Field& f : schema_checkpoint_output_features(c)) all.push_back(std::move(f));
   return all;
 }
