@@ -68,6 +68,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
                     cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
+  lr_scaling_ = choice.lr_scaling;  // read per step: resolved once here
   FeatureSet(cfg_).check();       // the pairs of features that cannot run together (src/core/features.hpp)
   family_ = make_model_family(m);  // the model seam: tensors, stage model, data, accounting
   family_->check(cfg_, g);
@@ -271,7 +272,7 @@ StepTimes Trainer::step_times(double t0, double t_opt0, double t_end, const Comm
 // which train.lr_scaling = linear scales by the global batch (lr_scaling.hpp; its warm-up starts at train.lr).
 double Trainer::step_learning_rate(int updates) const {
   const TrainConfig& tc = cfg_.train;
-  if (cfg_.choices().lr_scaling == LrScaling::None)
+  if (lr_scaling_ == LrScaling::None)
     return learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
   const double peak = scaled_learning_rate(LrScaling::Linear, tc.lr, loader_->global_batch(), tc.lr_reference_batch,
                                            tc.warmup_steps, tc.warmup_steps);

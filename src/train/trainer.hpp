@@ -101,6 +101,7 @@ class Trainer {
   void print_memory_line() const;   // the start line of rank 0: the DP plan, model state and activations
   ValResult validate();
   double step_learning_rate(int updates) const;
+  LrScaling lr_scaling_ = LrScaling::None;  // train.lr_scaling
   void save(const std::string& reason);
   void finish(const std::string& status);
 
