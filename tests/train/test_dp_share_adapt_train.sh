@@ -7,12 +7,15 @@
 # change, e.g. the old share's prefetched micro-batches trained on, misses by ~1e-3). With nothing slow, no change.
 # parallel.allreduce = mpi: the default shm all-reduce on one node shows a fixed few-ms compute asymmetry between
 # the ranks (docs/adaptive.md, "A finding of the monitor").
-# Once moved, the shares must stay: 18 steps give three evaluations after the move (steps 12, 15, 18 with the move
-# at step 6), each of which must keep (the flip-flop of the dp = 4 benchmark, docs/adaptive.md).
+# Once moved, the shares must stay: every evaluation after the move must keep (the flip-flop of the dp = 4
+# benchmark, docs/adaptive.md). An evaluation needs a warm-up step and a 5-step window on the new shares, then
+# comes every 3 steps: a move at step m is checked at m + 6, m + 9, ... On a quiet machine the move comes at step 6;
+# on a loaded CI machine the noise threshold may hold it back to step 12 or later (seen: 12), so the run has 30 steps
+# and the test asks for the evaluations that fit after the move (at least 2 when it came by step 21).
 #   test_dp_share_adapt_train.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=18 output.log_every=1
+common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=30 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false parallel.allreduce=mpi parallel.adapt_interval=3)
 TAG=dpshareadapt
 source "$(dirname "$0")/../common/train_runs.sh"
@@ -35,11 +38,13 @@ else:
 if len(m) > 1:
     ok = False; print("FAIL: the shares moved again after the first move:", m[1:])
 after = [l["adapt"] for l in lines["slow"] if "adapt" in l and m and l["adapt"]["step"] > m[0]["step"]]
-if m and len(after) < 2:
-    ok = False; print("FAIL: fewer than 2 evaluations after the move:", after)
+steps = len(lines["slow"])
+expected = min(2, len([t for t in (m[0]["step"] + 6, m[0]["step"] + 9) if t <= steps])) if m else 0
+if m and len(after) < expected:
+    ok = False; print(f"FAIL: fewer than {expected} evaluations after the move:", after)
 elif m:
     print("ok: kept after the move at steps", [a["step"] for a in after], "needed gains", [round(a["needed_gain"], 3) for a in after])
-if m and m[0]["step"] >= len(lines["slow"]) - 2:
+if m and m[0]["step"] > steps - 6:
     ok = False; print("FAIL: the move came too late to train on the new shares")
 if moves("quiet"):
     ok = False; print("FAIL: nothing slow, and still a change:", moves("quiet"))
