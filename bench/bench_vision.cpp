@@ -10,6 +10,7 @@
 //   bench_vision [--dir /usr/share/datasets/fashion-mnist] [--steps 300] [--batch 128] [--lr 0.1]
 //                [--eval-images 10000] [--out bench_vision.json]
 //   bench_vision --synthetic 1 [--model resnet50] [--image 224] [--classes 1000] [--batch 16] [--steps 5]
+//                [--bf16 1]   (--bf16: the convolutions multiply in bf16, ResNetConfig::bf16; both modes)
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -36,7 +37,7 @@ namespace {
 struct Options {
   std::string dir = "/usr/share/datasets/fashion-mnist", out = "bench_vision.json", model = "resnet50";
   int steps = 300, batch = 128, eval_images = 10000, image = 224, classes = 1000;
-  bool synthetic = false;
+  bool synthetic = false, bf16 = false;
   float lr = 0.1f;
 };
 
@@ -51,6 +52,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--eval-images") o.eval_images = std::atoi(v.c_str());
     else if (k == "--lr") o.lr = float(std::atof(v.c_str()));
     else if (k == "--synthetic") o.synthetic = v != "0";
+    else if (k == "--bf16") o.bf16 = v != "0";
     else if (k == "--model") o.model = v;
     else if (k == "--image") o.image = std::atoi(v.c_str());
     else if (k == "--classes") o.classes = std::atoi(v.c_str());
@@ -94,7 +96,9 @@ double evaluate(ResNet& net, const IdxImages& img, const std::vector<std::uint8_
 
 // --synthetic: img/s of the training step of a preset on ImageNet-shaped noise (see the header).
 int run_synthetic(const Options& o) {
-  ResNet net(resnet_preset(o.model, o.image, o.image, 3, o.classes));
+  ResNetConfig cfg = resnet_preset(o.model, o.image, o.image, 3, o.classes);
+  cfg.bf16 = o.bf16;
+  ResNet net(cfg);
   std::mt19937 gen(17);
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<float> x(long(o.batch) * o.image * o.image * 3), velocity(net.params().size(), 0.f);
@@ -131,7 +135,8 @@ int run_synthetic(const Options& o) {
     return v[v.size() / 2];
   };
   const double median = median_of(step_s), cpu_median = median_of(cpu_s);
-  const std::string backend = conv_backend_name(conv_backend());
+  const std::string backend = conv_backend_name(conv_backend()) +
+                              (o.bf16 ? (conv_bf16_native() ? "-bf16" : "-bf16-emulated") : "");
   std::printf("%s %dx%dx3 synthetic, batch %d: median step %.3f s, %.2f img/s (%d timed steps, conv %s, %zu parameters)\n",
               o.model.c_str(), o.image, o.image, o.batch, median, o.batch / median, o.steps, backend.c_str(),
               net.params().size());
@@ -157,6 +162,7 @@ int main(int argc, char** argv) try {
   const IdxImages test = read_idx_images(o.dir + "/t10k-images-idx3-ubyte.gz");
   const auto test_lab = read_idx_labels(o.dir + "/t10k-labels-idx1-ubyte.gz");
   ResNetConfig cfg;  // ResNet-20 for 28x28x1, 10 classes
+  cfg.bf16 = o.bf16;
   ResNet net(cfg);
   AugmentParams aug;
   std::vector<float> velocity(net.params().size(), 0.f), x;
@@ -183,7 +189,8 @@ int main(int argc, char** argv) try {
   const int n_eval = std::min(o.eval_images, test.count);
   const double acc = evaluate(net, test, test_lab, aug, n_eval, &test_loss);
   const double ips = double(o.steps) * o.batch / train_s;
-  const std::string backend = conv_backend_name(conv_backend());
+  const std::string backend = conv_backend_name(conv_backend()) +
+                              (o.bf16 ? (conv_bf16_native() ? "-bf16" : "-bf16-emulated") : "");
   std::printf("resnet20 (%zu parameters) fashion-mnist: %d steps x %d images, %.1f img/s (train step, conv %s), test top-1 %.4f "
               "loss %.4f on %d images, final train loss %.4f\n",
               net.params().size(), o.steps, o.batch, ips, backend.c_str(), acc, test_loss, n_eval, last_loss);

@@ -30,7 +30,7 @@ const std::vector<Incompatibility>& incompatibilities() {
       {Feature::ResNet, Feature::TensorParallel, "a ResNet has no tensor parallelism; use data parallelism"},
       {Feature::ResNet, Feature::Pipeline, "a ResNet runs as one pipeline stage; use data parallelism"},
       {Feature::ResNet, Feature::ZeroStaged, "the network writes whole gradients (ZeRO 0 and 1 only)"},
-      {Feature::ResNet, Feature::HalfPrecision, "a ResNet trains in fp32 only here"},
+      {Feature::ResNet, Feature::FP16, "a ResNet trains in fp32 or bf16 (oneDNN has no fp16 convolutions for CPUs)"},
       {Feature::ResNet, Feature::Recompute, "a ResNet keeps every activation"},
       {Feature::ResNet, Feature::TopK, "top-k compression is not built for a ResNet"},
       {Feature::ResNet, Feature::Adapt, "adaptive parallelism moves transformer blocks"},
@@ -76,6 +76,7 @@ FeatureSet::FeatureSet(const Config& c) {
   add(t.grad_reduce_dtype == GradWire::BF16, Feature::GradWireBF16, quoted("parallel.grad_reduce_dtype", p.grad_reduce_dtype));
   add(t.sparsity != SparsityPattern::None, Feature::Sparsity24, quoted("sparsity.pattern", c.sparsity.pattern));
   add(t.precision != Precision::FP32, Feature::HalfPrecision, quoted("train.precision", c.train.precision));
+  add(t.precision == Precision::FP16, Feature::FP16, quoted("train.precision", c.train.precision));
   add(t.recompute != Recompute::None, Feature::Recompute, quoted("train.recompute", c.train.recompute));
   add(c.model.sync_bn, Feature::SyncBN, "model.sync_bn = true");
 }

@@ -30,6 +30,7 @@ enum class Feature {
   GradWireBF16,    // parallel.grad_reduce_dtype = bf16
   Sparsity24,      // sparsity.pattern = 2:4
   HalfPrecision,   // train.precision = bf16 | fp16
+  FP16,            // train.precision = fp16
   Recompute,       // train.recompute = selective | full
   SyncBN,          // model.sync_bn
 };

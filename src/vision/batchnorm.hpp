@@ -14,6 +14,9 @@ struct BatchNormParams {
   int channels = 0;
   float eps = 1e-5f;
   float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
+  // y = max(0, BN(x)): the ReLU that follows most BatchNorms done in the same pass over memory, and in backward
+  // its mask (y > 0) applied to dy while it is read, instead of two more passes each way.
+  bool relu = false;
   // Sync BN: sums n doubles in place over the DP group (collective: every rank's BatchNorm calls it alike);
   // empty: per-rank statistics.
   std::function<void(double* values, int n)> group_sum;
@@ -30,8 +33,9 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x
                              float* running_var);
 void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
                             const float* beta, const float* running_mean, const float* running_var, float* y);
-// dx overwritten; dgamma and dbeta overwritten (per channel).
-void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* dy, const float* gamma,
-                        const BatchNormSaved& saved, float* dx, float* dgamma, float* dbeta);
+// dx overwritten; dgamma and dbeta overwritten (per channel). y: the forward's output, read only with p.relu
+// (the gradient flows where y > 0); may be null otherwise.
+void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
+                        const float* gamma, const BatchNormSaved& saved, float* dx, float* dgamma, float* dbeta);
 
 }  // namespace gt::vision

@@ -13,6 +13,9 @@ struct ConvShape {
   int k = 1;                       // output channels
   int r = 1, s = 1;                // kernel height, width
   int stride = 1, pad = 1;         // the same in both dimensions, symmetric padding
+  // Multiply in bfloat16: x, w and dy are rounded to bf16 (nearest even), products summed in fp32, results fp32
+  // (the mixed precision of train.precision = "bf16", as PyTorch's autocast runs convolutions on bf16 CPUs).
+  bool bf16 = false;
   int out_h() const { return (h + 2 * pad - r) / stride + 1; }
   int out_w() const { return (w + 2 * pad - s) / stride + 1; }
   long in_size() const { return long(n) * h * w * c; }
@@ -27,6 +30,10 @@ enum class ConvBackend { naive, onednn };
 ConvBackend conv_backend();
 void set_conv_backend(ConvBackend b);  // throws gt::Error when oneDNN is asked for and the build has none
 std::string conv_backend_name(ConvBackend b);
+// Whether ConvShape::bf16 runs on native bf16 kernels (oneDNN's JIT for this CPU: AVX512_BF16 or AMX). Otherwise
+// it is emulated: the operands are rounded to bf16 in fp32 copies and the fp32 pass runs on them, the same math
+// (a product of two bf16 values is exact in fp32) without the speed.
+bool conv_bf16_native();
 
 // y = conv(x, w)                           x: in_size, w: weight_size, y: out_size (overwritten)
 void conv_forward(const ConvShape& s, const float* x, const float* w, float* y);
@@ -40,6 +47,7 @@ void conv_forward_naive(const ConvShape& s, const float* x, const float* w, floa
 void conv_backward_data_naive(const ConvShape& s, const float* dy, const float* w, float* dx);
 void conv_backward_weights_naive(const ConvShape& s, const float* x, const float* dy, float* dw);
 bool onednn_available();
+bool onednn_bf16_native();  // oneDNN has a JIT (not reference) bf16 kernel for every pass on this CPU
 void conv_forward_onednn(const ConvShape& s, const float* x, const float* w, float* y);
 void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float* w, float* dx);
 void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw);

@@ -1,4 +1,8 @@
 // Chooses the convolution backend: oneDNN when the build has it, the loop nest otherwise or when asked.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
 #include "src/core/error.hpp"
 #include "src/vision/conv.hpp"
 
@@ -7,6 +11,7 @@ namespace detail {
 #ifndef GRIDTRAIN_HAVE_ONEDNN
 // Without oneDNN the oneDNN entry points exist only so that the dispatch links; they are never called.
 bool onednn_available() { return false; }
+bool onednn_bf16_native() { return false; }
 void conv_forward_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_data_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_weights_onednn(const ConvShape&, const float*, const float*, float*) {}
@@ -31,17 +36,66 @@ void set_conv_backend(ConvBackend b) {
 
 std::string conv_backend_name(ConvBackend b) { return b == ConvBackend::onednn ? "onednn" : "naive"; }
 
+bool conv_bf16_native() { return chosen() == ConvBackend::onednn && detail::onednn_bf16_native(); }
+
+namespace {
+
+// x rounded to the nearest bfloat16 (ties to even), kept in fp32; NaN and inf pass through.
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+// Emulated bf16 (no native kernel, or the loop backend): the operands' rounded copies, kept per thread between
+// calls so that a step does not allocate (a per-thread cache, like oneDNN's primitives; nothing else is shared).
+struct Rounded {
+  std::vector<float> a, b;
+  const float* of(std::vector<float>& v, const float* p, long n) {
+    v.resize(size_t(n));
+    for (long i = 0; i < n; ++i) v[size_t(i)] = round_bf16(p[i]);
+    return v.data();
+  }
+};
+Rounded& rounded() {
+  thread_local Rounded r;
+  return r;
+}
+
+bool emulate(const ConvShape& s) { return s.bf16 && !conv_bf16_native(); }
+
+ConvShape fp32(ConvShape s) {
+  s.bf16 = false;
+  return s;
+}
+
+}  // namespace
+
 void conv_forward(const ConvShape& s, const float* x, const float* w, float* y) {
+  if (emulate(s)) {
+    Rounded& r = rounded();
+    return conv_forward(fp32(s), r.of(r.a, x, s.in_size()), r.of(r.b, w, s.weight_size()), y);
+  }
   if (chosen() == ConvBackend::onednn) detail::conv_forward_onednn(s, x, w, y);
   else detail::conv_forward_naive(s, x, w, y);
 }
 
 void conv_backward_data(const ConvShape& s, const float* dy, const float* w, float* dx) {
+  if (emulate(s)) {
+    Rounded& r = rounded();
+    return conv_backward_data(fp32(s), r.of(r.a, dy, s.out_size()), r.of(r.b, w, s.weight_size()), dx);
+  }
   if (chosen() == ConvBackend::onednn) detail::conv_backward_data_onednn(s, dy, w, dx);
   else detail::conv_backward_data_naive(s, dy, w, dx);
 }
 
 void conv_backward_weights(const ConvShape& s, const float* x, const float* dy, float* dw) {
+  if (emulate(s)) {
+    Rounded& r = rounded();
+    return conv_backward_weights(fp32(s), r.of(r.a, x, s.in_size()), r.of(r.b, dy, s.out_size()), dw);
+  }
   if (chosen() == ConvBackend::onednn) detail::conv_backward_weights_onednn(s, x, dy, dw);
   else detail::conv_backward_weights_naive(s, x, dy, dw);
 }

@@ -6,12 +6,16 @@
 // forward primitive descriptor per shape serves as the hint for both backward passes; the three primitives are
 // created on first use and cached per thread, keyed by the shape. oneDNN runs on OpenMP: unless OMP_NUM_THREADS
 // says otherwise it gets one thread, because each rank drives one core.
+// bf16 (ConvShape::bf16): the primitives read bf16 x, w and dy and write fp32 y, dx and dw. The caller's fp32
+// inputs are converted by reorders into per-shape bf16 buffers (the weights' reorder converts and re-lays them in
+// one pass); the outputs stay fp32, so BatchNorm, the residual sums and the optimizer see fp32 as before.
 #include <dnnl.hpp>
 #include <omp.h>
 
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -25,10 +29,18 @@ using dt = dnnl::memory::data_type;
 
 struct Key {
   int n, h, w, c, k, r, s, stride, pad;
+  bool bf16;
   bool operator<(const Key& o) const {
-    return std::tie(n, h, w, c, k, r, s, stride, pad) <
-           std::tie(o.n, o.h, o.w, o.c, o.k, o.r, o.s, o.stride, o.pad);
+    return std::tie(n, h, w, c, k, r, s, stride, pad, bf16) <
+           std::tie(o.n, o.h, o.w, o.c, o.k, o.r, o.s, o.stride, o.pad, o.bf16);
   }
+};
+
+// An fp32 activation converted to the primitives' bf16 before use (bf16 only; `needed` false for fp32).
+struct Lowered {
+  bool needed = false;
+  dnnl::memory buf;
+  dnnl::reorder move;
 };
 
 // Weights in the caller's layout (user) and the one a pass wants: a reorder between them when they differ.
@@ -39,7 +51,8 @@ struct WeightsIn {
 };
 
 struct Prims {
-  dnnl::memory::desc src, wei, dst;
+  dnnl::memory::desc src, wei, dst;  // the caller's fp32 buffers
+  Lowered x_in, dy_in;               // bf16: x and dy as the primitives read them
   dnnl::memory::desc fwd_scratch, bd_scratch, bw_scratch;  // what each pass needs of the shared scratchpad
   WeightsIn fwd_w, bd_w, bw_dw;
   dnnl::convolution_forward fwd;
@@ -81,39 +94,67 @@ WeightsIn weights_in(const dnnl::engine& eng, const dnnl::memory::desc& user, co
   return w;
 }
 
+Lowered lowered(const dnnl::engine& eng, const dnnl::memory::desc& user, dt want) {
+  Lowered l;
+  l.needed = want != dt::f32;
+  if (!l.needed) return l;
+  const dnnl::memory::desc d(user.dims(), want, tag::acdb);
+  l.buf = dnnl::memory(d, eng);
+  l.move = dnnl::reorder(dnnl::memory(user, eng, DNNL_MEMORY_NONE), l.buf);
+  return l;
+}
+
+// The three passes' descriptors for shape s: inputs (x, w, dy) in `in`, outputs (y, dx, dw) in fp32.
+struct PassDescs {
+  dnnl::convolution_forward::primitive_desc fwd;
+  dnnl::convolution_backward_data::primitive_desc bd;
+  dnnl::convolution_backward_weights::primitive_desc bw;
+};
+
+PassDescs pass_descs(const dnnl::engine& eng, const ConvShape& s) {
+  const dt in = s.bf16 ? dt::bf16 : dt::f32;
+  const dnnl::memory::desc x({s.n, s.c, s.h, s.w}, in, tag::acdb), dx({s.n, s.c, s.h, s.w}, dt::f32, tag::acdb);
+  const dnnl::memory::desc y({s.n, s.k, s.out_h(), s.out_w()}, dt::f32, tag::acdb);
+  const dnnl::memory::desc dy({s.n, s.k, s.out_h(), s.out_w()}, in, tag::acdb);
+  const dnnl::memory::desc w_in({s.k, s.c, s.r, s.s}, in, tag::any), dw({s.k, s.c, s.r, s.s}, dt::f32, tag::any);
+  const dnnl::memory::dims strides = {s.stride, s.stride}, pad = {s.pad, s.pad};
+  const auto alg = dnnl::algorithm::convolution_direct;
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // Context::scratchpad
+  const dnnl::convolution_forward::primitive_desc fwd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x, w_in, y, strides, pad, pad), attr,
+      eng);
+  return {fwd,
+          dnnl::convolution_backward_data::primitive_desc(
+              dnnl::convolution_backward_data::desc(alg, dx, w_in, dy, strides, pad, pad), attr, eng, fwd),
+          dnnl::convolution_backward_weights::primitive_desc(
+              dnnl::convolution_backward_weights::desc(alg, x, dw, dy, strides, pad, pad), attr, eng, fwd)};
+}
+
 std::unique_ptr<Prims> make_prims(const dnnl::engine& eng, const ConvShape& s) {
   auto p = std::make_unique<Prims>();
   p->src = dnnl::memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::acdb);
   p->wei = dnnl::memory::desc({s.k, s.c, s.r, s.s}, dt::f32, tag::acdb);
   p->dst = dnnl::memory::desc({s.n, s.k, s.out_h(), s.out_w()}, dt::f32, tag::acdb);
-  const dnnl::memory::desc any_w({s.k, s.c, s.r, s.s}, dt::f32, tag::any);
-  const dnnl::memory::dims strides = {s.stride, s.stride}, pad = {s.pad, s.pad};
-  const auto alg = dnnl::algorithm::convolution_direct;
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // Context::scratchpad
-  const dnnl::convolution_forward::primitive_desc fwd_pd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, p->src, any_w, p->dst, strides, pad,
-                                      pad),
-      attr, eng);
-  const dnnl::convolution_backward_data::primitive_desc bd_pd(
-      dnnl::convolution_backward_data::desc(alg, p->src, any_w, p->dst, strides, pad, pad), attr, eng, fwd_pd);
-  const dnnl::convolution_backward_weights::primitive_desc bw_pd(
-      dnnl::convolution_backward_weights::desc(alg, p->src, any_w, p->dst, strides, pad, pad), attr, eng, fwd_pd);
-  p->fwd_scratch = fwd_pd.scratchpad_desc();
-  p->bd_scratch = bd_pd.scratchpad_desc();
-  p->bw_scratch = bw_pd.scratchpad_desc();
-  p->fwd_w = weights_in(eng, p->wei, fwd_pd.weights_desc(), false);
-  p->bd_w = weights_in(eng, p->wei, bd_pd.weights_desc(), false);
-  p->bw_dw = weights_in(eng, p->wei, bw_pd.diff_weights_desc(), true);
-  p->fwd = dnnl::convolution_forward(fwd_pd);
-  p->bwd_data = dnnl::convolution_backward_data(bd_pd);
-  p->bwd_weights = dnnl::convolution_backward_weights(bw_pd);
+  const PassDescs d = pass_descs(eng, s);
+  const dt in = s.bf16 ? dt::bf16 : dt::f32;
+  p->x_in = lowered(eng, p->src, in);
+  p->dy_in = lowered(eng, p->dst, in);
+  p->fwd_scratch = d.fwd.scratchpad_desc();
+  p->bd_scratch = d.bd.scratchpad_desc();
+  p->bw_scratch = d.bw.scratchpad_desc();
+  p->fwd_w = weights_in(eng, p->wei, d.fwd.weights_desc(), false);
+  p->bd_w = weights_in(eng, p->wei, d.bd.weights_desc(), false);
+  p->bw_dw = weights_in(eng, p->wei, d.bw.diff_weights_desc(), true);
+  p->fwd = dnnl::convolution_forward(d.fwd);
+  p->bwd_data = dnnl::convolution_backward_data(d.bd);
+  p->bwd_weights = dnnl::convolution_backward_weights(d.bw);
   return p;
 }
 
 Prims& prims(const ConvShape& s) {
   auto& ctx = context();
-  const Key key{s.n, s.h, s.w, s.c, s.k, s.r, s.s, s.stride, s.pad};
+  const Key key{s.n, s.h, s.w, s.c, s.k, s.r, s.s, s.stride, s.pad, s.bf16};
   auto it = ctx.cache.find(key);
   if (it == ctx.cache.end()) it = ctx.cache.emplace(key, make_prims(ctx.eng, s)).first;
   return *it->second;
@@ -132,13 +173,38 @@ dnnl::memory weights_for(WeightsIn& w, const dnnl::memory::desc& user, const flo
   return w.buf;
 }
 
+// An activation input as the primitive reads it: the caller's buffer, or its bf16 copy.
+dnnl::memory input_for(Lowered& l, const dnnl::memory::desc& user, const float* p) {
+  dnnl::memory u = wrap(user, p);
+  if (!l.needed) return u;
+  l.move.execute(context().strm, u, l.buf);
+  return l.buf;
+}
+
+// A JIT kernel, not oneDNN's reference loops (which it picks when the CPU has no kernel for the data type: correct
+// but far slower than converting and running fp32).
+bool jit(const dnnl::primitive_desc_base& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) != 0; }
+
 }  // namespace
 
 bool onednn_available() { return true; }
 
+bool onednn_bf16_native() {
+  static const bool native = [] {
+    try {
+      ConvShape s{2, 8, 8, 16, 16, 3, 3, 1, 1, true};
+      const PassDescs d = pass_descs(context().eng, s);
+      return jit(d.fwd) && jit(d.bd) && jit(d.bw);
+    } catch (const dnnl::error&) {
+      return false;  // no bf16 convolution at all for this CPU
+    }
+  }();
+  return native;
+}
+
 void conv_forward_onednn(const ConvShape& s, const float* x, const float* w, float* y) {
   auto& p = prims(s);
-  p.fwd.execute(context().strm, {{DNNL_ARG_SRC, wrap(p.src, x)}, {DNNL_ARG_WEIGHTS, weights_for(p.fwd_w, p.wei, w)},
+  p.fwd.execute(context().strm, {{DNNL_ARG_SRC, input_for(p.x_in, p.src, x)}, {DNNL_ARG_WEIGHTS, weights_for(p.fwd_w, p.wei, w)},
                                  {DNNL_ARG_DST, wrap(p.dst, y)},
                                  {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.fwd_scratch)}});
   context().strm.wait();
@@ -148,7 +214,7 @@ void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float*
   auto& p = prims(s);
   const dnnl::memory wm = weights_for(p.bd_w, p.wei, w);
   p.bwd_data.execute(context().strm,
-                     {{DNNL_ARG_DIFF_DST, wrap(p.dst, dy)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, wrap(p.src, dx)},
+                     {{DNNL_ARG_DIFF_DST, input_for(p.dy_in, p.dst, dy)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, wrap(p.src, dx)},
                       {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bd_scratch)}});
   context().strm.wait();
 }
@@ -158,7 +224,8 @@ void conv_backward_weights_onednn(const ConvShape& s, const float* x, const floa
   const dnnl::memory user = wrap(p.wei, dw);
   const dnnl::memory out = p.bw_dw.same ? user : p.bw_dw.buf;
   p.bwd_weights.execute(context().strm,
-                        {{DNNL_ARG_SRC, wrap(p.src, x)}, {DNNL_ARG_DIFF_DST, wrap(p.dst, dy)}, {DNNL_ARG_DIFF_WEIGHTS, out},
+                        {{DNNL_ARG_SRC, input_for(p.x_in, p.src, x)}, {DNNL_ARG_DIFF_DST, input_for(p.dy_in, p.dst, dy)},
+                         {DNNL_ARG_DIFF_WEIGHTS, out},
                          {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bw_scratch)}});
   if (!p.bw_dw.same) p.bw_dw.move.execute(context().strm, p.bw_dw.buf, const_cast<dnnl::memory&>(user));
   context().strm.wait();

@@ -2,6 +2,7 @@
 // the whole 7x7/8x8 map for the global average).
 #include "src/vision/pool.hpp"
 
+#include <cstddef>
 #include <limits>
 
 namespace gt::vision {
@@ -32,18 +33,30 @@ void for_outputs(const PoolShape& s, F&& f) {
 
 }  // namespace
 
+// Per output pixel, the taps in window order, each a pass over the channels (contiguous, so it vectorises):
+// the first largest tap wins, as a scan of each channel's window in order would pick it.
 void maxpool_forward(const PoolShape& s, const float* x, float* y, std::vector<long>& argmax) {
-  argmax.assign(s.out_size(), -1);
-  for_outputs(s, [&](int n, int p, int q, int c, long o) {
-    float best = -std::numeric_limits<float>::infinity();
-    for_window(s, n, p, q, c, [&](long i) {
-      if (argmax[o] < 0 || x[i] > best) {
-        best = x[i];
-        argmax[o] = i;
+  argmax.resize(size_t(s.out_size()));
+  const int oh = s.out_h(), ow = s.out_w(), C = s.c;
+  for (int n = 0; n < s.n; ++n)
+    for (int p = 0; p < oh; ++p)
+      for (int q = 0; q < ow; ++q) {
+        const long o = ((long(n) * oh + p) * ow + q) * C;
+        float* yo = y + o;
+        long* ao = argmax.data() + o;
+        for (int c = 0; c < C; ++c) {
+          yo[c] = -std::numeric_limits<float>::infinity();
+          ao[c] = -1;
+        }
+        for_window(s, n, p, q, 0, [&](long i) {
+          const float* xi = x + i;
+          for (int c = 0; c < C; ++c)
+            if (ao[c] < 0 || xi[c] > yo[c]) {
+              yo[c] = xi[c];
+              ao[c] = i + c;
+            }
+        });
       }
-    });
-    y[o] = best;
-  });
 }
 
 void maxpool_backward(const PoolShape& s, const float* dy, const std::vector<long>& argmax, float* dx) {

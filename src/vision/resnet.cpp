@@ -93,6 +93,14 @@ ResNet::ResNet(const ResNetConfig& cfg, bool with_params) : cfg_(cfg), impl_(std
       m.blocks.push_back(make_block(cfg, cin, cfg.widths[st], stride, name, tensors_, total));
       cin = m.blocks.back().convs.back().cout;
     }
+  m.stem_bn.p.relu = true;  // the ReLUs after BatchNorm, fused into it: the stem's and every unit's but the last
+  for (ResBlock& blk : m.blocks)
+    for (size_t k = 0; k + 1 < blk.bns.size(); ++k) blk.bns[k].p.relu = true;
+  m.stem.bf16 = cfg.bf16;
+  for (ResBlock& blk : m.blocks) {
+    for (ConvLayer& c : blk.convs) c.bf16 = cfg.bf16;
+    blk.proj.bf16 = cfg.bf16;
+  }
   m.features = cin;
   m.fc_w = add(tensors_, total, "fc.weight", {long(cfg.classes), long(cin)}, true);
   m.fc_b = add(tensors_, total, "fc.bias", {long(cfg.classes)}, false);

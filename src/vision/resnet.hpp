@@ -30,6 +30,9 @@ struct ResNetConfig {
   bool bottleneck = false;        // 1x1-3x3-1x1 blocks with 4x expansion instead of basic blocks
   ResNetStem stem = ResNetStem::Small;
   unsigned seed = 1;  // initialisation
+  // Every convolution multiplies in bf16 (ConvShape::bf16; train.precision = "bf16"); BatchNorm, the classifier,
+  // the loss and all activations stay fp32, as under PyTorch's CPU autocast.
+  bool bf16 = false;
   int blocks_in(size_t stage) const { return stage_blocks.empty() ? blocks_per_stage : stage_blocks[stage]; }
 };
 

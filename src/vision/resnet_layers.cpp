@@ -2,6 +2,8 @@
 // is used once per forward pass, and the model clears nothing between steps.
 #include "src/vision/resnet_layers.hpp"
 
+#include <algorithm>
+
 #include "src/vision/classifier.hpp"
 
 namespace gt::vision::detail {
@@ -39,10 +41,10 @@ void BatchNormLayer::forward(const Dims& d, const float* params, const float* x,
                            running_var.data(), y.data());
 }
 
-void BatchNormLayer::backward(const Dims& d, const float* params, const float* x, const float* dy, float* grads,
-                              std::vector<float>& dx) const {
+void BatchNormLayer::backward(const Dims& d, const float* params, const float* x, const float* y, const float* dy,
+                              float* grads, std::vector<float>& dx) const {
   dx.resize(d.size());
-  batchnorm_backward(p, long(d.n) * d.h * d.w, x, dy, params + gamma_off, saved, dx.data(), grads + gamma_off,
+  batchnorm_backward(p, long(d.n) * d.h * d.w, x, y, dy, params + gamma_off, saved, dx.data(), grads + gamma_off,
                      grads + beta_off);
 }
 
@@ -59,8 +61,7 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
     conv_in[k] = cur;
     convs[k].forward(cur, params, h, a[k]);
     cur = convs[k].out(cur);
-    bns[k].forward(cur, params, a[k].data(), b[k], train);
-    if (k + 1 < n) relu_forward(cur.size(), b[k].data(), b[k].data());
+    bns[k].forward(cur, params, a[k].data(), b[k], train);  // ReLU'd in the pass but for the last unit
     h = b[k].data();
   }
   mid = cur;
@@ -71,24 +72,26 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
     shortcut = bp.data();
   }
   out.resize(mid.size());
-  for (long i = 0; i < mid.size(); ++i) out[i] = b[n - 1][i] + shortcut[i];
-  relu_forward(mid.size(), out.data(), out.data());
+  const float* last = b[n - 1].data();
+  for (long i = 0; i < mid.size(); ++i) out[i] = std::max(0.f, last[i] + shortcut[i]);  // the sum, ReLU'd
 }
 
 void ResBlock::backward(const float* params, const float* dout, float* grads, std::vector<float>& dx) {
   const size_t n = convs.size();
   g_sum.resize(mid.size());
   relu_backward(mid.size(), out.data(), dout, g_sum.data());
-  g_h.assign(g_sum.begin(), g_sum.end());  // the last unit's output gradient: the sum's, before any ReLU
+  const float* g_out = g_sum.data();  // the last unit's output gradient: the sum's, before any ReLU
   for (size_t k = n; k-- > 0;) {
     const Dims od = convs[k].out(conv_in[k]);
-    if (k + 1 < n) relu_backward(od.size(), b[k].data(), g_h.data(), g_h.data());  // b[k] holds relu(bn(a[k]))
-    bns[k].backward(od, params, a[k].data(), g_h.data(), grads, g_a);
+    bns[k].backward(od, params, a[k].data(), b[k].data(), g_out, grads, g_a);  // b[k]: relu(bn(a[k])) but the last
     convs[k].backward(conv_in[k], params, k == 0 ? x : b[k - 1].data(), g_a.data(), grads, k == 0 ? &dx : &g_prev);
-    if (k > 0) g_h.swap(g_prev);
+    if (k > 0) {
+      g_h.swap(g_prev);
+      g_out = g_h.data();
+    }
   }
   if (has_proj) {
-    bn_proj.backward(mid, params, ap.data(), g_sum.data(), grads, g_proj);
+    bn_proj.backward(mid, params, ap.data(), bp.data(), g_sum.data(), grads, g_proj);
     proj.backward(in, params, x, g_proj.data(), grads, &g_xproj);
     for (long i = 0; i < in.size(); ++i) dx[i] += g_xproj[i];
   } else {

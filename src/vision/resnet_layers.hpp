@@ -17,7 +17,8 @@ struct Dims {
 struct ConvLayer {
   int cin = 0, cout = 0, kernel = 3, stride = 1, pad = 1;
   long w_off = 0;
-  ConvShape shape(const Dims& in) const { return {in.n, in.h, in.w, cin, cout, kernel, kernel, stride, pad}; }
+  bool bf16 = false;  // multiply in bf16 (ResNetConfig::bf16)
+  ConvShape shape(const Dims& in) const { return {in.n, in.h, in.w, cin, cout, kernel, kernel, stride, pad, bf16}; }
   Dims out(const Dims& in) const {
     const ConvShape s = shape(in);
     return {in.n, s.out_h(), s.out_w(), cout};
@@ -35,11 +36,13 @@ struct BatchNormLayer {
   BatchNormSaved saved;
   void init(int channels);
   void forward(const Dims& d, const float* params, const float* x, std::vector<float>& y, bool train);
-  void backward(const Dims& d, const float* params, const float* x, const float* dy, float* grads,
+  // y: the forward's output (its ReLU mask, when p.relu)
+  void backward(const Dims& d, const float* params, const float* x, const float* y, const float* dy, float* grads,
                 std::vector<float>& dx) const;
 };
 
-// A residual block: a chain of conv - BN units with ReLU after each but the last, plus the shortcut (identity, or
+// A residual block: a chain of conv - BN units with ReLU after each but the last (fused into the BN: its
+// p.relu), plus the shortcut (identity, or
 // a 1x1 strided conv - BN where the shape changes), added, then ReLU. Basic (ResNet-18/34, the small-image nets):
 // 3x3, 3x3. Bottleneck (ResNet-50): 1x1 reduce, 3x3, 1x1 expand to 4x the stage width, with the stride on the 3x3
 // (torchvision's "v1.5" placement, which its published ResNet-50 uses).

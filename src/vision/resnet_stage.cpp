@@ -7,8 +7,15 @@
 
 namespace gt::vision {
 
-ResNetStage::ResNetStage(const ResNetConfig& cfg, int micro_batch_size)
-    : net_(std::make_unique<ResNet>(cfg)), B_(micro_batch_size) {
+namespace {
+ResNetConfig with_bf16(ResNetConfig c, bool bf16) {
+  c.bf16 = bf16;
+  return c;
+}
+}  // namespace
+
+ResNetStage::ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16)
+    : net_(std::make_unique<ResNet>(with_bf16(cfg, bf16))), B_(micro_batch_size), bf16_(bf16) {
   int blocks = 0;
   for (size_t st = 0; st < cfg.widths.size(); ++st) blocks += cfg.blocks_in(st);
   stage_ = StageLayout{0, 1, 0, blocks};
@@ -23,10 +30,16 @@ void* ResNetStage::refuse(const char* what) const {
 
 void ResNetStage::bind(void* params, void* grads) {
   grads_ = static_cast<float*>(grads);
-  // The network reads the trainer's parameters and writes each micro-batch's gradients into its own array
-  // (grads(), overwritten per backward), which backward() adds into the bound buffer; its own parameter array is
-  // not needed any more.
-  net_->bind(static_cast<float*>(params), net_->grads().data());
+  // The network reads the trainer's parameters (bf16: their widened copy) and writes each micro-batch's gradients
+  // into its own array (grads(), overwritten per backward), which backward() adds into the bound buffer; its own
+  // parameter array is not needed any more.
+  if (bf16_) {
+    params16_ = static_cast<const uint16_t*>(params);
+    params32_.resize(size_t(net_->param_count()));
+    net_->bind(params32_.data(), net_->grads().data());
+  } else {
+    net_->bind(static_cast<float*>(params), net_->grads().data());
+  }
   std::vector<float>().swap(net_->params());
 }
 
@@ -42,6 +55,11 @@ void ResNetStage::set_samples(int /*slot*/, const int32_t* rows) {
 
 void ResNetStage::forward(int /*slot*/, bool with_grad, double loss_scale) {
   if (timer_) timer_(stage_.block_begin, true);
+  if (params16_)  // the working copy may have changed since the last forward (an optimizer step): widen it again
+    for (size_t i = 0; i < params32_.size(); ++i) {
+      const uint32_t bits = uint32_t(params16_[i]) << 16;
+      std::memcpy(&params32_[i], &bits, sizeof(float));
+    }
   // Training forwards use (and update) the batch statistics; evaluations use the running ones.
   const StepResult r = net_->forward(B_, images_.data(), labels_.data(), with_grad);
   if (timer_) timer_(stage_.block_begin, false);
@@ -86,10 +104,11 @@ size_t ResNetStage::activation_bytes_per_slot() const {
 }
 
 // backward's gradient buffers (a block's: the sum, the unit chain, the previous unit's, the projection's; a few
-// maps of the largest size), the network's scratch gradients, and the micro-batch's images as floats
+// maps of the largest size), the network's scratch gradients, the micro-batch's images as floats, and (bf16)
+// the widened parameters
 size_t ResNetStage::work_bytes() const {
   const size_t maps = 6 * size_t(B_) * size_t(net_->largest_map_per_image());
-  return (maps + net_->grads().size() + images_.size()) * sizeof(float);
+  return (maps + net_->grads().size() + images_.size() + (bf16_ ? size_t(net_->param_count()) : 0)) * sizeof(float);
 }
 
 }  // namespace gt::vision

@@ -1,6 +1,10 @@
 #pragma once
 // The ResNet behind the trainer's StageModel interface (the model seam, src/model/model_family.hpp): one stage
-// (pipeline and tensor parallelism are refused by the family), fp32, computing on the TrainState's flat buffers.
+// (pipeline and tensor parallelism are refused by the family), computing on the TrainState's flat buffers:
+//   fp32   the parameters are read in place;
+//   bf16   (train.precision = "bf16") the parameters are the bf16 working copy, widened (exactly) into an fp32
+//          array before each forward; the convolutions multiply in bf16 (ResNetConfig::bf16), everything else,
+//          the gradients included, is fp32.
 //   rows   each sample is H*W*C normalised fp32 pixels (their bits in int32 words) and then its label, as the
 //          image sources of src/data/image_source.hpp write them;
 //   loss   the mean cross-entropy of the micro-batch; the trainer's loss_scale (d(loss)/d(sample loss) times the
@@ -23,7 +27,8 @@ namespace gt::vision {
 
 class ResNetStage final : public StageModel {
  public:
-  ResNetStage(const ResNetConfig& cfg, int micro_batch_size);
+  // bf16: the bound parameters are bf16 and the convolutions multiply in bf16 (above)
+  ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16 = false);
 
   ResNet& net() { return *net_; }
   const StageLayout& stage() const override { return stage_; }
@@ -62,6 +67,9 @@ class ResNetStage final : public StageModel {
   int B_;
   StageLayout stage_;
   float* grads_ = nullptr;         // the bound gradient buffer (accumulated into)
+  bool bf16_ = false;
+  const uint16_t* params16_ = nullptr;  // bf16: the bound working copy
+  std::vector<float> params32_;         // bf16: its fp32 values, what the network reads
   std::vector<float> images_;      // B x H x W x C
   std::vector<int> labels_;        // B
   double scale_ = 0;               // the last training forward's loss_scale

@@ -21,8 +21,7 @@ float* ResNet::forward_features(bool train) {
   const float* p = p_;
   m.stem.forward(m.in_dims, p, m.images, m.stem_a);
   m.stem_dims = m.stem.out(m.in_dims);
-  m.stem_bn.forward(m.stem_dims, p, m.stem_a.data(), m.stem_out, train);
-  relu_forward(m.stem_dims.size(), m.stem_out.data(), m.stem_out.data());
+  m.stem_bn.forward(m.stem_dims, p, m.stem_a.data(), m.stem_out, train);  // with its ReLU (stem_bn.p.relu)
   const float* x = m.stem_out.data();
   Dims d = m.stem_dims;
   if (cfg_.stem == ResNetStem::ImageNet) {  // the 3x3 stride-2 max pool after the 7x7 stem
@@ -85,8 +84,7 @@ void ResNet::backward() {
     maxpool_backward(stem_pool(m.stem_dims), dx.data(), m.stem_argmax, dnext.data());
     dx.swap(dnext);
   }
-  relu_backward(m.stem_dims.size(), m.stem_out.data(), dx.data(), dx.data());
-  m.stem_bn.backward(m.stem_dims, p, m.stem_a.data(), dx.data(), g, da);
+  m.stem_bn.backward(m.stem_dims, p, m.stem_a.data(), m.stem_out.data(), dx.data(), g, da);  // and its ReLU's mask
   m.stem.backward(m.in_dims, p, m.images, da.data(), g, nullptr);
 }
 

@@ -45,6 +45,7 @@ void turn_on(gt::Config& c, Feature f) {
     case Feature::GradWireBF16: c.parallel.grad_reduce_dtype = "bf16"; break;
     case Feature::Sparsity24: c.sparsity.pattern = "2:4"; break;
     case Feature::HalfPrecision: c.train.precision = "bf16"; break;
+    case Feature::FP16: c.train.precision = "fp16"; break;
     case Feature::Recompute: c.train.recompute = "full"; break;
     case Feature::SyncBN: c.model.sync_bn = true; break;
   }

@@ -10,6 +10,10 @@
 //  - finite differences: taken on the float64 reference with h = 1e-4 (truncation error O(h^2) ~ 1e-8,
 //    rounding ~ 1e-16 / h ~ 1e-12), so the only sizeable error left is the fp32 kernel's, bounded as above.
 //  - naive vs oneDNN: both fp32 with different summation orders; the same bound.
+//  - bf16 convolutions (ConvShape::bf16): the reference takes the operands rounded to bf16 here (8 significant
+//    bits, nearest even, through frexp: not the library's bit trick), and then the same fp32 bounds hold, since a
+//    product of bf16 values is exact in fp32 and only the fp32 sums differ. That the rounding happens at all is
+//    checked too: against the unrounded operands the forward misses the fp32 bound.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -96,17 +100,36 @@ std::vector<ConvCase> conv_cases() {
           {{1, 11, 9, 3, 4, 7, 7, 2, 3}, "7x7 s2 p3"}, {{1, 4, 5, 2, 3, 3, 3, 1, 0}, "3x3 no pad"}};
 }
 
-// Checks all three passes of the current backend on one shape.
+// x rounded to bfloat16's 8 significant bits, ties to even (nearbyint in the default rounding mode).
+float bf16_ref(float x) {
+  int e = 0;
+  const double m = std::frexp(double(x), &e);
+  return float(std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8));
+}
+
+std::vector<float> operands(const ConvShape& s, std::vector<float> v) {
+  if (s.bf16)
+    for (float& x : v) x = bf16_ref(x);
+  return v;
+}
+
+// Checks all three passes of the current backend on one shape (bf16: against the rounded operands).
 void check_conv(const ConvShape& s, const char* name) {
   SCOPED_TRACE(name);
-  const auto x = randv(s.in_size(), 1), w = randv(s.weight_size(), 2), R = randv(s.out_size(), 3);
-  const auto xd = to_d(x), wd = to_d(w);
+  const auto x = randv(s.in_size(), 1), w = randv(s.weight_size(), 2), Rin = randv(s.out_size(), 3);
+  const auto xd = to_d(operands(s, x)), wd = to_d(operands(s, w));
+  const auto R = operands(s, Rin);
   const double tol = 1e-6 * std::sqrt(double(s.r * s.s * s.c)) * (1 + max_abs(conv_ref(s, xd, wd)));
   std::vector<float> y(s.out_size()), dx(s.in_size()), dw(s.weight_size());
   conv_forward(s, x.data(), w.data(), y.data());
   expect_close(y, conv_ref(s, xd, wd), tol, "forward");
-  conv_backward_data(s, R.data(), w.data(), dx.data());
-  conv_backward_weights(s, x.data(), R.data(), dw.data());
+  if (s.bf16) {  // the kernel rounded: against the unrounded operands it misses the fp32 bound somewhere
+    std::vector<double> diff = conv_ref(s, to_d(x), to_d(w));
+    for (size_t i = 0; i < diff.size(); ++i) diff[i] -= y[i];
+    EXPECT_GT(max_abs(diff), tol) << "bf16 forward equals the fp32 one: no rounding";
+  }
+  conv_backward_data(s, Rin.data(), w.data(), dx.data());
+  conv_backward_weights(s, x.data(), Rin.data(), dw.data());
   auto loss_x = [&](const std::vector<double>& v) { return dot(conv_ref(s, v, wd), R); };
   auto loss_w = [&](const std::vector<double>& v) { return dot(conv_ref(s, xd, v), R); };
   const double gtol = 1e-4 * std::sqrt(double(s.k * s.r * s.s + s.n * s.out_h() * s.out_w()));
@@ -137,6 +160,21 @@ TEST(VisionConv, DefaultBackendAgainstFloat64AndFiniteDifferences) {
   EXPECT_EQ(y1, y2);
 }
 
+// bf16 multiplies: the loops (emulated: rounded copies) and the default backend (oneDNN's bf16 kernels where
+// the CPU has them, else the emulation on oneDNN's fp32 kernels).
+TEST(VisionConv, Bf16AgainstRoundedFloat64AndFiniteDifferences) {
+  for (ConvBackend b : {ConvBackend::naive, ConvBackend::onednn}) {
+    if (b == ConvBackend::onednn && !detail::onednn_available()) continue;
+    set_conv_backend(b);
+    SCOPED_TRACE(conv_backend_name(b) + (conv_bf16_native() ? " native bf16" : " emulated bf16"));
+    RecordProperty("bf16_native", conv_bf16_native() ? "yes" : "no");
+    for (auto c : conv_cases()) {
+      c.s.bf16 = true;
+      check_conv(c.s, c.name);
+    }
+  }
+}
+
 TEST(VisionConv, OnednnRefusedWhenAbsent) {
   if (detail::onednn_available()) GTEST_SKIP() << "this build has oneDNN";
   EXPECT_THROW(set_conv_backend(ConvBackend::onednn), gt::Error);
@@ -159,10 +197,25 @@ std::vector<double> bn_ref(long rows, int C, const std::vector<double>& x, const
 
 }  // namespace
 
-TEST(VisionBatchNorm, TrainForwardBackwardRunningStatsAndEval) {
+namespace {
+
+// relu: the fused ReLU (BatchNormParams::relu) against max(0, .) of the same float64 reference. A central
+// difference across the kink would be wrong, so dx skips elements whose output lies within 1e-3 of it (h = 1e-4
+// moves an output by ~1e-4); for dgamma and dbeta, which move every row's output, these fixed draws have no
+// output that close (checked below, so a change of draws that breaks this says so).
+void check_batchnorm(bool relu) {
+  SCOPED_TRACE(relu ? "with ReLU" : "without ReLU");
   const long rows = 2 * 3 * 5;  // N*H*W with odd sizes
   const int C = 4;
   BatchNormParams p{C, 1e-5f, 0.1f};
+  p.relu = relu;
+  auto bn_ref = [relu](long r, int c, const std::vector<double>& x, const std::vector<double>& g,
+                       const std::vector<double>& b, double eps) {
+    std::vector<double> y = ::bn_ref(r, c, x, g, b, eps);
+    if (relu)
+      for (double& v : y) v = std::max(0.0, v);
+    return y;
+  };
   const auto x = randv(rows * C, 11, -2.f, 3.f), g = randv(C, 12, 0.5f, 1.5f), b = randv(C, 13);
   const auto R = randv(rows * C, 14);
   std::vector<float> y(rows * C), rm(C, 0.f), rv(C, 1.f), dx(rows * C), dg(C), db(C);
@@ -178,21 +231,36 @@ TEST(VisionBatchNorm, TrainForwardBackwardRunningStatsAndEval) {
     EXPECT_NEAR(rm[c], 0.1 * mean, 1e-6);
     EXPECT_NEAR(rv[c], 0.9 + 0.1 * sq / (rows - 1), 1e-6);
   }
-  batchnorm_backward(p, rows, x.data(), R.data(), g.data(), saved, dx.data(), dg.data(), db.data());
+  batchnorm_backward(p, rows, x.data(), y.data(), R.data(), g.data(), saved, dx.data(), dg.data(), db.data());
   auto lx = [&](const std::vector<double>& v) { return dot(bn_ref(rows, C, v, gd, bd, p.eps), R); };
   auto lg = [&](const std::vector<double>& v) { return dot(bn_ref(rows, C, xd, v, bd, p.eps), R); };
   auto lb = [&](const std::vector<double>& v) { return dot(bn_ref(rows, C, xd, gd, v, p.eps), R); };
   // gradients are sums of rows=30 terms of O(1): fp32 error ~ 1e-6 x 30; 1e-4 leaves headroom, a wrong term is O(0.1)
-  for (long i = 0; i < rows * C; ++i) ASSERT_NEAR(dx[i], fd(xd, i, lx), 1e-4) << i;
+  const std::vector<double> yref = ::bn_ref(rows, C, xd, gd, bd, p.eps);
+  for (long i = 0; i < rows * C; ++i) {
+    if (relu && std::fabs(yref[i]) < 1e-3) continue;
+    ASSERT_NEAR(dx[i], fd(xd, i, lx), 1e-4) << i;
+  }
   for (int c = 0; c < C; ++c) {
+    if (relu)
+      for (long m = 0; m < rows; ++m) ASSERT_GT(std::fabs(yref[m * C + c]), 1e-3) << "an output at the kink";
     EXPECT_NEAR(dg[c], fd(gd, c, lg), 1e-4);
     EXPECT_NEAR(db[c], fd(bd, c, lb), 1e-4);
   }
   // evaluation uses the running statistics: y = g (x - rm) / sqrt(rv + eps) + b
   batchnorm_forward_eval(p, rows, x.data(), g.data(), b.data(), rm.data(), rv.data(), y.data());
   for (long m = 0; m < rows; ++m)
-    for (int c = 0; c < C; ++c)
-      ASSERT_NEAR(y[m * C + c], gd[c] * (xd[m * C + c] - rm[c]) / std::sqrt(double(rv[c]) + p.eps) + bd[c], 1e-5);
+    for (int c = 0; c < C; ++c) {
+      const double want = gd[c] * (xd[m * C + c] - rm[c]) / std::sqrt(double(rv[c]) + p.eps) + bd[c];
+      ASSERT_NEAR(y[m * C + c], relu ? std::max(0.0, want) : want, 1e-5);
+    }
+}
+
+}  // namespace
+
+TEST(VisionBatchNorm, TrainForwardBackwardRunningStatsAndEval) {
+  check_batchnorm(false);
+  check_batchnorm(true);
 }
 
 namespace {

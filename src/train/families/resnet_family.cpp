@@ -69,7 +69,7 @@ std::string ResNetFamily::signature() const {
 std::vector<TensorSpec> ResNetFamily::tensor_specs(const StageLayout&, int, int) const { return specs_; }
 
 std::unique_ptr<StageModel> ResNetFamily::make_stage(const StageBuild& b) const {
-  auto stage = std::make_unique<vision::ResNetStage>(net_, b.micro_batch_size);
+  auto stage = std::make_unique<vision::ResNetStage>(net_, b.micro_batch_size, b.precision == Precision::BF16);
   if (m_.sync_bn && b.dp && b.dp->size() > 1) {
     Comm* group = b.dp;
     stage->net().set_group_sum([group](double* v, int n) { group->allreduce(v, size_t(n), DType::F64, ReduceOp::Sum); });
