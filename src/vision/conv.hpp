@@ -41,6 +41,9 @@ void conv_forward(const ConvShape& s, const float* x, const float* w, float* y);
 void conv_backward_data(const ConvShape& s, const float* dy, const float* w, float* dx);
 // dw = sum over the batch of x (*) dy      dw overwritten
 void conv_backward_weights(const ConvShape& s, const float* x, const float* dy, float* dw);
+// Both backward passes of a layer (dx skipped when null), the same results as the two calls above; with bf16 the
+// gradient dy is converted once for both.
+void conv_backward(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
 
 namespace detail {
 void conv_forward_naive(const ConvShape& s, const float* x, const float* w, float* y);
@@ -51,6 +54,7 @@ bool onednn_bf16_native();  // oneDNN has a JIT (not reference) bf16 kernel for 
 void conv_forward_onednn(const ConvShape& s, const float* x, const float* w, float* y);
 void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float* w, float* dx);
 void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw);
+void conv_backward_onednn(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
 }  // namespace detail
 
 }  // namespace gt::vision

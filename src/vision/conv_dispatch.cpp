@@ -15,6 +15,7 @@ bool onednn_bf16_native() { return false; }
 void conv_forward_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_data_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_weights_onednn(const ConvShape&, const float*, const float*, float*) {}
+void conv_backward_onednn(const ConvShape&, const float*, const float*, const float*, float*, float*) {}
 #endif
 }  // namespace detail
 
@@ -98,6 +99,19 @@ void conv_backward_weights(const ConvShape& s, const float* x, const float* dy, 
   }
   if (chosen() == ConvBackend::onednn) detail::conv_backward_weights_onednn(s, x, dy, dw);
   else detail::conv_backward_weights_naive(s, x, dy, dw);
+}
+
+void conv_backward(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw) {
+  if (!emulate(s) && chosen() == ConvBackend::onednn) return detail::conv_backward_onednn(s, x, dy, w, dx, dw);
+  if (emulate(s)) {  // dy rounded once (r.b), x and w by the calls below (r.a)
+    Rounded& r = rounded();
+    const float* dy16 = r.of(r.b, dy, s.out_size());
+    conv_backward_weights(fp32(s), r.of(r.a, x, s.in_size()), dy16, dw);
+    if (dx) conv_backward_data(fp32(s), dy16, r.of(r.a, w, s.weight_size()), dx);
+    return;
+  }
+  conv_backward_weights(s, x, dy, dw);
+  if (dx) conv_backward_data(s, dy, w, dx);
 }
 
 }  // namespace gt::vision

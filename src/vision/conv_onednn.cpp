@@ -210,24 +210,45 @@ void conv_forward_onednn(const ConvShape& s, const float* x, const float* w, flo
   context().strm.wait();
 }
 
+namespace {
+
+// The two backward passes on an input gradient the primitives can read as it is (fp32, or bf16 converted once).
+void backward_data(Prims& p, dnnl::memory& dy, const float* w, float* dx) {
+  const dnnl::memory wm = weights_for(p.bd_w, p.wei, w);
+  p.bwd_data.execute(context().strm, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, wrap(p.src, dx)},
+                                      {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bd_scratch)}});
+}
+
+void backward_weights(Prims& p, const float* x, dnnl::memory& dy, float* dw) {
+  const dnnl::memory user = wrap(p.wei, dw);
+  const dnnl::memory out = p.bw_dw.same ? user : p.bw_dw.buf;
+  p.bwd_weights.execute(context().strm, {{DNNL_ARG_SRC, input_for(p.x_in, p.src, x)}, {DNNL_ARG_DIFF_DST, dy},
+                                         {DNNL_ARG_DIFF_WEIGHTS, out},
+                                         {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bw_scratch)}});
+  if (!p.bw_dw.same) p.bw_dw.move.execute(context().strm, p.bw_dw.buf, const_cast<dnnl::memory&>(user));
+}
+
+}  // namespace
+
 void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float* w, float* dx) {
   auto& p = prims(s);
-  const dnnl::memory wm = weights_for(p.bd_w, p.wei, w);
-  p.bwd_data.execute(context().strm,
-                     {{DNNL_ARG_DIFF_DST, input_for(p.dy_in, p.dst, dy)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DIFF_SRC, wrap(p.src, dx)},
-                      {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bd_scratch)}});
+  dnnl::memory d = input_for(p.dy_in, p.dst, dy);
+  backward_data(p, d, w, dx);
   context().strm.wait();
 }
 
 void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw) {
   auto& p = prims(s);
-  const dnnl::memory user = wrap(p.wei, dw);
-  const dnnl::memory out = p.bw_dw.same ? user : p.bw_dw.buf;
-  p.bwd_weights.execute(context().strm,
-                        {{DNNL_ARG_SRC, input_for(p.x_in, p.src, x)}, {DNNL_ARG_DIFF_DST, input_for(p.dy_in, p.dst, dy)},
-                         {DNNL_ARG_DIFF_WEIGHTS, out},
-                         {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bw_scratch)}});
-  if (!p.bw_dw.same) p.bw_dw.move.execute(context().strm, p.bw_dw.buf, const_cast<dnnl::memory&>(user));
+  dnnl::memory d = input_for(p.dy_in, p.dst, dy);
+  backward_weights(p, x, d, dw);
+  context().strm.wait();
+}
+
+void conv_backward_onednn(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw) {
+  auto& p = prims(s);
+  dnnl::memory d = input_for(p.dy_in, p.dst, dy);  // bf16: converted once, read by both passes
+  backward_weights(p, x, d, dw);
+  if (dx) backward_data(p, d, w, dx);
   context().strm.wait();
 }
 

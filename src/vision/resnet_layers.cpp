@@ -15,12 +15,8 @@ void ConvLayer::forward(const Dims& in, const float* params, const float* x, std
 
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
                          std::vector<float>* dx) const {
-  const ConvShape s = shape(in);
-  conv_backward_weights(s, x, dy, grads + w_off);
-  if (dx) {
-    dx->resize(in.size());
-    conv_backward_data(s, dy, params + w_off, dx->data());
-  }
+  if (dx) dx->resize(in.size());
+  conv_backward(shape(in), x, dy, params + w_off, dx ? dx->data() : nullptr, grads + w_off);
 }
 
 void BatchNormLayer::init(int channels) {

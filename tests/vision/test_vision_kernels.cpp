@@ -130,6 +130,12 @@ void check_conv(const ConvShape& s, const char* name) {
   }
   conv_backward_data(s, Rin.data(), w.data(), dx.data());
   conv_backward_weights(s, x.data(), Rin.data(), dw.data());
+  {  // both passes in one call (dy converted once under bf16): the same bits as the two calls
+    std::vector<float> dx2(dx.size()), dw2(dw.size());
+    conv_backward(s, x.data(), Rin.data(), w.data(), dx2.data(), dw2.data());
+    EXPECT_EQ(dx2, dx);
+    EXPECT_EQ(dw2, dw);
+  }
   auto loss_x = [&](const std::vector<double>& v) { return dot(conv_ref(s, v, wd), R); };
   auto loss_w = [&](const std::vector<double>& v) { return dot(conv_ref(s, xd, v), R); };
   const double gtol = 1e-4 * std::sqrt(double(s.k * s.r * s.s + s.n * s.out_h() * s.out_w()));
