@@ -19,6 +19,7 @@ namespace gt {
 struct FlatPiece {
   long begin = 0, end = 0;  // flat element range [begin, end), end - begin <= kSumBlock
   float wd = 0;             // the tensor's weight decay (0 for biases, LayerNorm and embeddings per config)
+  float scale = 1;          // SGD: the tensor's step multiplier this step (LARS' trust ratio; 1 otherwise)
 };
 
 // Cuts [begin, end) into pieces of at most kSumBlock elements from `begin` and appends them.

@@ -66,7 +66,8 @@ struct TrainConfig {
   double eps = 1e-8;
   double grad_clip = 1.0;     // global gradient-norm clip; 0 disables
   std::string optimizer = "adamw";  // "adamw" or "sgd" (momentum, coupled weight decay: the ResNet recipe)
-  double momentum = 0.9;            // sgd: momentum
+  double momentum = 0.9;            // sgd, lars: momentum
+  double lars_eta = 0.001;          // lars: the trust coefficient (You et al. 2017)
   // "linear": lr x global batch / lr_reference_batch, reached by a linear warm-up from lr over warmup_steps
   // (Goyal et al. 2017; src/train/lr_scaling.hpp); "none": lr as given.
   std::string lr_scaling = "none";

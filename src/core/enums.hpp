@@ -56,7 +56,7 @@ enum class AttentionKernel { Fused, Materialized };
 // model.kind (docs/vision.md): the model family, each implementing the model seam (src/model/model_family.hpp).
 enum class ModelKind { GPT, ResNet };
 // train.optimizer: AdamW (the transformer recipe) or SGD with momentum (the ResNet recipe).
-enum class OptimizerKind { AdamW, SGD };
+enum class OptimizerKind { AdamW, SGD, LARS };
 // train.lr_scaling (src/train/lr_scaling.hpp): the linear scaling rule with gradual warmup (Goyal et al. 2017).
 enum class LrScaling { None, Linear };
 // parallel.zero (docs/zero.md): an integer key 0-3; the stages by name for code that branches on them.
@@ -105,7 +105,7 @@ GT_ENUM_NAMES(SparsityPattern, {"none", SparsityPattern::None}, {"2:4", Sparsity
 GT_ENUM_NAMES(SparsityRecipe, {"srste", SparsityRecipe::SRSTE}, {"asp", SparsityRecipe::ASP})
 GT_ENUM_NAMES(ModelArch, {"gpt2", ModelArch::GPT2}, {"llama", ModelArch::Llama})
 GT_ENUM_NAMES(ModelKind, {"gpt", ModelKind::GPT}, {"resnet", ModelKind::ResNet})
-GT_ENUM_NAMES(OptimizerKind, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::SGD})
+GT_ENUM_NAMES(OptimizerKind, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::SGD}, {"lars", OptimizerKind::LARS})
 GT_ENUM_NAMES(LrScaling, {"none", LrScaling::None}, {"linear", LrScaling::Linear})
 GT_ENUM_NAMES(AttentionKernel, {"fused", AttentionKernel::Fused}, {"materialized", AttentionKernel::Materialized})
 #undef GT_ENUM_NAMES

@@ -23,6 +23,8 @@ Optimizer::Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state, Zero
   }
   norm_pieces_ = to_device(norm);
   adam_pieces_ = to_device(adam);
+  if (kind_ == OptimizerKind::LARS)
+    lars_ = std::make_unique<LarsTrust>(state_, grid_, plan_, cfg_.lars_eta, cfg_.weight_decay);
 }
 
 double Optimizer::grad_norm() {
@@ -53,6 +55,10 @@ void Optimizer::step(int step, double lr, double norm, double loss_scale) {
   if (kind_ == OptimizerKind::SGD)
     sgd_pieces(p, long(po), g, long(go), state_.adam_m(), long(mo), adam_pieces_, float(lr), float(cfg_.momentum),
                g_scale);
+  else if (kind_ == OptimizerKind::LARS)  // the norms over the same group as grad_norm's
+    sgd_pieces(p, long(po), g, long(go), state_.adam_m(), long(mo),
+               lars_->pieces(p, long(po), g, long(go), g_scale, plan_.sharded() ? grid_.world() : grid_.mp()),
+               float(lr), float(cfg_.momentum), g_scale);
   else
     adamw_pieces(p, long(po), g, long(go), state_.adam_m(), state_.adam_v(), long(mo), adam_pieces_, float(lr),
                float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps), step, g_scale);

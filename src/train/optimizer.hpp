@@ -9,13 +9,17 @@
 #include "src/grid/grid.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/dp/zero.hpp"
+#include "src/train/lars.hpp"
+
+#include <memory>
 
 namespace gt {
 
 class Optimizer {
  public:
   // kind (train.optimizer): AdamW, or SGD with momentum (kernels/sgd_flat.hpp), whose velocity is the AdamM buffer
-  // (saved as adam_m; AdamV stays allocated and zero, so checkpoints keep one form).
+  // (saved as adam_m; AdamV stays allocated and zero, so checkpoints keep one form), or LARS: that SGD with each
+  // weight tensor's step scaled by its trust ratio (src/train/lars.hpp).
   Optimizer(const TrainConfig& cfg, Grid& grid, TrainState& state, ZeroPlan plan = {},
             OptimizerKind kind = OptimizerKind::AdamW);
 
@@ -37,6 +41,7 @@ class Optimizer {
   // The element ranges of the two fused passes, made once (kernels/adamw_flat.hpp): the owned tensors within this
   // rank's shard (the norm), and every tensor within it with its weight decay (AdamW).
   PieceView norm_pieces_, adam_pieces_;
+  std::unique_ptr<LarsTrust> lars_;  // LARS only
 };
 
 }  // namespace gt

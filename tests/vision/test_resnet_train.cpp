@@ -148,15 +148,26 @@ RunResult reference(const gt::Config& c, const std::map<std::string, std::vector
     }
   };
   RunResult r;
-  gt::vision::SgdParams sp{float(c.train.lr), float(c.train.momentum), float(c.train.weight_decay)};
+  const bool lars = c.train.optimizer == "lars";
+  std::vector<float> scaled;
   for (int step = 0; step < c.train.steps; ++step) {
     load(gt::Split::Train, int64_t(step) * B);
     working();
     r.losses.push_back(net.forward(B, images.data(), labels.data(), true).loss);
     net.backward();
-    for (const auto& t : net.tensors())
-      gt::vision::sgd_step(sp, t.decay, t.size, master.data() + t.offset, net.grads().data() + t.offset,
-                           velocity.data() + t.offset);
+    for (const auto& t : net.tensors()) {
+      float* w = master.data() + t.offset;
+      const float* g = net.grads().data() + t.offset;
+      // LARS, written from the paper: trust = eta ||w|| / (||g|| + wd ||w||) for decayed tensors, d = trust (g + wd w)
+      double trust = 1, wn = 0, gn = 0;
+      for (long i = 0; i < t.size; ++i) wn += double(w[i]) * w[i], gn += double(g[i]) * g[i];
+      wn = std::sqrt(wn), gn = std::sqrt(gn);
+      if (lars && t.decay && wn > 0 && gn > 0) trust = c.train.lars_eta * wn / (gn + c.train.weight_decay * wn);
+      scaled.assign(g, g + t.size);
+      for (float& x : scaled) x = float(trust * x);
+      gt::vision::SgdParams sp{float(c.train.lr), float(c.train.momentum), float(c.train.weight_decay * trust)};
+      gt::vision::sgd_step(sp, t.decay, t.size, w, scaled.data(), velocity.data() + t.offset);
+    }
   }
   working();
   double loss = 0, hits = 0;
@@ -240,6 +251,59 @@ TEST(ResNetTrain, Bf16EqualsTheStandaloneRecipeAndDiffersFromFp32) {
     most = std::max(most, std::fabs(run.losses[i] - fp32.losses[i]) / fp32.losses[i]);
   EXPECT_GT(most, 1e-6) << "the bf16 run's losses equal fp32's: bf16 was not applied";
   RecordProperty("bf16_vs_fp32_max_relative_loss_gap", std::to_string(most));
+}
+
+// The largest gap of compare() without failing on it (for "these must differ" checks).
+double compare_gap(const std::map<std::string, std::vector<float>>& a, const std::map<std::string, std::vector<float>>& b) {
+  double worst = 0;
+  for (const auto& [name, va] : a) {
+    const std::vector<float>& vb = b.at(name);
+    double scale = 1e-30;
+    for (float v : vb) scale = std::max(scale, std::fabs(double(v)));
+    for (size_t i = 0; i < va.size() && i < vb.size(); ++i)
+      worst = std::max(worst, std::fabs(double(va[i]) - double(vb[i])) / scale);
+  }
+  return worst;
+}
+
+// train.optimizer = "lars": the trainer's LARS equals the paper's rule written out above (per-tensor trust ratio
+// from the tensor's weight and gradient norms; BatchNorm and the bias untouched), within the fp32 test's 1e-6 (the
+// norms are double sums in both, in another order: ~1e-16; the update's float operations are grouped differently,
+// ~1 ulp a step). And under ZeRO-1 at dp = 2, where each rank holds a shard of every tensor's optimizer state and
+// the norms are summed over the shards, it equals one rank with 2 micro-batches (1e-6, as the fp32 DP test).
+// eta = 0.02 with lr 0.05: trust ratios well away from 1 (so a LARS that did nothing would miss), and a run
+// that still learns.
+TEST(ResNetTrain, LarsEqualsThePaperRuleAndShardsUnderZero1) {
+  const std::string data = dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data"));
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_lars" + std::to_string(world_rank()));
+  gt::Config c = resnet_config(dir + "/run", data);
+  c.train.optimizer = "lars";
+  c.train.lars_eta = 0.02;
+  const RunResult run = train(c, MPI_COMM_SELF, 1, true);
+  const RunResult ref = reference(c, run.initial);
+  ASSERT_EQ(run.losses.size(), ref.losses.size());
+  for (size_t i = 0; i < ref.losses.size(); ++i)
+    EXPECT_NEAR(run.losses[i], ref.losses[i], 1e-6 * ref.losses[i]) << "step " << i + 1;
+  compare(run.params, ref.params, 1e-6, "parameters (lars)");
+  compare(run.momentum, ref.momentum, 1e-6, "momentum (lars)");
+  gt::Config sgd = c;
+  sgd.train.optimizer = "sgd";
+  EXPECT_GT(compare_gap(reference(sgd, run.initial).params, ref.params), 1e-3) << "LARS changed nothing";
+
+  gt::Config z = resnet_config(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_lars_z1"), data);
+  z.train.optimizer = "lars";
+  z.train.lars_eta = 0.02;
+  z.train.micro_batch_size = 4;
+  z.parallel.zero = 1;
+  const RunResult dp2 = train(z, MPI_COMM_WORLD, 2);
+  gt::Config one = z;
+  one.output.dir = dir + "/acc";
+  one.parallel.zero = 0;
+  one.train.micro_batches = 2;
+  const RunResult acc = train(one, MPI_COMM_SELF, 1);
+  for (size_t i = 0; i < acc.losses.size(); ++i)
+    EXPECT_NEAR(dp2.losses[i], acc.losses[i], 1e-6 * acc.losses[i]) << "step " << i + 1;
+  compare(dp2.params, acc.params, 1e-6, "parameters (lars, zero 1 at dp 2)");
 }
 
 // The squares are learnable: 80 steps (10 epochs) of resnet8 reach at least 90% top-1 on the 16 test images (chance is 25%;
