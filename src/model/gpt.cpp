@@ -474,11 +474,13 @@ void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
   if (!with_grad) return;
   ce_backward_inplace(logits_.data(), rowmax, sumexp, a.targets.data(), BT, Vl, v0, loss_scale);
   T* dlnf = sp_.on() ? tmp_.data() : a.dlnf.data();  // sequence parallel: all rows, partial, reduce-scattered below
-  if (vocab_chunked())  // wte's gradient waits for the embedding's backward (embedding_backward_chunked)
+  if (vocab_chunked()) {  // wte's gradient waits for the embedding's backward (embedding_backward_chunked)
     head_dlnf_chunked(dlnf);
-  else
+  } else {
+    write_grads(store_.spec(head).unit);  // the tied wte's unit is the embedding's on a one-stage model
     linear_backward(dlnf, store_.grad(head), static_cast<A*>(nullptr), static_cast<A*>(nullptr), logits_.data(),
                     lnf_.data(), wte, BT, C, Vl);
+  }
   reduce_rows(dlnf, a.dlnf.data());
 }
 
@@ -560,6 +562,7 @@ void GPT<T>::head_backward(Acts& a) {
   const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
   fill(dres_.data(), long(n) * C, T(0));
   need_units(d_.L + 1);
+  write_grads(d_.L + 1);
   if (d_.llama) {
     A* gw = store_.grad("norm_f.w");
     const std::vector<A*> rep = sp_grads_begin({&gw});
@@ -584,15 +587,18 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     head_backward(a);
     time_unit(d_.L + 1, false);
     if (on_unit) on_unit(d_.L + 1);
+    grads_done(d_.L + 1);
   }
   for (int i = static_cast<int>(a.blocks.size()) - 1; i >= 0; --i) {
     const T* x = i == 0 ? a.x0.data() : a.blocks[i - 1].res3.data();
     const int l = stage_.block_begin + i;
     time_unit(l + 1, true);
     need_units(l + 1);
+    write_grads(l + 1);
     block_backward(l, x, a.blocks[i]);
     time_unit(l + 1, false);
     if (on_unit) on_unit(l + 1);
+    grads_done(l + 1);
   }
   // sequence parallel: every rank's rows of the gradient, for this rank's vocabulary shard (and all of wpe)
   const T* dres = stage_.first() ? gather_rows(tmp_.data(), dres_.data()) : nullptr;
@@ -600,33 +606,90 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     embedding_backward_chunked(a, dres, on_unit);
   } else if (stage_.first()) {
     time_unit(0, true);
+    write_grads(0);
     A* dwpe = d_.llama ? nullptr : store_.grad("wpe");  // Llama: no learned positions
     embedding_backward(store_.grad("wte"), dwpe, dres, a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl, token_groups(a));
     time_unit(0, false);
     if (on_unit) on_unit(0);
+    grads_done(0);
   }
 }
 
+// Nothing is readable (a source) or writable (a sink) until asked for: a computation that reads or writes a unit
+// without asking throws instead of using another unit's buffer.
 template <class T>
-void GPT<T>::set_vocab_chunks(std::vector<size_t> row_starts, std::function<const void*(int c)> param,
-                              std::function<float*(int c)> grad) {
-  if (d_.llama && !row_starts.empty())
-    throw Error("set_vocab_chunks: wte in chunks is the tied GPT-2 embedding's; a Llama model's wte and lm_head are separate");
-  if (!row_starts.empty() && (!stage_.first() || !stage_.last() || row_starts.back() != size_t(d_.Vl)))
-    throw Error("set_vocab_chunks: wte in chunks needs a one-stage model and chunks covering its " +
-                std::to_string(d_.Vl) + " local rows");
-  chunk_rows_ = std::move(row_starts);
-  chunk_param_ = std::move(param);
-  chunk_grad_ = std::move(grad);
+void GPT<T>::set_unit_io(const UnitIO& io) {
+  if (d_.llama && io.wte_chunk_rows > 0)
+    throw Error("wte in row chunks is the tied GPT-2 embedding's; a Llama model's wte and lm_head are separate");
+  if (io.wte_chunk_rows > 0 && (!stage_.first() || !stage_.last()))
+    throw Error("wte in row chunks needs a one-stage model");
+  if (!std::is_same_v<A, float> && io.grads)
+    throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
+  io_ = io;
+  units_.clear();
+  chunk_units_.clear();
+  readable_.clear();
+  if (!io.params && !io.grads) return;
+  units_ = unit_spans(store_.layout(), io.wte_chunk_rows);
+  for (int c = 0; units_.count(row_chunk_unit(c)); ++c) chunk_units_.push_back(&units_.at(row_chunk_unit(c)));
+  for (size_t k = 0; k < store_.tensors().size(); ++k) {
+    if (io.params) store_.redirect(k, nullptr);
+    if constexpr (std::is_same_v<A, float>)
+      if (io.grads) store_.redirect_grad(k, nullptr);
+  }
   if constexpr (!std::is_same_v<T, A>)
     if (vocab_chunked() && dlnf_acc_.size() == 0) dlnf_acc_ = DeviceView<A>("dlnf_acc", size_t(B_) * d_.T * d_.C);
 }
 
-// Chunk c's rows of wte (c_rows x C), readable until the next request for parameters.
+// The source's buffer is const; the store's table holds T* for the bound buffer, which the optimizer writes. The
+// model itself never writes parameters.
+template <class T>
+void GPT<T>::need_units(int a, int b) {
+  if (!io_.params) return;
+  if (b == a) b = -1;
+  io_.params->use(a, b);
+  for (int u : readable_)
+    for (size_t k : units_.at(u).tensors) store_.redirect(k, nullptr);
+  readable_.clear();
+  for (int u : {a, b}) {
+    if (u == -1) continue;
+    const UnitSpan& s = units_.at(u);
+    T* at = const_cast<T*>(static_cast<const T*>(io_.params->params(u)));
+    for (size_t i = 0; i < s.tensors.size(); ++i) store_.redirect(s.tensors[i], at + s.packed[i]);
+    readable_.push_back(u);
+  }
+}
+
+template <class T>
+void GPT<T>::write_grads(int u) {
+  if constexpr (std::is_same_v<A, float>) {
+    if (!io_.grads) return;
+    const UnitSpan& s = units_.at(u);
+    float* at = io_.grads->grads(u);
+    for (size_t i = 0; i < s.tensors.size(); ++i) store_.redirect_grad(s.tensors[i], at + s.packed[i]);
+  }
+}
+
+template <class T>
+void GPT<T>::grads_done(int u) {
+  if constexpr (std::is_same_v<A, float>)
+    if (io_.grads)
+      for (size_t k : units_.at(u).tensors) store_.redirect_grad(k, nullptr);
+}
+
+// Without a source the chunk is rows of the bound wte; without a sink its gradient is rows of the bound gradient.
 template <class T>
 const T* GPT<T>::wte_chunk(int c) {
-  if (chunk_param_) return static_cast<const T*>(chunk_param_(c));
-  return store_.param("wte") + chunk_rows_[size_t(c)] * size_t(d_.C);
+  if (!io_.params) return store_.param("wte") + chunk_span(c).first * size_t(d_.C);
+  need_units(row_chunk_unit(c));
+  return static_cast<const T*>(io_.params->params(row_chunk_unit(c)));
+}
+
+template <class T>
+typename GPT<T>::A* GPT<T>::wte_chunk_grad(int c) {
+  if constexpr (std::is_same_v<A, float>)
+    if (io_.grads) return io_.grads->grads(row_chunk_unit(c));
+  return store_.grad("wte") + chunk_span(c).first * size_t(d_.C);
 }
 
 // x0 (BT,C) = wte[token] row by row from the chunk holding it; rows of other TP ranks' vocabulary stay 0.
@@ -666,28 +729,26 @@ void GPT<T>::head_dlnf_chunked(T* out) {
   if constexpr (!std::is_same_v<T, A>) convert(out, dlnf_acc_.data(), long(BT) * C);
 }
 
-// wpe's gradient (unit 0), then wte's chunk by chunk (units wte_chunk_unit(0), (1), ...): the head's part,
+// wpe's gradient (unit 0), then wte's chunk by chunk (units row_chunk_unit(0), (1), ...): the head's part,
 // dlogits^T x lnf (kept since the head's forward: one micro-batch, one stage), plus the embedding's rows, in the
 // chunk's fresh buffer.
 template <class T>
 void GPT<T>::embedding_backward_chunked(Acts& a, const T* dres, const std::function<void(int)>& on_unit) {
-  if constexpr (!std::is_same_v<A, float>) {
-    throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
-  } else {
-    const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
-    time_unit(0, true);
-    embedding_backward(static_cast<A*>(nullptr), store_.grad("wpe"), dres, a.inputs.data(), BT, d_.T, C,
-                       d_.v0, d_.Vl, token_groups(a));
-    time_unit(0, false);
-    if (on_unit) on_unit(0);
-    for (int c = 0; c < vocab_chunks(); ++c) {
-      const auto [r0, n] = chunk_span(c);
-      A* g = chunk_grad_(c);
-      gemm(Op::T, Op::N, n, C, BT, A(1), logits_.data() + r0, Vl, lnf_.data(), C, A(1), g, C);
-      embedding_backward(g, static_cast<A*>(nullptr), dres, a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n,
-                         token_groups(a));
-      if (on_unit) on_unit(wte_chunk_unit(c));
-    }
+  const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
+  time_unit(0, true);
+  write_grads(0);
+  embedding_backward(static_cast<A*>(nullptr), store_.grad("wpe"), dres, a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl,
+                     token_groups(a));
+  time_unit(0, false);
+  if (on_unit) on_unit(0);
+  grads_done(0);
+  for (int c = 0; c < vocab_chunks(); ++c) {
+    const auto [r0, n] = chunk_span(c);
+    A* g = wte_chunk_grad(c);
+    gemm(Op::T, Op::N, n, C, BT, A(1), logits_.data() + r0, Vl, lnf_.data(), C, A(1), g, C);
+    embedding_backward(g, static_cast<A*>(nullptr), dres, a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n,
+                       token_groups(a));
+    if (on_unit) on_unit(row_chunk_unit(c));
   }
 }
 
