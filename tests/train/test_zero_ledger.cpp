@@ -170,6 +170,40 @@ void check_stage_three(gt::Precision prec) {
   }
 }
 
+// The units as the model and ZeRO see them (src/model/units.hpp), checked against the tensor offsets: with row
+// chunks wte leaves the embedding unit (wpe alone then) and its rows [0, V) are covered once, in order, by chunks
+// of chunk_rows rows (the last shorter), ids -2, -3, ..., each one range of wte's elements; without, wte is in the
+// embedding unit with wpe, packed at their distance in storage.
+TEST(ZeroLedger, RowChunksCoverWteOnce) {
+  const gt::ModelConfig m = small_model();
+  const gt::TensorLayout layout(gt::model_tensor_specs(m, gt::StageLayout{0, 1, 0, m.n_layer}, 0, 1), 2);
+  const gt::TensorSpec& wte = layout.spec("wte");
+  const size_t rows = size_t(wte.local_shape().front()), cols = size_t(wte.local_shape().back());
+  const size_t chunk_rows = rows / 3 + 1;  // three chunks, the last shorter
+  const std::map<int, gt::UnitSpan> chunked = gt::unit_spans(layout, chunk_rows);
+  size_t next_row = 0;
+  int c = 0;
+  for (; chunked.count(gt::row_chunk_unit(c)); ++c) {
+    const gt::UnitSpan& u = chunked.at(gt::row_chunk_unit(c));
+    EXPECT_EQ(u.row_begin, next_row);
+    EXPECT_EQ(u.row_end, std::min(rows, next_row + chunk_rows));
+    ASSERT_EQ(u.ranges.size(), 1u);
+    EXPECT_EQ(u.ranges[0].begin, wte.offset + u.row_begin * cols);
+    EXPECT_EQ(u.elems, (u.row_end - u.row_begin) * cols);
+    EXPECT_TRUE(u.tensors.empty());
+    next_row = u.row_end;
+  }
+  EXPECT_EQ(c, 3);
+  EXPECT_EQ(next_row, rows);
+  const gt::UnitSpan& embed = chunked.at(wte.unit);
+  ASSERT_EQ(embed.tensors.size(), 1u);
+  EXPECT_EQ(layout.tensors()[embed.tensors[0]].name, "wpe");
+  const gt::UnitSpan& whole = gt::unit_spans(layout).at(wte.unit);
+  ASSERT_EQ(whole.tensors.size(), 2u);  // wte, wpe
+  EXPECT_EQ(whole.packed[1], layout.spec("wpe").offset - wte.offset);
+  EXPECT_FALSE(gt::unit_spans(layout).count(gt::row_chunk_unit(0)));
+}
+
 TEST(ZeroLedger, StageThreeShardsTheParametersFp32) { check_stage_three<float>(gt::Precision::FP32); }
 TEST(ZeroLedger, StageThreeShardsTheParametersBf16) { check_stage_three<gt::bf16_t>(gt::Precision::BF16); }
 
