@@ -1,3 +1,6 @@
+// GPT<T>: the buffers of a stage, the blocks (forward and backward), the step's order over the units and where a unit's
+// parameters and gradients are (unit_io.hpp). The sizes and tensor specs are in gpt_specs.cpp, the embedding and
+// the head in gpt_vocab.cpp, the Llama block in llama_block.cpp.
 #include "src/model/gpt.hpp"
 
 #include <algorithm>
@@ -11,104 +14,6 @@
 #include "src/core/error.hpp"
 
 namespace gt {
-
-ModelDims::ModelDims(const ModelConfig& m, int tp_rank, int tp_size)
-    : L(m.n_layer), C(m.d_model), NH(m.n_head), hd(m.d_model / m.n_head), T(m.seq_len), V(m.vocab_size) {
-  if (m.d_model % m.n_head != 0)
-    throw Error("model.d_model (" + std::to_string(C) + ") is not divisible by model.n_head (" + std::to_string(NH) + ")");
-  if (NH % tp_size != 0)
-    throw Error("model.n_head (" + std::to_string(NH) + ") is not divisible by parallel.tp (" + std::to_string(tp_size) + ")");
-  if (V % tp_size != 0)
-    throw Error("model.vocab_size (" + std::to_string(V) + ") is not divisible by parallel.tp (" + std::to_string(tp_size) + ")");
-  NHl = NH / tp_size;
-  Cl = NHl * hd;
-  Vl = V / tp_size;
-  v0 = tp_rank * Vl;
-  llama = m.llama();
-  NKV = llama && m.n_kv_head > 0 ? m.n_kv_head : NH;
-  F = llama ? (m.ffn_hidden > 0 ? m.ffn_hidden : int(llama_default_ffn(C))) : 4 * C;
-  if (!llama && m.n_kv_head > 0 && m.n_kv_head != NH)
-    throw Error("model.n_kv_head (" + std::to_string(m.n_kv_head) + ") needs model.arch = llama (GPT-2 has one key/value head per query head)");
-  if (!llama && m.ffn_hidden > 0 && m.ffn_hidden != F)
-    throw Error("model.ffn_hidden (" + std::to_string(m.ffn_hidden) + ") needs model.arch = llama (GPT-2's MLP is 4 d_model = " +
-                std::to_string(F) + " wide)");
-  if (llama) check_llama(m, tp_size);
-  kv_rep = NKV < tp_size ? tp_size / NKV : 1;
-  NKVl = NKV / tp_size > 0 ? NKV / tp_size : 1;
-  kv0 = tp_rank * NKV / tp_size;
-  Fl = F / tp_size;
-  Qw = (NHl + 2 * NKVl) * hd;
-}
-
-// The Llama block's own constraints, one line each: grouped-query heads, RoPE's pairs, the TP split.
-void ModelDims::check_llama(const ModelConfig& m, int tp_size) const {
-  auto n = [](int v) { return std::to_string(v); };
-  if (NH % NKV != 0) throw Error("model.n_kv_head (" + n(NKV) + ") does not divide model.n_head (" + n(NH) + ")");
-  if (hd % 2 != 0)
-    throw Error("model.arch = llama: RoPE rotates pairs of a head's dimensions, but the head dimension d_model / n_head = " +
-                n(hd) + " is odd");
-  if (NKV % tp_size != 0 && tp_size % NKV != 0)
-    throw Error("model.n_kv_head (" + n(NKV) + ") is neither divisible by parallel.tp (" + n(tp_size) +
-                ") nor a divisor of it: key/value heads are split over TP ranks or each replicated on tp / n_kv_head");
-  if (F % tp_size != 0)
-    throw Error("model.ffn_hidden (" + n(F) + ") is not divisible by parallel.tp (" + n(tp_size) + ")");
-  if (!m.fused_attention())
-    throw Error("model.arch = llama needs model.attention = fused (grouped-query heads and the grouped qkv layout)");
-}
-
-namespace {
-std::string bname(int l, const char* leaf) { return "h." + std::to_string(l) + "." + leaf; }
-}  // namespace
-
-std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLayout& stage, int tp_rank, int tp_size) {
-  if (cfg.llama()) return llama_tensor_specs(cfg, stage, tp_rank, tp_size);  // src/model/llama_block.cpp
-  const ModelDims d(cfg, tp_rank, tp_size);
-  const int L = d.L, C = d.C, r = tp_rank;
-  const double std0 = cfg.init_std, std_res = cfg.init_std / std::sqrt(2.0 * L);
-  std::vector<TensorSpec> specs;
-  auto rep = [&](std::string name, std::vector<int64_t> shape, Init init, double sd, bool decay, int unit) {
-    TensorSpec s;
-    s.name = std::move(name); s.global_shape = std::move(shape); s.init = init; s.std = sd; s.decay = decay; s.unit = unit;
-    specs.push_back(s);
-  };
-  auto split = [&](std::string name, std::vector<int64_t> shape, int dim, int64_t len, Init init, double sd, bool decay,
-                   int unit) {
-    TensorSpec s;
-    s.name = std::move(name); s.global_shape = std::move(shape); s.split_dim = dim; s.split_start = r * len;
-    s.split_len = len; s.init = init; s.std = sd; s.decay = decay; s.unit = unit;
-    specs.push_back(s);
-  };
-  // Storage order = forward order, so that backward completes gradients from the end of the buffer.
-  if (stage.first() || stage.last()) {
-    split("wte", {d.V, C}, 0, d.Vl, Init::Normal, std0, true, stage.first() ? 0 : L + 1);
-    if (!stage.first()) specs.back().tied_to_stage = 0;
-  }
-  if (stage.first()) rep("wpe", {d.T, C}, Init::Normal, std0, true, 0);
-  for (int l = stage.block_begin; l < stage.block_end; ++l) {
-    const int u = l + 1;
-    rep(bname(l, "ln_1.w"), {C}, Init::Ones, 0, false, u);
-    rep(bname(l, "ln_1.b"), {C}, Init::Zeros, 0, false, u);
-    split(bname(l, "attn.qkv.w"), {3, C, C}, 1, d.Cl, Init::Normal, std0, true, u);
-    split(bname(l, "attn.qkv.b"), {3, C}, 1, d.Cl, Init::Zeros, 0, false, u);
-    split(bname(l, "attn.proj.w"), {C, C}, 1, d.Cl, Init::Normal, std_res, true, u);
-    rep(bname(l, "attn.proj.b"), {C}, Init::Zeros, 0, false, u);
-    rep(bname(l, "ln_2.w"), {C}, Init::Ones, 0, false, u);
-    rep(bname(l, "ln_2.b"), {C}, Init::Zeros, 0, false, u);
-    split(bname(l, "mlp.fc.w"), {4 * C, C}, 0, d.Fl, Init::Normal, std0, true, u);
-    split(bname(l, "mlp.fc.b"), {4 * C}, 0, d.Fl, Init::Zeros, 0, false, u);
-    split(bname(l, "mlp.proj.w"), {C, 4 * C}, 1, d.Fl, Init::Normal, std_res, true, u);
-    rep(bname(l, "mlp.proj.b"), {C}, Init::Zeros, 0, false, u);
-  }
-  if (stage.last()) {
-    rep("ln_f.w", {C}, Init::Ones, 0, false, L + 1);
-    rep("ln_f.b", {C}, Init::Zeros, 0, false, L + 1);
-  }
-  for (TensorSpec& s : specs)  // the linear layers' weights take 2:4 sparsity (src/train/sparsity.hpp)
-    for (const char* t : {".attn.qkv.w", ".attn.proj.w", ".mlp.fc.w", ".mlp.proj.w"})
-      if (s.name.size() > std::string(t).size() && s.name.compare(s.name.size() - std::string(t).size(), std::string::npos, t) == 0)
-        s.sparse24 = true;
-  return specs;
-}
 
 template <class T>
 GPT<T>::GPT(const ModelConfig& cfg, uint64_t seed, int micro_batch_size, StageLayout stage, TensorParallel tp,
@@ -222,6 +127,8 @@ size_t GPT<T>::block_acts_bytes(const BlockActs& b) const {
 }
 
 namespace {
+std::string bname(int l, const char* leaf) { return "h." + std::to_string(l) + "." + leaf; }
+
 // The twelve tensors of block l, in declaration order, from a name -> pointer lookup.
 // Llama's six (llama_tensor_specs) in the same slots: the norms' weights, qkv, proj, gate_up (fc) and down
 // (fc proj); no biases (null).
@@ -446,62 +353,6 @@ void GPT<T>::block_backward(int l, const T* x, BlockActs& a) {
   sp_grads_end(rep);
 }
 
-// in: last block output (B,T,C)   out: token losses summed into loss_acc_ (device); with_grad: a.dlnf, dwte acc
-template <class T>
-void GPT<T>::head_forward(Acts& a, bool with_grad, A loss_scale) {
-  const int C = d_.C, BT = B_ * d_.T, Vl = d_.Vl, v0 = d_.v0, n = int(sp_.local_rows());
-  const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
-  // the final norm on this rank's n rows, into their place in lnf_, then all-gathered there (sequence parallel)
-  T* mine = lnf_.data() + sp_.first_row() * C;
-  if (d_.llama)
-    rmsnorm_forward(mine, a.lnf_rstd.data(), x, store_.param("norm_f.w"), n, C, A(norm_eps_));
-  else
-    layernorm_forward(mine, a.lnf_mean.data(), a.lnf_rstd.data(), x, store_.param("ln_f.w"), store_.param("ln_f.b"),
-                      n, C);
-  gather_rows(lnf_.data(), mine);
-  const char* head = d_.llama ? "lm_head.w" : "wte";  // Llama's head is its own (untied) matrix
-  const T* wte = vocab_chunked() ? nullptr : store_.param(head);
-  if (vocab_chunked()) head_logits_chunked();
-  else linear_forward(logits_.data(), lnf_.data(), wte, static_cast<const T*>(nullptr), BT, C, Vl);
-  A* rowmax = ce_.data();
-  A* sumexp = ce_.data() + BT;
-  A* tlogit = ce_.data() + 2 * BT;
-  ce_row_max(rowmax, logits_.data(), BT, Vl);
-  if (tp_.size > 1) tp_.comm->allreduce(rowmax, BT, dtype_of<A>(), ReduceOp::Max);
-  ce_row_sumexp(sumexp, tlogit, logits_.data(), rowmax, a.targets.data(), BT, Vl, v0);
-  tp_allreduce_sum(sumexp, 2 * size_t(BT));  // sumexp and tlogit are adjacent
-  ce_loss_accumulate(loss_acc_.data(), sumexp, rowmax, tlogit, BT);
-  if (!with_grad) return;
-  ce_backward_inplace(logits_.data(), rowmax, sumexp, a.targets.data(), BT, Vl, v0, loss_scale);
-  T* dlnf = sp_.on() ? tmp_.data() : a.dlnf.data();  // sequence parallel: all rows, partial, reduce-scattered below
-  if (vocab_chunked())  // wte's gradient waits for the embedding's backward (embedding_backward_chunked)
-    head_dlnf_chunked(dlnf);
-  else
-    linear_backward(dlnf, store_.grad(head), static_cast<A*>(nullptr), static_cast<A*>(nullptr), logits_.data(),
-                    lnf_.data(), wte, BT, C, Vl);
-  reduce_rows(dlnf, a.dlnf.data());
-}
-
-// Sequence parallel: the vocab-parallel lookup of every row into tmp_ (zero where another rank's vocabulary holds the
-// token), the positions added once (TP rank 0) and the sum over tp reduce-scattered to this rank's rows of x0. Each
-// row's sum is its one non-zero lookup plus its position: the bits of the all-reduce path.
-template <class T>
-void GPT<T>::embedding_forward_sp(Acts& a) {
-  const int BT = B_ * d_.T, C = d_.C;
-  time_unit(0, true);
-  if (vocab_chunked()) {
-    embedding_forward_chunked(a, tmp_.data());
-    need_units(0);
-  } else {
-    need_units(0);
-    embedding_forward(tmp_.data(), a.inputs.data(), store_.param("wte"), static_cast<const T*>(nullptr), BT, d_.T, C,
-                      d_.v0, d_.Vl);
-  }
-  if (!d_.llama && tp_.rank == 0) add_positions(tmp_.data(), store_.param("wpe"), BT, d_.T, C);
-  reduce_rows(tmp_.data(), a.x0.data());
-  time_unit(0, false);
-}
-
 template <class T>
 void GPT<T>::forward(int slot, bool with_grad, double loss_scale) {
   Acts& a = acts_[slot];
@@ -552,29 +403,6 @@ double GPT<T>::take_loss_sum() {
   return s;
 }
 
-// The final norm's backward on this rank's rows: dres_ = its input gradient (the stage's residual stream starts
-// here), the norm's parameter gradients (summed over tp when sequence parallel).
-template <class T>
-void GPT<T>::head_backward(Acts& a) {
-  const int C = d_.C, n = int(sp_.local_rows());
-  const T* x = a.blocks.empty() ? a.x0.data() : a.blocks.back().res3.data();
-  fill(dres_.data(), long(n) * C, T(0));
-  need_units(d_.L + 1);
-  if (d_.llama) {
-    A* gw = store_.grad("norm_f.w");
-    const std::vector<A*> rep = sp_grads_begin({&gw});
-    rmsnorm_backward(dres_.data(), gw, colsum_.data(), a.dlnf.data(), x, store_.param("norm_f.w"), a.lnf_rstd.data(),
-                     n, C);
-    sp_grads_end(rep);
-  } else {
-    A *gw = store_.grad("ln_f.w"), *gb = store_.grad("ln_f.b");
-    const std::vector<A*> rep = sp_grads_begin({&gw, &gb});
-    layernorm_backward(dres_.data(), gw, gb, colsum_.data(), a.dlnf.data(), x, store_.param("ln_f.w"),
-                       a.lnf_mean.data(), a.lnf_rstd.data(), n, C);
-    sp_grads_end(rep);
-  }
-}
-
 template <class T>
 void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
   Acts& a = acts_[slot];
@@ -584,15 +412,18 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     head_backward(a);
     time_unit(d_.L + 1, false);
     if (on_unit) on_unit(d_.L + 1);
+    grads_done(d_.L + 1);
   }
   for (int i = static_cast<int>(a.blocks.size()) - 1; i >= 0; --i) {
     const T* x = i == 0 ? a.x0.data() : a.blocks[i - 1].res3.data();
     const int l = stage_.block_begin + i;
     time_unit(l + 1, true);
     need_units(l + 1);
+    write_grads(l + 1);
     block_backward(l, x, a.blocks[i]);
     time_unit(l + 1, false);
     if (on_unit) on_unit(l + 1);
+    grads_done(l + 1);
   }
   // sequence parallel: every rank's rows of the gradient, for this rank's vocabulary shard (and all of wpe)
   const T* dres = stage_.first() ? gather_rows(tmp_.data(), dres_.data()) : nullptr;
@@ -600,95 +431,75 @@ void GPT<T>::backward(int slot, const std::function<void(int)>& on_unit) {
     embedding_backward_chunked(a, dres, on_unit);
   } else if (stage_.first()) {
     time_unit(0, true);
+    write_grads(0);
     A* dwpe = d_.llama ? nullptr : store_.grad("wpe");  // Llama: no learned positions
     embedding_backward(store_.grad("wte"), dwpe, dres, a.inputs.data(), BT, d_.T, C, d_.v0, d_.Vl, token_groups(a));
     time_unit(0, false);
     if (on_unit) on_unit(0);
+    grads_done(0);
   }
 }
 
+// Nothing is readable (a source) or writable (a sink) until asked for: a computation that reads or writes a unit
+// without asking throws instead of using another unit's buffer.
 template <class T>
-void GPT<T>::set_vocab_chunks(std::vector<size_t> row_starts, std::function<const void*(int c)> param,
-                              std::function<float*(int c)> grad) {
-  if (d_.llama && !row_starts.empty())
-    throw Error("set_vocab_chunks: wte in chunks is the tied GPT-2 embedding's; a Llama model's wte and lm_head are separate");
-  if (!row_starts.empty() && (!stage_.first() || !stage_.last() || row_starts.back() != size_t(d_.Vl)))
-    throw Error("set_vocab_chunks: wte in chunks needs a one-stage model and chunks covering its " +
-                std::to_string(d_.Vl) + " local rows");
-  chunk_rows_ = std::move(row_starts);
-  chunk_param_ = std::move(param);
-  chunk_grad_ = std::move(grad);
+void GPT<T>::set_unit_io(const UnitIO& io) {
+  if (d_.llama && io.wte_chunk_rows > 0)
+    throw Error("wte in row chunks is the tied GPT-2 embedding's; a Llama model's wte and lm_head are separate");
+  if (io.wte_chunk_rows > 0 && (!stage_.first() || !stage_.last()))
+    throw Error("wte in row chunks needs a one-stage model");
+  if (!std::is_same_v<A, float> && io.grads)
+    throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
+  io_ = io;
+  units_.clear();
+  chunk_units_.clear();
+  readable_.clear();
+  if (!io.params && !io.grads) return;
+  units_ = unit_spans(store_.layout(), io.wte_chunk_rows);
+  for (int c = 0; units_.count(row_chunk_unit(c)); ++c) chunk_units_.push_back(&units_.at(row_chunk_unit(c)));
+  for (size_t k = 0; k < store_.tensors().size(); ++k) {
+    if (io.params) store_.redirect(k, nullptr);
+    if constexpr (std::is_same_v<A, float>)
+      if (io.grads) store_.redirect_grad(k, nullptr);
+  }
   if constexpr (!std::is_same_v<T, A>)
     if (vocab_chunked() && dlnf_acc_.size() == 0) dlnf_acc_ = DeviceView<A>("dlnf_acc", size_t(B_) * d_.T * d_.C);
 }
 
-// Chunk c's rows of wte (c_rows x C), readable until the next request for parameters.
+// The source's buffer is const; the store's table holds T* for the bound buffer, which the optimizer writes. The
+// model itself never writes parameters.
 template <class T>
-const T* GPT<T>::wte_chunk(int c) {
-  if (chunk_param_) return static_cast<const T*>(chunk_param_(c));
-  return store_.param("wte") + chunk_rows_[size_t(c)] * size_t(d_.C);
-}
-
-// x0 (BT,C) = wte[token] row by row from the chunk holding it; rows of other TP ranks' vocabulary stay 0.
-template <class T>
-void GPT<T>::embedding_forward_chunked(Acts& a, T* out) {
-  const int BT = B_ * d_.T, C = d_.C;
-  fill(out, long(BT) * C, T(0));
-  for (int c = vocab_chunks() - 1; c >= 0; --c) {  // unit ids ascending, as ZeRO-3 prefetches
-    const auto [r0, n] = chunk_span(c);
-    embedding_forward(out, a.inputs.data(), wte_chunk(c), static_cast<const T*>(nullptr), BT, d_.T, C, d_.v0 + r0, n,
-                      true);
+void GPT<T>::need_units(int a, int b) {
+  if (!io_.params) return;
+  if (b == a) b = -1;
+  io_.params->use(a, b);
+  for (int u : readable_)
+    for (size_t k : units_.at(u).tensors) store_.redirect(k, nullptr);
+  readable_.clear();
+  for (int u : {a, b}) {
+    if (u == -1) continue;
+    const UnitSpan& s = units_.at(u);
+    T* at = const_cast<T*>(static_cast<const T*>(io_.params->params(u)));
+    for (size_t i = 0; i < s.tensors.size(); ++i) store_.redirect(s.tensors[i], at + s.packed[i]);
+    readable_.push_back(u);
   }
 }
 
-// logits (BT,Vl) columns [r0,r1) = lnf (BT,C) x wte rows [r0,r1) ^T, chunk by chunk.
 template <class T>
-void GPT<T>::head_logits_chunked() {
-  const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
-  for (int c = vocab_chunks() - 1; c >= 0; --c) {
-    const auto [r0, n] = chunk_span(c);
-    gemm(Op::N, Op::T, BT, n, C, A(1), lnf_.data(), C, wte_chunk(c), C, A(0), logits_.data() + r0, Vl);
+void GPT<T>::write_grads(int u) {
+  if constexpr (std::is_same_v<A, float>) {
+    if (!io_.grads) return;
+    const UnitSpan& s = units_.at(u);
+    float* at = io_.grads->grads(u);
+    for (size_t i = 0; i < s.tensors.size(); ++i) store_.redirect_grad(s.tensors[i], at + s.packed[i]);
   }
 }
 
-// dlnf (BT,C) = dlogits (BT,Vl) x wte (Vl,C), summed over the chunks (in fp32 for a 16-bit T, rounded once).
 template <class T>
-void GPT<T>::head_dlnf_chunked(T* out) {
-  const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
-  for (int c = vocab_chunks() - 1; c >= 0; --c) {
-    const auto [r0, n] = chunk_span(c);
-    const A beta = c == vocab_chunks() - 1 ? A(0) : A(1);
-    if constexpr (std::is_same_v<T, A>)
-      gemm(Op::N, Op::N, BT, C, n, A(1), logits_.data() + r0, Vl, wte_chunk(c), C, beta, out, C);
-    else
-      gemm(Op::N, Op::N, BT, C, n, 1.0f, logits_.data() + r0, Vl, wte_chunk(c), C, float(beta), dlnf_acc_.data(), C);
-  }
-  if constexpr (!std::is_same_v<T, A>) convert(out, dlnf_acc_.data(), long(BT) * C);
-}
-
-// wpe's gradient (unit 0), then wte's chunk by chunk (units wte_chunk_unit(0), (1), ...): the head's part,
-// dlogits^T x lnf (kept since the head's forward: one micro-batch, one stage), plus the embedding's rows, in the
-// chunk's fresh buffer.
-template <class T>
-void GPT<T>::embedding_backward_chunked(Acts& a, const T* dres, const std::function<void(int)>& on_unit) {
-  if constexpr (!std::is_same_v<A, float>) {
-    throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
-  } else {
-    const int BT = B_ * d_.T, C = d_.C, Vl = d_.Vl;
-    time_unit(0, true);
-    embedding_backward(static_cast<A*>(nullptr), store_.grad("wpe"), dres, a.inputs.data(), BT, d_.T, C,
-                       d_.v0, d_.Vl, token_groups(a));
-    time_unit(0, false);
-    if (on_unit) on_unit(0);
-    for (int c = 0; c < vocab_chunks(); ++c) {
-      const auto [r0, n] = chunk_span(c);
-      A* g = chunk_grad_(c);
-      gemm(Op::T, Op::N, n, C, BT, A(1), logits_.data() + r0, Vl, lnf_.data(), C, A(1), g, C);
-      embedding_backward(g, static_cast<A*>(nullptr), dres, a.inputs.data(), BT, d_.T, C, d_.v0 + r0, n,
-                         token_groups(a));
-      if (on_unit) on_unit(wte_chunk_unit(c));
-    }
-  }
+void GPT<T>::grads_done(int u) {
+  if constexpr (std::is_same_v<A, float>)
+    if (io_.grads)
+      for (size_t k : units_.at(u).tensors) store_.redirect_grad(k, nullptr);
 }
 
 // What each slot keeps: its own buffers (a view shared under recompute is counted once, in work_bytes).
@@ -725,10 +536,12 @@ template class GPT<float>;
 template class GPT<double>;
 template class GPT<bf16_t>;
 template class GPT<fp16_t>;
-// used by the Llama block too (src/model/llama_block.cpp)
+// used by the Llama block (src/model/llama_block.cpp) and the head (gpt_vocab.cpp: the fp32 statistics) too
 template void GPT<float>::tp_allreduce_sum<float>(float*, size_t);
 template void GPT<double>::tp_allreduce_sum<double>(double*, size_t);
 template void GPT<bf16_t>::tp_allreduce_sum<bf16_t>(bf16_t*, size_t);
 template void GPT<fp16_t>::tp_allreduce_sum<fp16_t>(fp16_t*, size_t);
+template void GPT<bf16_t>::tp_allreduce_sum<float>(float*, size_t);
+template void GPT<fp16_t>::tp_allreduce_sum<float>(float*, size_t);
 
 }  // namespace gt

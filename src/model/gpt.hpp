@@ -17,6 +17,7 @@
 // tensor-parallel all-reduces of 16-bit activations sum in fp32.
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -29,6 +30,7 @@
 #include "src/model/param_store.hpp"
 #include "src/model/seq_split.hpp"
 #include "src/model/stage_model.hpp"
+#include "src/model/units.hpp"
 
 namespace gt {
 
@@ -122,18 +124,11 @@ class GPT final : public StageModel {
   // Optional probe around each unit's work in forward and backward: timer(u, true) before, timer(u, false)
   // after (units as on_unit's). The trainer times blocks with it to rebalance the pipeline (block_timer.hpp).
   void set_unit_timer(std::function<void(int, bool)> timer) override { unit_timer_ = std::move(timer); }
-  // ZeRO-3: called before a computation reads parameters, with the units it reads (b = -1: one unit; the head
-  // of a one-stage model reads its own and the embedding's wte); the caller makes them readable through the
-  // store (src/train/dp/zero_gather.hpp). Forward: every unit; backward: the head and the blocks.
-  void set_param_hook(std::function<void(int a, int b)> h) override { param_hook_ = std::move(h); }
-  void redirect_param(size_t tensor_index, void* at) override { store_.redirect(tensor_index, static_cast<T*>(at)); }
-  void redirect_grad(size_t tensor_index, float* at) override {
-    if constexpr (std::is_same_v<A, float>) store_.redirect_grad(tensor_index, at);
-    else throw Error("ZeRO gradient staging holds fp32 gradients, not those of a float64 model");
-  }
-
-  void set_vocab_chunks(std::vector<size_t> row_starts, std::function<const void*(int c)> param,
-                        std::function<float*(int c)> grad) override;
+  // ZeRO (unit_io.hpp): a ParamSource is asked for a unit's parameters before a computation reads them (forward:
+  // every unit; backward: the head and the blocks), a GradSink for a unit's gradient buffer before a computation
+  // writes it. wte_chunk_rows > 0 (the tied wte of a one-stage GPT-2; staged gradients): the embedding's lookup, the
+  // head's logits and dlnf and wte's gradient go row chunk by row chunk (units.hpp), so no buffer holds all of wte.
+  void set_unit_io(const UnitIO& io) override;
 
   // Bytes of activations kept per slot and of the shared work buffers (for the memory report).
   size_t activation_bytes_per_slot() const override;
@@ -196,18 +191,24 @@ class GPT final : public StageModel {
   void time_unit(int u, bool start) const {
     if (unit_timer_) unit_timer_(u, start);
   }
-  void need_units(int a, int b = -1) {
-    if (param_hook_) param_hook_(a, b);
-  }
-  // wte in chunks (set_vocab_chunks): the embedding's lookup, the head's logits and dlnf, and wte's gradient
-  // (the head's and the embedding's contributions together) chunk by chunk.
-  bool vocab_chunked() const { return !chunk_rows_.empty(); }
-  int vocab_chunks() const { return static_cast<int>(chunk_rows_.size()) - 1; }
+  // Units a and b (b = -1: one) readable through the store: asked of the ParamSource, if any (only they stay
+  // readable, so a stray read of another unit throws instead of reading a reused buffer).
+  void need_units(int a, int b = -1);
+  // Unit u's gradients written through the store from here on: into the GradSink's buffer, if any.
+  void write_grads(int u);
+  // After on_unit(u): unit u's gradients are not written again this step (a stray write throws).
+  void grads_done(int u);
+  // wte in row chunks (set_unit_io): chunk c (units.hpp) is unit row_chunk_unit(c).
+  bool vocab_chunked() const { return !chunk_units_.empty(); }
+  int vocab_chunks() const { return static_cast<int>(chunk_units_.size()); }
   // Chunk c's first local row and its number of rows.
   std::pair<int, int> chunk_span(int c) const {
-    return {int(chunk_rows_[size_t(c)]), int(chunk_rows_[size_t(c) + 1] - chunk_rows_[size_t(c)])};
+    const UnitSpan& u = *chunk_units_[size_t(c)];
+    return {int(u.row_begin), int(u.row_end - u.row_begin)};
   }
+  // Chunk c's rows of wte (c_rows x C), readable until the next request for parameters; its fp32 gradient rows.
   const T* wte_chunk(int c);
+  A* wte_chunk_grad(int c);
   void embedding_forward_chunked(Acts& a, T* out);
   void head_logits_chunked();
   void head_dlnf_chunked(T* out);
@@ -238,10 +239,10 @@ class GPT final : public StageModel {
   DeviceView<A> sp_grads_;    // sequence parallel: partial gradients of the replicated parameters (6 or 2 x C)
   DeviceView<A> kv_grads_;    // kv_rep > 1: one key/value gradient slot per key/value head, and the set-aside rows
   std::function<void(int, bool)> unit_timer_;
-  std::function<void(int, int)> param_hook_;
-  std::vector<size_t> chunk_rows_;  // set_vocab_chunks' row_starts
-  std::function<const void*(int)> chunk_param_;
-  std::function<float*(int)> chunk_grad_;
+  UnitIO io_;                                // set_unit_io (null source and sink: the bound buffers)
+  std::map<int, UnitSpan> units_;            // the store's units under io_ (empty without a source or sink)
+  std::vector<const UnitSpan*> chunk_units_;  // wte's row chunks, chunk c at c
+  std::vector<int> readable_;                // the units of the last need_units (with a source)
   DeviceView<A> dlnf_acc_;  // chunked wte with 16-bit T: dlnf summed over the chunks in fp32, rounded once
   std::vector<int32_t> sample_inputs_, sample_targets_;  // set_samples' split of the rows (host)
   std::vector<int32_t> token_groups_host_;  // set_tokens' host staging of the grouped tokens (device split)

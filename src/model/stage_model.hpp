@@ -9,12 +9,9 @@
 #include <vector>
 
 #include "src/comm/comm.hpp"
+#include "src/model/unit_io.hpp"
 
 namespace gt {
-
-// The unit id of wte's chunk c when wte is split in chunks of rows (ZeRO with staged gradients: zero_units,
-// set_vocab_chunks): -2, -3, ...; -1 stays "no unit".
-inline int wte_chunk_unit(int c) { return -c - 2; }
 
 struct StageLayout {
   int stage = 0, stages = 1;
@@ -61,20 +58,9 @@ class StageModel {
   virtual void backward(int slot, const std::function<void(int)>& on_unit) = 0;
   // Optional probe around each unit's work in forward and backward (GPT::set_unit_timer).
   virtual void set_unit_timer(std::function<void(int, bool)> timer) = 0;
-  // ZeRO-3 (GPT::set_param_hook): hook(a, b) before a computation reads the parameters of units a and b
-  // (b = -1: one unit); redirect_param points tensor k's parameters at a gathered copy (null: not readable).
-  virtual void set_param_hook(std::function<void(int a, int b)> hook) = 0;
-  virtual void redirect_param(size_t tensor_index, void* at) = 0;
-  // ZeRO-2/3 (src/train/dp/zero_grads.hpp): tensor k's gradients (fp32) written at `at` (null: not writable).
-  virtual void redirect_grad(size_t tensor_index, float* at) = 0;
-  // ZeRO-2/3 with staged gradients: the tied wte of a one-stage model in chunks of rows (row_starts: chunk c
-  // holds local rows [row_starts[c], row_starts[c+1])), so no buffer holds all of wte or its gradient. param(c)
-  // makes chunk c's parameters readable and returns them (working type; null hook: the store's wte), grad(c)
-  // returns its fp32 gradient buffer (zeroed; accumulated into, then reported done as its unit). Empty
-  // row_starts: wte whole (the default).
-  // (The unit id of chunk c is wte_chunk_unit(c).)
-  virtual void set_vocab_chunks(std::vector<size_t> row_starts, std::function<const void*(int c)> param,
-                                std::function<float*(int c)> grad) = 0;
+  // ZeRO (unit_io.hpp): where the units' parameters come from and where their gradients go, when not the bound
+  // buffers. After bind(); a model that supports none of it refuses a non-null source or sink.
+  virtual void set_unit_io(const UnitIO& io) = 0;
   virtual size_t activation_bytes_per_slot() const = 0;
   virtual size_t work_bytes() const = 0;
   // Activations kept for backward, all slots (a stage of several chunks: each chunk's slots at its own size).

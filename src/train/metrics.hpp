@@ -18,7 +18,7 @@ void make_dirs(const std::string& path);
 double peak_rss_bytes();
 // Proportional set size now (/proc/self/smaps_rollup), in bytes; -1 where the kernel does not say. Pages shared
 // between processes count 1/n in each of the n that map them: with ZeRO's buffers in the DP group's shared
-// region (zero_shm.hpp) a rank maps the pages of the peers' shards it reads, which its RSS counts in full.
+// region (src/comm/node_shm.hpp) a rank maps the pages of the peers' shards it reads, which its RSS counts in full.
 double pss_bytes();
 
 // Achieved single-core sgemm rate (GFLOP/s) on n x n x n products: the MFU ceiling we measure ourselves.

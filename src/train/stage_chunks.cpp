@@ -76,12 +76,6 @@ void* ChunkedStage::whole() const {
   throw Error("pipeline: internal: a stage of several model chunks computes through chunk(c)");
 }
 
-std::pair<size_t, size_t> ChunkedStage::locate(size_t k) const {
-  for (size_t c = 0; c < chunks_.size(); ++c)
-    if (k < first_[c + 1]) return {c, k - first_[c]};
-  throw Error("pipeline: internal: tensor " + std::to_string(k) + " is in no chunk of the stage");
-}
-
 int ChunkedStage::slots() const {
   int n = 0;
   for (const auto& c : chunks_) n += c->slots();
@@ -96,18 +90,10 @@ void ChunkedStage::set_unit_timer(std::function<void(int, bool)> timer) {
   for (auto& c : chunks_) c->set_unit_timer(timer);
 }
 
-void ChunkedStage::set_param_hook(std::function<void(int a, int b)> hook) {
-  for (auto& c : chunks_) c->set_param_hook(hook);
-}
-
-void ChunkedStage::redirect_param(size_t tensor_index, void* at) {
-  const auto [c, i] = locate(tensor_index);
-  chunks_[c]->redirect_param(i, at);
-}
-
-void ChunkedStage::redirect_grad(size_t tensor_index, float* at) {
-  const auto [c, i] = locate(tensor_index);
-  chunks_[c]->redirect_grad(i, at);
+void ChunkedStage::set_unit_io(const UnitIO& io) {
+  if (io.wte_chunk_rows > 0)
+    throw Error("pipeline: wte in chunks of rows (staged ZeRO gradients) needs a one-stage model, not interleaved chunks");
+  for (auto& c : chunks_) c->set_unit_io(io);
 }
 
 size_t ChunkedStage::activation_bytes_per_slot() const {
@@ -132,10 +118,6 @@ double ChunkedStage::take_loss_sum() {
   double s = 0;
   for (auto& c : chunks_) s += c->take_loss_sum();  // 0 but on the chunk that holds the head
   return s;
-}
-
-void ChunkedStage::set_vocab_chunks(std::vector<size_t>, std::function<const void*(int)>, std::function<float*(int)>) {
-  throw Error("pipeline: wte in chunks of rows (staged ZeRO gradients) needs a one-stage model, not interleaved chunks");
 }
 
 }  // namespace gt

@@ -8,7 +8,7 @@
 // The stage keeps one TrainState over all its chunks' tensors (chunk by chunk, so one flat buffer, one set of DP
 // buckets, ZeRO shards and checkpoint shards as for any stage); each chunk is a GPT over its slice of that layout,
 // bound to the same buffers, with its own activation slots. ChunkedStage puts them behind the StageModel interface
-// for the trainer (binding, ZeRO-3's redirections and hooks, timers, the memory ledger) and hands the pipeline
+// for the trainer (binding, ZeRO's parameter source and gradient sink, timers, the memory ledger) and hands the pipeline
 // runner one chunk per op (chunk(c)).
 #include <memory>
 #include <vector>
@@ -49,9 +49,8 @@ class ChunkedStage final : public StageModel {
   int slots() const override;  // chunk-micro-batches held at once, all chunks
   void bind(void* params, void* grads) override;
   void set_unit_timer(std::function<void(int, bool)> timer) override;
-  void set_param_hook(std::function<void(int a, int b)> hook) override;
-  void redirect_param(size_t tensor_index, void* at) override;
-  void redirect_grad(size_t tensor_index, float* at) override;
+  // Each chunk asks for the units it holds (a unit's tensors lie in one chunk); wte in row chunks is refused.
+  void set_unit_io(const UnitIO& io) override;
   size_t activation_elems() const override { return chunks_.front()->activation_elems(); }
   DType activation_dtype() const override { return chunks_.front()->activation_dtype(); }
   size_t activation_bytes_per_slot() const override;  // one micro-batch through every chunk
@@ -67,11 +66,9 @@ class ChunkedStage final : public StageModel {
   void forward(int, bool, double) override { whole(); }
   double take_loss_sum() override;  // the chunks' sums
   void backward(int, const std::function<void(int)>&) override { whole(); }
-  void set_vocab_chunks(std::vector<size_t>, std::function<const void*(int)>, std::function<float*(int)>) override;
 
  private:
   [[noreturn]] void* whole() const;
-  std::pair<size_t, size_t> locate(size_t tensor_index) const;  // (chunk, index in its slice)
 
   std::vector<std::unique_ptr<StageModel>> chunks_;
   std::vector<size_t> first_;  // chunk c's tensors: [first_[c], first_[c + 1]) of the stage's layout

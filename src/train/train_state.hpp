@@ -99,7 +99,7 @@ class TrainState {
   // for a 16-bit working type; nothing to do in fp32 (the params are the master).
   void refresh_params(Range r);
   // Moves a buffer into caller-owned memory of buffer(id).bytes, keeping its values: the DP communicator's
-  // registered region, where the shm all-reduce and ZeRO on one node need no copies (src/train/dp/zero_shm.hpp).
+  // registered region, where the shm all-reduce and ZeRO on one node need no copies (src/comm/node_shm.hpp).
   // The memory must outlive the state; pointers to the buffer taken before are stale.
   void move_buffer_to(Buffer id, void* memory);
   // Bytes of all buffers (the memory ledger).

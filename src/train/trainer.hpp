@@ -80,7 +80,7 @@ class Trainer {
   std::function<void(int)> after_step;
   // All parameters gathered in global shapes on every rank (name -> row-major values), for comparisons.
   // Whether ZeRO's all-gathers (stages 1, 2), staged reduce-scatters and stage 3's gathers run through the DP
-  // group's shared memory (zero_shm.hpp) instead of MPI.
+  // group's shared memory (src/comm/node_shm.hpp) instead of MPI.
   bool zero_in_shared_memory() const { return dp_->in_shared_memory(); }
   std::vector<std::pair<std::string, std::vector<float>>> gather_params();
 

@@ -51,13 +51,10 @@ class ResNetStage final : public StageModel {
   void* grad_buffer_data() override { return refuse("pipeline stages"); }
   size_t activation_elems() const override { return 0; }
   DType activation_dtype() const override { return DType::F32; }
-  void set_param_hook(std::function<void(int, int)> hook) override {
-    if (hook) refuse("ZeRO-3 parameter gathers");
-  }
-  void redirect_param(size_t, void*) override { refuse("ZeRO-3 parameter gathers"); }
-  void redirect_grad(size_t, float*) override { refuse("ZeRO-2/3 gradient staging"); }
-  void set_vocab_chunks(std::vector<size_t>, std::function<const void*(int)>, std::function<float*(int)>) override {
-    refuse("vocabulary chunks");
+  void set_unit_io(const UnitIO& io) override {
+    if (io.params) refuse("ZeRO-3 parameter gathers");
+    if (io.grads) refuse("ZeRO-2/3 gradient staging");
+    if (io.wte_chunk_rows > 0) refuse("vocabulary chunks");
   }
 
  private:

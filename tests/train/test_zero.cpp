@@ -15,7 +15,7 @@
 //  - zero=2 and 3 with one micro-batch and pp=1 hold no full gradient buffer (the TrainState's allocations) and
 //    no buffer for all of the tied wte's gradient: wte goes in chunks of rows (parallel.wte_chunk_rows = 24,
 //    three chunks, within the tolerance; the default, one chunk for tiny, in the bitwise runs). With the shm
-//    all-reduce their reduce-scatters sum in rank order, zero 0's order: bitwise at any dp (zero_shm.hpp).
+//    all-reduce their reduce-scatters sum in rank order, zero 0's order: bitwise at any dp (src/comm/node_shm.hpp).
 //  - an optional 8th argument, the model's arch (llama, after the precision): the same with Llama blocks, whose
 //    untied wte is staged as an ordinary unit (no buffer for it through the whole backward) and whose lm_head is
 //    part of the head's unit.
@@ -161,7 +161,7 @@ void check_stage(const References& ref, int zero, const std::string& dir) {
   gt::Config cz = c;
   cz.output.dir = dir + "/zz";
   cz.parallel.zero = zero;
-  // Staged gradients split the tied wte into chunks of rows (GPT::set_vocab_chunks): 24 of tiny's 64 rows
+  // Staged gradients split the tied wte into chunks of rows (row-chunk units, src/model/units.hpp): 24 of tiny's 64 rows
   // (32 per TP rank at tp=2) make chunks of 24, 24, 16 (24, 8), a short last one included. The chunked GEMMs
   // sum in another order than zero 0's whole ones: within the tolerance here, bitwise below with one chunk.
   const bool staged = staged_path(c, zero);
@@ -174,7 +174,7 @@ void check_stage(const References& ref, int zero, const std::string& dir) {
   // them as the unit's backward ends (src/train/dp/zero_grads.hpp): the full fp32 buffer must not exist.
   EXPECT_EQ(rz.full_grads, !staged) << "the full gradient buffer at zero " << zero;
   EXPECT_EQ(rz.tied_staging, 0u) << "a buffer for all of wte's gradient";
-  // On one node with the shm all-reduce (src/train/dp/zero_shm.hpp): the all-gathers of stages 1 and 2 and the
+  // On one node with the shm all-reduce (src/comm/node_shm.hpp): the all-gathers of stages 1 and 2 and the
   // staged reduce-scatters and stage 3's gathers through the shared region, no MPI collective.
   const bool on_shm = c.parallel.allreduce == "shm";
   EXPECT_EQ(rz.shm, on_shm && (zero == 1 || zero == 2 || staged)) << "ZeRO through shared memory";

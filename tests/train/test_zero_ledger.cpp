@@ -124,7 +124,8 @@ void check_stage_three(gt::Precision prec) {
     gt::apply_zero_plan(st, plan);
     gt::GPT<T> model(m, 7, 1, whole, gt::TensorParallel{}, 1, &st.layout());
     model.bind(st.params(), st.grads());
-    gt::ZeroGather gather(st, plan, grid.dp(), model);
+    gt::ZeroGather gather(st, plan, grid.dp());
+    model.set_unit_io(gt::UnitIO{&gather, nullptr, 0});
     // The largest unit: in a one-stage model each unit is one run of tensors in storage, from its first
     // tensor's offset to its last one's end.
     std::map<int, std::pair<size_t, size_t>> span;
@@ -169,6 +170,40 @@ void check_stage_three(gt::Precision prec) {
   }
 }
 
+// The units as the model and ZeRO see them (src/model/units.hpp), checked against the tensor offsets: with row
+// chunks wte leaves the embedding unit (wpe alone then) and its rows [0, V) are covered once, in order, by chunks
+// of chunk_rows rows (the last shorter), ids -2, -3, ..., each one range of wte's elements; without, wte is in the
+// embedding unit with wpe, packed at their distance in storage.
+TEST(ZeroLedger, RowChunksCoverWteOnce) {
+  const gt::ModelConfig m = small_model();
+  const gt::TensorLayout layout(gt::model_tensor_specs(m, gt::StageLayout{0, 1, 0, m.n_layer}, 0, 1), 2);
+  const gt::TensorSpec& wte = layout.spec("wte");
+  const size_t rows = size_t(wte.local_shape().front()), cols = size_t(wte.local_shape().back());
+  const size_t chunk_rows = rows / 3 + 1;  // three chunks, the last shorter
+  const std::map<int, gt::UnitSpan> chunked = gt::unit_spans(layout, chunk_rows);
+  size_t next_row = 0;
+  int c = 0;
+  for (; chunked.count(gt::row_chunk_unit(c)); ++c) {
+    const gt::UnitSpan& u = chunked.at(gt::row_chunk_unit(c));
+    EXPECT_EQ(u.row_begin, next_row);
+    EXPECT_EQ(u.row_end, std::min(rows, next_row + chunk_rows));
+    ASSERT_EQ(u.ranges.size(), 1u);
+    EXPECT_EQ(u.ranges[0].begin, wte.offset + u.row_begin * cols);
+    EXPECT_EQ(u.elems, (u.row_end - u.row_begin) * cols);
+    EXPECT_TRUE(u.tensors.empty());
+    next_row = u.row_end;
+  }
+  EXPECT_EQ(c, 3);
+  EXPECT_EQ(next_row, rows);
+  const gt::UnitSpan& embed = chunked.at(wte.unit);
+  ASSERT_EQ(embed.tensors.size(), 1u);
+  EXPECT_EQ(layout.tensors()[embed.tensors[0]].name, "wpe");
+  const gt::UnitSpan& whole = gt::unit_spans(layout).at(wte.unit);
+  ASSERT_EQ(whole.tensors.size(), 2u);  // wte, wpe
+  EXPECT_EQ(whole.packed[1], layout.spec("wpe").offset - wte.offset);
+  EXPECT_FALSE(gt::unit_spans(layout).count(gt::row_chunk_unit(0)));
+}
+
 TEST(ZeroLedger, StageThreeShardsTheParametersFp32) { check_stage_three<float>(gt::Precision::FP32); }
 TEST(ZeroLedger, StageThreeShardsTheParametersBf16) { check_stage_three<gt::bf16_t>(gt::Precision::BF16); }
 
@@ -192,7 +227,7 @@ TEST(ZeroLedger, StagedGradientsReplaceTheFullBuffer) {
     EXPECT_FALSE(gt::ZeroGradStaging::applies(gt::ZeroPlan(1, st.layout(), 0, dp), 1, 1));
     gt::GPT<float> model(m, 7, 1, whole, gt::TensorParallel{}, 1, &st.layout());
     model.bind(st.params(), st.grads());
-    gt::ZeroGradStaging staging(st, plan, model);
+    gt::ZeroGradStaging staging(st, plan);
     EXPECT_FALSE(st.has_buffer(gt::Buffer::Grads)) << "stage " << stage << " dp " << dp;
     std::map<int, std::pair<size_t, size_t>> span;  // per unit: first offset, last end (one run per unit here)
     for (const gt::TensorSpec& t : st.layout().tensors()) {
@@ -213,12 +248,16 @@ TEST(ZeroLedger, StagedGradientsReplaceTheFullBuffer) {
     EXPECT_EQ(pred.grads, have.grads);
     EXPECT_EQ(pred.optimizer, have.optimizer);
     EXPECT_EQ(have.total(), st.bytes());
-    // Only staged units are writable: before the step none; then the head and the tied unit, not a block.
+    // Given the staging as its gradient sink, the model writes no gradient it has not asked the sink for.
+    model.set_unit_io(gt::UnitIO{nullptr, &staging, 0});
     EXPECT_THROW(model.store().grad("ln_f.w"), std::exception);
+    // Only staged units are writable: before the step none; then the head and the tied unit, not a block.
+    const int head = st.layout().spec("ln_f.w").unit;
+    EXPECT_THROW(staging.grads(head), std::exception);
     staging.begin_step();
-    EXPECT_NO_THROW(model.store().grad("ln_f.w"));
-    EXPECT_NO_THROW(model.store().grad("wte"));
-    EXPECT_THROW(model.store().grad("h.0.ln_1.w"), std::exception);
+    EXPECT_NO_THROW(staging.grads(head));
+    EXPECT_NO_THROW(staging.grads(tied));
+    EXPECT_THROW(staging.grads(st.layout().spec("h.0.ln_1.w").unit), std::exception);
   }
 }
 

@@ -18,58 +18,51 @@ DataParallel::DataParallel(const Config& cfg, Grid& grid, TrainState& state, Sta
     : cfg_(cfg), comm_(grid.dp()), state_(state), model_(model), plan_(std::move(plan)) {
   apply_zero_plan(state_, plan_.zero);
   // Staged gradients: the tied wte in chunks of rows no larger than a block, so neither its gradient nor (zero 3)
-  // its gathered parameters are ever held whole (zero_units; GPT::set_vocab_chunks).
+  // its gathered parameters are ever held whole (unit_spans: row-chunk units).
   const bool staged = plan_.staged_grads;
   const size_t chunk_rows = !staged || cfg_.model.llama() ? 0  // Llama's wte is not tied
                             : cfg_.parallel.wte_chunk_rows > 0 ? size_t(cfg_.parallel.wte_chunk_rows)
                                                                : wte_chunk_rows(state_.layout());
-  const std::map<int, ZeroUnit> units = zero_units(state_.layout(), chunk_rows);
-  if (staged) staging_ = std::make_unique<ZeroGradStaging>(state_, plan_.zero, model_, chunk_rows);
+  const std::map<int, UnitSpan> units = unit_spans(state_.layout(), chunk_rows);
+  if (staged) staging_ = std::make_unique<ZeroGradStaging>(state_, plan_.zero, chunk_rows);
   if (comm_.size() > 1 && exec_on_host) build_shared_memory(units);
   const ConfigChoices choice = cfg_.choices();
   const DType wire = grad_wire_dtype(choice.compress, choice.grad_reduce_dtype);
   if (staging_ && wire != DType::F32) staging_->set_wire(wire);  // after attach: shm sums need no 16-bit buffers
-  build_gathers(chunk_rows);
+  if (plan_.zero.stage >= 3) {  // the working parameters are a shard now, the model reads gathered units
+    gather_ = std::make_unique<ZeroGather>(state_, plan_.zero, comm_, chunk_rows);
+    if (shm_ && staging_) gather_->attach(shm_.get());
+  }
+  attach_model(chunk_rows);
   if (comm_.size() > 1) build_buckets(tied_embed);
 }
 
 DataParallel::~DataParallel() = default;
 
 // On CPU builds with every DP rank on one node (parallel.allreduce=shm) the buffers the DP collectives read move
-// into the DP group's shared region (zero_shm.hpp), where they need no copy and no MPI progress: the full gradient
+// into the DP group's shared region (src/comm/node_shm.hpp), where they need no copy and no MPI progress: the full gradient
 // buffer the shm all-reduce sums in place (zero 0, 1); the working parameters whose shards the ranks copy from each
 // other after the update (zero 1, 2); the staging buffers of staged gradients and, at zero 3, the parameter shard
 // the units are gathered from. Collective over dp; elsewhere (several nodes, parallel.allreduce=mpi|ring) nothing
 // moves and the MPI path runs.
-void DataParallel::build_shared_memory(const std::map<int, ZeroUnit>& units) {
+void DataParallel::build_shared_memory(const std::map<int, UnitSpan>& units) {
   const int stage = plan_.zero.stage;
   std::vector<Buffer> moved;
   if (stage <= 1) moved.push_back(Buffer::Grads);
   if (stage == 1 || stage == 2 || (stage == 3 && staging_)) moved.push_back(Buffer::Params);
   if (staging_)
     for (Buffer b : ZeroGradStaging::buffers()) moved.push_back(b);
-  shm_ = ZeroShm::create(comm_, state_, moved, units.begin()->first, units.rbegin()->first);
-  if (shm_) {
-    model_.bind(state_.params(), state_.has_buffer(Buffer::Grads) ? state_.grads() : nullptr);
-    if (staging_) staging_->attach(shm_.get());
-  }
+  shm_ = share_buffers(comm_, state_, moved, units.begin()->first, units.rbegin()->first);
+  if (shm_ && staging_) staging_->attach(shm_.get());
 }
 
-// ZeRO-3: the working parameters are a shard now, the model reads gathered units. With staged gradients and a
-// chunked wte, the model reads and writes wte chunk by chunk.
-void DataParallel::build_gathers(size_t chunk_rows) {
-  if (plan_.zero.stage >= 3) {
+// The model bound again where a buffer moved (into the shared region), was sharded (stage 3) or went (staged
+// gradients: no full buffer), and given the units' parameter source (stage 3) and gradient sink (staged).
+void DataParallel::attach_model(size_t chunk_rows) {
+  if (shm_ || staging_ || gather_)
     model_.bind(state_.params(), state_.has_buffer(Buffer::Grads) ? state_.grads() : nullptr);
-    gather_ = std::make_unique<ZeroGather>(state_, plan_.zero, comm_, model_, chunk_rows);
-    if (shm_ && staging_) gather_->attach(shm_.get());
-    model_.set_param_hook([this](int a, int b) { gather_->need(a, b); });
-  }
-  if (chunk_rows > 0 && state_.layout().has("wte")) {
-    std::function<const void*(int)> param;  // zero 2: the full working copy holds wte
-    if (gather_) param = [this](int c) { return gather_->chunk(c); };
-    model_.set_vocab_chunks(wte_chunk_starts(state_.layout(), chunk_rows), param,
-                            [this](int c) { return staging_->staged(wte_chunk_unit(c)); });
-  }
+  if (staging_ || gather_)
+    model_.set_unit_io(UnitIO{gather_.get(), staging_.get(), state_.layout().has("wte") ? chunk_rows : 0});
 }
 
 void DataParallel::build_buckets(bool tied_embed) {

@@ -5,7 +5,7 @@
 //                    ZeRO-2/3's bucketed reduce-scatter), grad_buckets.hpp
 //   ZeroGradStaging  ZeRO-2/3 gradients staged unit by unit and reduce-scattered (one micro-batch, one stage)
 //   ZeroGather       ZeRO-3's per-unit parameter gathers before use
-//   ZeroShm          the DP group's shared-memory region on one node (CPU builds, parallel.allreduce = shm)
+//   NodeShm          the DP group's shared-memory region on one node (CPU builds, parallel.allreduce = shm)
 //   allgather_params the parameter shards to every rank after a ZeRO-1/2 update
 // The step's calls, in order: begin_step, unit_done per unit finished by the last backward (on_unit()),
 // finish (all reductions done: the optimizer may read reduced_grads), after_update (when the step updated).
@@ -22,7 +22,7 @@
 #include "src/train/dp/zero.hpp"
 #include "src/train/dp/zero_gather.hpp"
 #include "src/train/dp/zero_grads.hpp"
-#include "src/train/dp/zero_shm.hpp"
+#include "src/comm/node_shm.hpp"
 
 namespace gt {
 
@@ -72,8 +72,8 @@ class DataParallel {
   TrainExtension* residuals() { return residuals_.get(); }
 
  private:
-  void build_shared_memory(const std::map<int, ZeroUnit>& units);
-  void build_gathers(size_t chunk_rows);
+  void build_shared_memory(const std::map<int, UnitSpan>& units);
+  void attach_model(size_t chunk_rows);
   void build_buckets(bool tied_embed);
   std::unique_ptr<BucketReducer> make_reducer();
   TopkCompression topk_compression();
@@ -83,7 +83,7 @@ class DataParallel {
   TrainState& state_;
   StageModel& model_;
   Plan plan_;
-  std::unique_ptr<ZeroShm> shm_;
+  std::unique_ptr<NodeShm> shm_;
   std::unique_ptr<ZeroGather> gather_;
   std::unique_ptr<ZeroGradStaging> staging_;
   std::unique_ptr<GradBuckets> buckets_;

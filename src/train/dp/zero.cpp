@@ -3,9 +3,8 @@
 #include <algorithm>
 
 #include "src/core/error.hpp"
-#include "src/model/stage_model.hpp"
 #include "src/train/dp/shard_plan.hpp"
-#include "src/train/dp/zero_shm.hpp"
+#include "src/comm/node_shm.hpp"
 
 namespace gt {
 
@@ -43,56 +42,9 @@ size_t wte_chunk_rows(const TensorLayout& layout) {
   if (!layout.has("wte")) return 0;
   const TensorSpec& wte = layout.spec("wte");
   size_t largest = 0;
-  for (const auto& [id, u] : zero_units(layout))
+  for (const auto& [id, u] : unit_spans(layout))
     if (id != wte.unit) largest = std::max(largest, u.elems);
   return shard_plan::wte_chunk_rows(largest, size_t(wte.local_shape().back()));
-}
-
-std::vector<size_t> wte_chunk_starts(const TensorLayout& layout, size_t chunk_rows) {
-  const TensorSpec& wte = layout.spec("wte");
-  const size_t rows = size_t(wte.local_shape().front());
-  std::vector<size_t> starts;
-  for (size_t r = 0; r < rows; r += chunk_rows) starts.push_back(r);
-  starts.push_back(rows);
-  return starts;
-}
-
-std::map<int, ZeroUnit> zero_units(const TensorLayout& layout, size_t chunk_rows) {
-  std::map<int, ZeroUnit> units;
-  const std::vector<TensorSpec>& t = layout.tensors();
-  const bool chunked = chunk_rows > 0 && layout.has("wte");
-  for (size_t k = 0; k < t.size(); ++k) {
-    if (chunked && t[k].name == "wte") {  // a range per chunk; no tensor is redirected as a whole
-      const std::vector<size_t> starts = wte_chunk_starts(layout, chunk_rows);
-      const size_t cols = size_t(t[k].local_shape().back());
-      for (size_t c = 0; c + 1 < starts.size(); ++c) {
-        ZeroUnit& u = units[wte_chunk_unit(int(c))];
-        u.ranges.push_back({t[k].offset + starts[c] * cols, t[k].offset + starts[c + 1] * cols});
-        u.elems = u.ranges.back().size();
-      }
-      continue;
-    }
-    ZeroUnit& u = units[t[k].unit];
-    // Tensors of one unit that follow each other in storage share a range (with the alignment gap between
-    // them, which is zero everywhere).
-    if (!u.tensors.empty() && u.tensors.back() == k - 1) {
-      u.ranges.back().end = t[k].offset + t[k].size;
-    } else {
-      u.ranges.push_back({t[k].offset, t[k].offset + t[k].size});
-    }
-    u.tensors.push_back(k);
-  }
-  for (auto& [id, u] : units) {  // where each tensor lands when the ranges are packed one after the other
-    if (id < -1) continue;  // a wte chunk: elems set above
-    size_t base = 0, k = 0;
-    for (const Range& r : u.ranges) {
-      for (; k < u.tensors.size() && t[u.tensors[k]].offset < r.end; ++k)
-        u.packed.push_back(base + t[u.tensors[k]].offset - r.begin);
-      base += r.size();
-    }
-    u.elems = base;
-  }
-  return units;
 }
 
 RequestPtr ireduce_scatter_range(Comm& dp, const TensorLayout& layout, Range shard, Range r, const float* send,
@@ -124,18 +76,31 @@ StateBuffer& reduced_grads(TrainState& state) {
   return state.buffer(state.has_buffer(Buffer::GradsShard) ? Buffer::GradsShard : Buffer::Grads);
 }
 
-void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp, ZeroShm* shm) {
+void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp, NodeShm* shm) {
   if (!plan.sharded() || plan.stage >= 3) return;  // stage 3 keeps the shard: units are gathered when read
   const size_t n = plan.shard.size();  // equal shards: the padded layout divides by dp
   // A 16-bit working copy: the optimizer rounded this rank's shard from its master shard before
   // (TrainState::refresh_params); the gather moves elements and rounds nothing.
   const StateBuffer& b = state.buffer(Buffer::Params);
   unsigned char* p = static_cast<unsigned char*>(b.data);
-  if (shm) {
-    shm->allgather_shards(Buffer::Params, p, dtype_size(b.dtype), state.layout());
+  if (shm) {  // the parameters lie in the region (share_buffers)
+    shm->allgather_shards(buffer_name(Buffer::Params), n * dtype_size(b.dtype));
     return;
   }
   dp.allgather(p + plan.shard.begin * dtype_size(b.dtype), p, n, b.dtype);
+}
+
+std::unique_ptr<NodeShm> share_buffers(Comm& dp, TrainState& state, const std::vector<Buffer>& buffers,
+                                      int first_unit, int last_unit) {
+  std::vector<SharedBytes> ranges;
+  for (Buffer id : buffers) ranges.push_back({buffer_name(id), state.buffer(id).data, state.buffer(id).bytes});
+  std::unique_ptr<NodeShm> shm = NodeShm::create(dp, ranges, first_unit, last_unit);
+  // The state reads and writes the region's copies from here on. move_buffer_to copies the same bytes once more
+  // (start-up only); no peer reads them before this rank sets a flag in a step (a unit done, a publish), and the
+  // shm all-reduce of Grads reads a part only inside a collective its owner has entered.
+  if (shm)
+    for (Buffer id : buffers) state.move_buffer_to(id, shm->mine(buffer_name(id)));
+  return shm;
 }
 
 StateLedger predicted_state_bytes(size_t psi, int dp, int stage, size_t working_bytes, size_t gather_elems,

@@ -12,11 +12,14 @@
 //            reads them (src/train/dp/zero_gather.hpp); the optimizer updates the shard in place, no gather after.
 // With dp = 1 every stage is stage 0 (nothing to shard).
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "src/comm/comm.hpp"
+#include "src/comm/node_shm.hpp"
 #include "src/model/tensor_layout.hpp"
+#include "src/model/units.hpp"
 #include "src/train/train_state.hpp"
 
 namespace gt {
@@ -39,24 +42,11 @@ Range intersect(const TensorSpec& s, Range r);
 // How many elements of the flat range `bucket` lie in each DP rank's shard (the counts of its reduce-scatter).
 std::vector<size_t> shard_counts(const TensorLayout& layout, Range bucket);
 
-// A unit (TensorSpec::unit: 0 embedding, 1..L blocks, L+1 head): its tensors and the one or two contiguous
-// ranges of the layout they fill (the head of a last pipeline stage is wte at the start and ln_f at the end).
-// ZeRO-3 gathers a unit's parameters into a buffer, ZeRO-2/3 stage its gradients in one: the ranges packed one
-// after the other, tensor k of the unit at packed[k] elements from the buffer's start.
-struct ZeroUnit {
-  std::vector<Range> ranges;    // of the layout, ascending
-  std::vector<size_t> tensors;  // indices into layout.tensors()
-  std::vector<size_t> packed;   // per entry of tensors
-  size_t elems = 0;             // of all ranges
-};
-// chunk_rows > 0: wte (the tied embedding of a one-stage model) is not part of the embedding unit but its own
-// units of chunk_rows rows each (the last one shorter), ids wte_chunk_unit(0), (1), ... for rows from 0 up.
-std::map<int, ZeroUnit> zero_units(const TensorLayout& layout, size_t chunk_rows = 0);
+// The units ZeRO-3 gathers and ZeRO-2/3 stage are the model's (src/model/units.hpp: unit_spans, UnitSpan), wte
+// cut into row chunks when the gradients are staged.
 // Rows per wte chunk such that a chunk holds no more elements than the largest block (so no buffer is larger
 // than a block's), at least one row; 0 when the layout has no wte.
 size_t wte_chunk_rows(const TensorLayout& layout);
-// The wte chunks of zero_units(layout, chunk_rows): chunk c holds local rows [starts[c], starts[c+1]).
-std::vector<size_t> wte_chunk_starts(const TensorLayout& layout, size_t chunk_rows);
 
 // A reduce-scatter over dp of the layout's range r, whose elements are at `send`, into this rank's shard
 // buffer (element i of the layout at shard_grads[i - shard.begin]): each rank receives the sum of the piece of
@@ -78,9 +68,14 @@ void apply_zero_plan(TrainState& state, const ZeroPlan& plan);
 StateBuffer& reduced_grads(TrainState& state);
 
 // After the sharded step: every rank's shard of the parameters to every rank (in place). Collective over dp.
-// Nothing at stage 3. shm: the parameters lie in the DP group's shared region (zero_shm.hpp): copied from there.
-class ZeroShm;
-void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp, ZeroShm* shm = nullptr);
+// Nothing at stage 3. shm: the parameters lie in the DP group's shared region (src/comm/node_shm.hpp): copied from there.
+void allgather_params(TrainState& state, const ZeroPlan& plan, Comm& dp, NodeShm* shm = nullptr);
+
+// On one node (parallel.allreduce = shm, CPU builds): the named buffers of the state moved into the DP group's
+// shared region (src/comm/node_shm.hpp, which knows byte ranges, not the TrainState), with flags for the units
+// first_unit..last_unit. Collective over dp; nullptr (nothing moved) where the group has no region.
+std::unique_ptr<NodeShm> share_buffers(Comm& dp, TrainState& state, const std::vector<Buffer>& buffers,
+                                      int first_unit, int last_unit);
 
 // Per-rank bytes of the model states (the ZeRO paper's ledger with this project's fp32 dtypes: parameters 4,
 // gradients 4, AdamW moments 8 bytes per element; psi = the padded layout).

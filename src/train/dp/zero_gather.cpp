@@ -2,19 +2,20 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+
+#include "src/core/error.hpp"
 
 namespace gt {
 
-ZeroGather::ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model, size_t chunk_rows)
-    : state_(state), plan_(plan), dp_(dp), model_(model), dtype_(state.buffer(Buffer::Params).dtype),
-      elem_(dtype_size(dtype_)), units_(zero_units(state.layout(), chunk_rows)) {
+ZeroGather::ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, size_t chunk_rows)
+    : state_(state), plan_(plan), dp_(dp), dtype_(state.buffer(Buffer::Params).dtype),
+      elem_(dtype_size(dtype_)), units_(unit_spans(state.layout(), chunk_rows)) {
   std::vector<size_t> sizes;
   for (const auto& [id, u] : units_) sizes.push_back(u.elems);
   std::sort(sizes.rbegin(), sizes.rend());
   slots_[0].cap = sizes.empty() ? 0 : sizes[0];
   slots_[1].cap = sizes.size() > 1 ? sizes[1] : 0;
-  // nothing readable until gathered
-  for (size_t k = 0; k < state.layout().tensors().size(); ++k) model.redirect_param(k, nullptr);
   for (int i = 0; i < 2; ++i) {
     const Buffer id = i == 0 ? Buffer::Gather0 : Buffer::Gather1;
     slots_[i].data = static_cast<unsigned char*>(
@@ -30,8 +31,6 @@ ZeroGather::~ZeroGather() {
 void ZeroGather::issue(Slot& s, int unit) {
   for (RequestPtr& r : s.pending) r->wait();  // the slot's previous gather, if it was never used
   s.pending.clear();
-  if (s.unit != -1)  // the unit it held is no longer readable: a stray read throws instead of reading another unit
-    for (size_t k : units_.at(s.unit).tensors) model_.redirect_param(k, nullptr);
   s.unit = unit;
   const unsigned char* shard = static_cast<const unsigned char*>(state_.buffer(Buffer::Params).data);
   unsigned char* at = s.data;
@@ -60,21 +59,15 @@ void ZeroGather::copy_from_peers(int unit, unsigned char* at) {
       const size_t lo = std::max(r.begin, sk.begin), hi = std::min(r.end, sk.end);
       if (lo >= hi) continue;
       if (k != shm_->rank()) shm_->wait_params(k, "zero gather (shm)");
-      std::memcpy(at + (lo - r.begin) * elem_, shm_->peer(k, Buffer::Params) + (lo - sk.begin) * elem_, (hi - lo) * elem_);
+      std::memcpy(at + (lo - r.begin) * elem_, shm_->peer(k, buffer_name(Buffer::Params)) + (lo - sk.begin) * elem_, (hi - lo) * elem_);
     }
     at += r.size() * elem_;
   }
 }
 
-void ZeroGather::point(const Slot& s) {
-  const ZeroUnit& u = units_.at(s.unit);
-  for (size_t k = 0; k < u.tensors.size(); ++k) model_.redirect_param(u.tensors[k], s.data + u.packed[k] * elem_);
-}
-
 void ZeroGather::settle(Slot& s) {
   for (RequestPtr& r : s.pending) r->wait();
   s.pending.clear();
-  point(s);
 }
 
 ZeroGather::Slot* ZeroGather::holding(int unit) {
@@ -101,11 +94,11 @@ void ZeroGather::place_two(int a, int b) {
     if (s->unit == u) ++hits_;
     else issue(*s, u);
   }
-  settle(*sb);  // after both issues: an issue clears the redirections of the unit its buffer held
+  settle(*sb);
   settle(*sa);
 }
 
-void ZeroGather::need(int a, int b) {
+void ZeroGather::use(int a, int b) {
   if (b == a) b = -1;
   Slot* sa = holding(a);
   if (b >= 0) {
@@ -132,9 +125,10 @@ void ZeroGather::need(int a, int b) {
     issue(*other(sa), next);
 }
 
-const void* ZeroGather::chunk(int c) {
-  need(wte_chunk_unit(c), -1);
-  return holding(wte_chunk_unit(c))->data;
+const void* ZeroGather::params(int u) {
+  const Slot* s = holding(u);
+  if (!s || !s->pending.empty()) throw Error("zero: the parameters of unit " + std::to_string(u) + " are read but not gathered");
+  return s->data;
 }
 
 void ZeroGather::invalidate() {

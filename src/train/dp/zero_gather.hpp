@@ -4,7 +4,8 @@
 // the store is pointed at the gathered copy. While one unit computes, the next one's gather is in flight
 // (predicted from the direction of the last two requests: ascending in forward, descending in backward). A
 // buffer is overwritten by the next gather once its unit is done, so the step holds at most two gathered units,
-// never the model. Every DP rank requests the same units in the same order (the same schedule), so the
+// never the model. The model asks for a unit through ParamSource (src/model/unit_io.hpp): use(a, b) before it
+// reads, params(u) for where the unit lies. Every DP rank requests the same units in the same order (the same schedule), so the
 // non-blocking all-gathers match.
 //
 // A unit is one or two contiguous ranges of the layout (the head of a last stage is wte at the start and ln_f
@@ -15,33 +16,32 @@
 #include <vector>
 
 #include "src/comm/comm.hpp"
-#include "src/model/stage_model.hpp"
+#include "src/model/unit_io.hpp"
 #include "src/train/dp/shard_plan.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/dp/zero.hpp"
-#include "src/train/dp/zero_shm.hpp"
+#include "src/comm/node_shm.hpp"
 
 namespace gt {
 
-class ZeroGather {
+class ZeroGather final : public ParamSource {
  public:
   // Adds the two gather buffers to the state, of the working type: Gather0 as large as the largest unit,
   // Gather1 as the second largest. Two units are never needed at once in the same buffer, so that is enough,
   // and the largest unit (the embedding: wte alone is 31% of gpt2-124m) is held once, not twice.
-  // chunk_rows > 0: wte in chunks of rows (zero_units), gathered one by one through chunk().
-  ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, StageModel& model, size_t chunk_rows = 0);
-  ~ZeroGather();
+  // chunk_rows > 0: wte in row chunks (unit_spans), each a unit gathered on its own.
+  ZeroGather(TrainState& state, const ZeroPlan& plan, Comm& dp, size_t chunk_rows = 0);
+  ~ZeroGather() override;
 
-  // The parameters of units a and b (b = -1: none) readable through the store when this returns.
-  void need(int a, int b);
-  // wte chunk c (unit wte_chunk_unit(c)) gathered; its rows, readable until the next need() or chunk().
-  const void* chunk(int c);
+  // ParamSource: the parameters of units a and b (b = -1: none) gathered when this returns; params(u) is where.
+  void use(int a, int b) override;
+  const void* params(int u) override;
   // The parameters changed (the optimizer step, a resume): drop every gathered copy. Every rank calls it at the
-  // same points (on one node it publishes that this rank's shard is current: zero_shm.hpp).
+  // same points (on one node it publishes that this rank's shard is current: src/comm/node_shm.hpp).
   void invalidate();
   // From here on a gather copies each rank's piece straight out of its shard in the DP group's shared region
-  // (zero_shm.hpp), where Params was moved; no MPI call. Before the first need().
-  void attach(ZeroShm* shm) { shm_ = shm; }
+  // (src/comm/node_shm.hpp), where Params was moved; no MPI call. Before the first need().
+  void attach(NodeShm* shm) { shm_ = shm; }
   // Elements of both gather buffers together (the largest unit plus the second largest: the ledger's figure).
   size_t buffer_elems() const { return shard_plan::gather_elems(slots_[0].cap, slots_[1].cap); }
   // Gathers issued so far (prefetched or not) and how many a request found already in flight or done.
@@ -56,9 +56,8 @@ class ZeroGather {
     std::vector<RequestPtr> pending;  // the gather's requests until waited
   };
   void issue(Slot& s, int unit);
-  void settle(Slot& s);     // waits its gather and points the store at it
+  void settle(Slot& s);     // waits its gather
   void copy_from_peers(int unit, unsigned char* at);  // (shm) the gather as memcpy
-  void point(const Slot& s);
   Slot* holding(int unit);
   bool fits(const Slot& s, int unit) const { return units_.at(unit).elems <= s.cap; }
   Slot* other(Slot* s) { return s == &slots_[0] ? &slots_[1] : &slots_[0]; }
@@ -67,15 +66,14 @@ class ZeroGather {
   TrainState& state_;
   const ZeroPlan& plan_;
   Comm& dp_;
-  StageModel& model_;
   DType dtype_;     // of the working copy
   size_t elem_;     // its bytes per element
-  std::map<int, ZeroUnit> units_;
+  std::map<int, UnitSpan> units_;
   Slot slots_[2];
   int last_ = -1;        // the unit requested last
   bool descending_ = false;
   long gathers_ = 0, hits_ = 0;
-  ZeroShm* shm_ = nullptr;
+  NodeShm* shm_ = nullptr;
 };
 
 }  // namespace gt

@@ -15,8 +15,8 @@ bool ZeroGradStaging::applies(const ZeroPlan& plan, int micro_batches, int pp) {
   return shard_plan::stages_grads(plan.stage, micro_batches, pp);
 }
 
-ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model, size_t chunk_rows)
-    : state_(state), plan_(plan), model_(model), units_(zero_units(state.layout(), chunk_rows)) {
+ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, size_t chunk_rows)
+    : state_(state), plan_(plan), units_(unit_spans(state.layout(), chunk_rows)) {
   const TensorLayout& layout = state.layout();
   // The tied wte (GPT-2, one stage) is written by the head first and the embedding last, so its unit stays staged
   // through the whole backward; Llama's wte (its head is lm_head.w) only by the embedding: an ordinary unit.
@@ -34,8 +34,6 @@ ZeroGradStaging::ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageM
   for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = add(t->id, t->cap);
   // The model writes only where a unit is staged from now on.
   if (state.has_buffer(Buffer::Grads)) state.remove_buffer(Buffer::Grads);  // the trainer never allocates it
-  model.bind(state.params(), nullptr);
-  for (size_t k = 0; k < layout.tensors().size(); ++k) model.redirect_grad(k, nullptr);
 }
 
 ZeroGradStaging::~ZeroGradStaging() {
@@ -43,15 +41,15 @@ ZeroGradStaging::~ZeroGradStaging() {
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) wait(*s);  // MPI must not read freed buffers
 }
 
-float* ZeroGradStaging::staged(int unit) {
+float* ZeroGradStaging::grads(int unit) {
   for (Slot* t : {&tied_, &slots_[0], &slots_[1]})
     if (t->unit == unit) return t->data;
   throw Error("zero: the gradients of unit " + std::to_string(unit) + " are written but not staged");
 }
 
-void ZeroGradStaging::attach(ZeroShm* shm) {
+void ZeroGradStaging::attach(NodeShm* shm) {
   shm_ = shm;
-  for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = state_.data<float>(t->id);
+  for (Slot* t : {&tied_, &slots_[0], &slots_[1]}) t->data = state_.data<float>(t->id);  // moved by share_buffers
 }
 
 void ZeroGradStaging::set_wire(DType t) {
@@ -65,7 +63,7 @@ void ZeroGradStaging::set_wire(DType t) {
 }
 
 void ZeroGradStaging::launch(int unit, Slot& s, Comm& dp) {
-  const ZeroUnit& u = units_.at(unit);
+  const UnitSpan& u = units_.at(unit);
   if (wire_ == DType::F32) {
     float* shard = state_.data<float>(Buffer::GradsShard);
     const float* at = s.data;
@@ -89,7 +87,7 @@ void ZeroGradStaging::wait(Slot& s) {
   if (shm_) {
     if (s.unit != -1)  // -1: empty (wte chunks have negative ids)
       shm_->wait_until(
-          "zero reduce-scatter (shm)", [&] { return shm_->all_reached(ZeroShm::Consumed, s.unit, s.step); },
+          "zero reduce-scatter (shm)", [&] { return shm_->all_reached(NodeShm::Consumed, s.unit, s.step); },
           [this] { reduce_ready(); });
     return;
   }
@@ -100,12 +98,12 @@ void ZeroGradStaging::wait(Slot& s) {
 void ZeroGradStaging::reduce_ready() {
   for (size_t i = 0; i < to_reduce_.size();) {
     const auto [unit, slot] = to_reduce_[i];
-    if (!shm_->all_reached(ZeroShm::Done, unit, step_)) {
+    if (!shm_->all_reached(NodeShm::Done, unit, step_)) {
       ++i;
       continue;
     }
     reduce(unit, *slot);
-    shm_->set(ZeroShm::Consumed, unit, step_);  // the peers may zero and reuse their buffer of this unit
+    shm_->set(NodeShm::Consumed, unit, step_);  // the peers may zero and reuse their buffer of this unit
     to_reduce_.erase(to_reduce_.begin() + long(i));
   }
 }
@@ -135,7 +133,7 @@ void ZeroGradStaging::reduce(int unit, const Slot& s) {
   float* out = state_.data<float>(Buffer::GradsShard);
   const int p = shm_->size();
   std::vector<const float*> in;  // every rank's staging buffer of this slot
-  for (int k = 0; k < p; ++k) in.push_back(reinterpret_cast<const float*>(shm_->peer(k, s.id)));
+  for (int k = 0; k < p; ++k) in.push_back(reinterpret_cast<const float*>(shm_->peer(k, buffer_name(s.id))));
   size_t packed = 0;
   for (const Range& r : units_.at(unit).ranges) {
     const size_t lo = std::max(r.begin, shard.begin), hi = std::min(r.end, shard.end);
@@ -155,26 +153,18 @@ void ZeroGradStaging::reduce(int unit, const Slot& s) {
   }
 }
 
-void ZeroGradStaging::point(int unit, float* at) {
-  const ZeroUnit& u = units_.at(unit);
-  for (size_t k = 0; k < u.tensors.size(); ++k) model_.redirect_grad(u.tensors[k], at ? at + u.packed[k] : nullptr);
-}
-
 void ZeroGradStaging::prepare(Slot& s, int unit) {
   wait(s);  // its last unit's reduce-scatter still reads it
-  if (s.unit != -1) point(s.unit, nullptr);
   s.unit = unit;
   s.step = step_;
   // zeroed: the kernels accumulate into gradients, as into the zeroed full buffer
   Kokkos::deep_copy(DeviceView<float>(s.data, units_.at(unit).elems), 0.0f);
-  point(unit, s.data);
 }
 
 void ZeroGradStaging::begin_step() {
   ++step_;
   for (Slot* s : {&tied_, &slots_[0], &slots_[1]}) {
     wait(*s);
-    if (s->unit != -1) point(s->unit, nullptr);
     s->unit = -1;
   }
   if (tied_unit_ >= 0) prepare(tied_, tied_unit_);
@@ -192,7 +182,7 @@ void ZeroGradStaging::unit_done(int unit, Comm& dp) {
                                                                                                       : nullptr;
   if (!s) throw Error("zero: the gradients of unit " + std::to_string(unit) + " were computed but never staged");
   if (shm_) {
-    shm_->set(ZeroShm::Done, unit, step_);  // the peers may sum it from here on
+    shm_->set(NodeShm::Done, unit, step_);  // the peers may sum it from here on
     to_reduce_.emplace_back(unit, s);
   } else {
     launch(unit, *s, dp);

@@ -1,10 +1,13 @@
 #pragma once
-// ZeRO-2/3 without the full gradient buffer. The backward writes each unit's gradients (ZeroUnit: embedding,
+// ZeRO-2/3 without the full gradient buffer. The backward writes each unit's gradients (UnitSpan: embedding,
 // blocks, head) into a unit-sized fp32 staging buffer; as soon as the unit's backward ends, the buffer is
 // reduce-scattered over the DP group into this rank's shard (GradsShard), while the next unit's backward
 // fills the other of two rotating buffers (the non-blocking reduce-scatter overlaps it, as the gathers of
 // zero_gather.hpp overlap compute). So a rank holds its gradient shard plus at most two units' gradients, not
 // 4 psi bytes of accumulation buffer.
+//
+// The model asks for a unit's buffer through GradSink (src/model/unit_io.hpp) before it writes the unit's
+// gradients; a unit not staged at that moment throws.
 //
 // The unit holding wte keeps a buffer of its own for the whole step: with tied weights the head's forward
 // writes wte's gradient long before the embedding's backward adds to it.
@@ -18,32 +21,32 @@
 #include <vector>
 
 #include "src/comm/comm.hpp"
-#include "src/model/stage_model.hpp"
+#include "src/model/unit_io.hpp"
 #include "src/train/dp/shard_plan.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/dp/zero.hpp"
-#include "src/train/dp/zero_shm.hpp"
+#include "src/comm/node_shm.hpp"
 
 namespace gt {
 
-class ZeroGradStaging {
+class ZeroGradStaging final : public GradSink {
  public:
   // Whether a run stages its gradients (the rule above) instead of keeping the full buffer.
   static bool applies(const ZeroPlan& plan, int micro_batches, int pp);
   // Adds GradsTied (the unit holding wte) and GradsStage0, GradsStage1 (the largest other unit) to
   // the state, and removes a full Grads buffer if there is one: from here on the model's gradients go to the
-  // staging.
-  // chunk_rows > 0: wte in chunks of rows (zero_units), each staged like a block: no buffer of wte's size.
-  ZeroGradStaging(TrainState& state, const ZeroPlan& plan, StageModel& model, size_t chunk_rows = 0);
-  ~ZeroGradStaging();
+  // staging (the model is bound to no gradient buffer and given this as its GradSink).
+  // chunk_rows > 0: wte in row chunks (unit_spans), each staged like a block: no buffer of wte's size.
+  ZeroGradStaging(TrainState& state, const ZeroPlan& plan, size_t chunk_rows = 0);
+  ~ZeroGradStaging() override;
   ZeroGradStaging(const ZeroGradStaging&) = delete;
   ZeroGradStaging& operator=(const ZeroGradStaging&) = delete;
 
-  // The staging buffers (ZeroShm moves them into the DP group's shared region).
+  // The staging buffers (NodeShm moves them into the DP group's shared region).
   static std::vector<Buffer> buffers() { return {Buffer::GradsTied, Buffer::GradsStage0, Buffer::GradsStage1}; }
-  // From here on the reduce-scatters run through shared memory (zero_shm.hpp), not MPI: the staging buffers
+  // From here on the reduce-scatters run through shared memory (src/comm/node_shm.hpp), not MPI: the staging buffers
   // were moved into the region (their pointers are read again). Before the first step.
-  void attach(ZeroShm* shm);
+  void attach(NodeShm* shm);
 
   // compress.method = bf16 | fp16 or parallel.grad_reduce_dtype = bf16 (DataParallel's 16-bit reduce-scatter):
   // each staged unit is rounded to `t` and reduce-scattered in `t` (MPI: into a 16-bit shard GradWireShard,
@@ -63,8 +66,8 @@ class ZeroGradStaging {
   size_t elems() const { return shard_plan::staging_elems(slots_[0].cap, tied_.cap); }
   // A gradient element of this step (the overflow test hook poisons one).
   float* some_grad() { return tied_.cap > 0 ? tied_.data : slots_[0].data; }
-  // The staged buffer of unit u (a wte chunk: GPT::set_vocab_chunks' grad); throws if u is not staged now.
-  float* staged(int unit);
+  // GradSink: the staged buffer of unit u; throws if u is not staged now.
+  float* grads(int unit) override;
 
  private:
   struct Slot {
@@ -77,7 +80,6 @@ class ZeroGradStaging {
     uint16_t* wire = nullptr;         // (16-bit wire, MPI) the unit rounded to wire_
   };
   void launch(int unit, Slot& s, Comm& dp);  // (MPI) the unit's reduce-scatter
-  void point(int unit, float* at);  // null: not writable
   void prepare(Slot& s, int unit);
   // Until nobody reads the slot any more: its reduce-scatter waited (MPI), or every rank has summed its piece
   // of the slot's unit (shm).
@@ -89,13 +91,12 @@ class ZeroGradStaging {
 
   TrainState& state_;
   const ZeroPlan& plan_;
-  StageModel& model_;
-  std::map<int, ZeroUnit> units_;
+  std::map<int, UnitSpan> units_;
   int tied_unit_ = -1;  // the unit holding wte
   Slot tied_;
   Slot slots_[2];
   int turn_ = 0;  // the rotating buffer the next unit takes
-  ZeroShm* shm_ = nullptr;
+  NodeShm* shm_ = nullptr;
   DType wire_ = DType::F32;        // the reduce-scatter's type
   uint16_t* wire_shard_ = nullptr;  // (16-bit wire, MPI) this rank's shard of the 16-bit sums
   uint64_t step_ = 0;                             // (shm) steps begun: the flags' values
