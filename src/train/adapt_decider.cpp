@@ -72,18 +72,18 @@ std::vector<double> AdaptDecider::window_median() const {
   return med;
 }
 
-// The largest relative interquartile range over the stages of their time (slowest rank) in the window.
+// The relative interquartile range of the step's bottleneck (its slowest stage's time) over the window: the noise of
+// the figure the gain divides (the slowest stage now). Not the largest over the stages: with 4 ranks on 2 cores a
+// fast stage's few milliseconds spread by 60-130% from step to step (descheduling), which held back every move
+// off a 3x slower stage in cli_adapt_rebalance while the slow stage itself, the one that decides, spread by far less.
 double AdaptDecider::window_spread() const {
-  const size_t stages = partition_.size() - 1;
-  std::vector<std::vector<double>> per_stage(stages);
+  std::vector<double> bottleneck;
   for (const std::vector<double>& ranks : recent_) {
     std::vector<double> stage_ms;
     stage_scales(ranks, &stage_ms);
-    for (size_t s = 0; s < stages; ++s) per_stage[s].push_back(stage_ms[s]);
+    bottleneck.push_back(*std::max_element(stage_ms.begin(), stage_ms.end()));
   }
-  double spread = 0;
-  for (const auto& v : per_stage) spread = std::max(spread, adapt_noise::relative_spread(v));
-  return spread;
+  return adapt_noise::relative_spread(bottleneck);
 }
 
 AdaptDecision AdaptDecider::observe(int step, const std::vector<double>& compute_ms) {

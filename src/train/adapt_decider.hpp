@@ -19,9 +19,9 @@
 //     partition also waits `interval` steps, so a borderline case is not logged every step);
 //   - the evaluation uses each rank's median over the window (one disturbed step does not decide), and moves
 //     when the predicted gain is >= 1 + t and the proposal differs from the current partition, with t =
-//     max(gain_threshold, noise_factor x the window's spread): the largest over the stages of the relative
-//     interquartile range of the stage's time (its slowest rank's) over the window (adapt_noise.hpp, the rule
-//     the data-parallel shares' decider has): a gain within the stages' own step-to-step noise is not believed;
+//     max(gain_threshold, noise_factor x the window's spread): the relative interquartile range over the window
+//     of each step's slowest stage time (adapt_noise.hpp, the rule the data-parallel shares' decider has): a gain
+//     within the bottleneck's own step-to-step noise is not believed;
 //   - a move must pay for itself: the predicted saving (slowest stage now - predicted, per step) times the steps
 //     left must exceed twice the move's cost (the last move's measured time; before any, 4 x the slowest stage's
 //     time, about what a move took here: docs/adaptive.md). Twice, for the prediction's error. Late in a run,
@@ -54,7 +54,7 @@ struct AdaptDecision {
   std::vector<double> predicted_ms;    // per stage on `proposed`
   double gain = 1;                     // slowest measured stage / slowest predicted stage
   double needed = 1;                   // the gain a move needs here: 1 + max(gain_threshold, noise_factor x noise)
-  double noise = 0;                    // the window's spread (the largest stage's (p75 - p25) / median)
+  double noise = 0;                    // the window's spread ((p75 - p25) / median of each step's slowest stage)
   bool predicted_from_measurement = false;  // `proposed` was measured earlier (see the header)
   double saved_ms = 0;  // predicted saving over the steps left (0 when total_steps is unknown)
   double cost_ms = 0;   // the move's expected cost (measured or estimated)

@@ -190,6 +190,24 @@ TEST(AdaptDeciderNoise, AClearSlowdownStillMovesUnderTheSameNoise) {
   EXPECT_TRUE(m.move);
 }
 
+// The bar follows the bottleneck's noise, not a fast stage's: stage 0 jitters 4, 8, 5, 7, 4 ms (a spread of 0.6,
+// as the fast stages of 4 ranks on 2 cores measured) while stage 1, 2 per block, is steady at 16 ms and decides
+// every step. Bar 1.1; medians 5 (0.625 per block) and 16 give 12,4 (max(7.5, 8) = 8), gain 2: moves. With the
+// spread taken over every stage the bar would be 1 + 2 x 0.6 = 2.2 and the move held back.
+TEST(AdaptDeciderNoise, AFastStagesJitterDoesNotRaiseTheBar) {
+  AdaptDecider d(AdaptSettings{}, {0, 1}, unit_blocks(), {0, 8, 16});
+  d.observe(1, {4, 16});
+  const D stage0 = {4, 8, 5, 7, 4};
+  AdaptDecision m;
+  for (size_t i = 0; i < stage0.size(); ++i) m = d.observe(int(i) + 2, {stage0[i], 16});
+  ASSERT_TRUE(m.evaluated);
+  EXPECT_DOUBLE_EQ(m.noise, 0.0);
+  EXPECT_DOUBLE_EQ(m.needed, 1.1);
+  EXPECT_EQ(m.proposed, V({0, 12, 16}));
+  EXPECT_DOUBLE_EQ(m.gain, 2.0);
+  EXPECT_TRUE(m.move);
+}
+
 // Steady times: no spread, the bar is the configured gain (the tests above this block rely on it).
 TEST(AdaptDeciderNoise, SteadyTimesKeepTheConfiguredBar) {
   const AdaptDecision m = two_stages_window({16, 16, 16, 16, 16}, 2.0);
