@@ -107,9 +107,9 @@ std::vector<Field> schema_model_train_parallel_data(Config& c) {
       {"parallel.cluster", Kind::String, &c.parallel.cluster, "layout = auto only: a cluster description (name in inputs/clusters/ or a path); empty: this machine, measured at start"},
       {"parallel.rebalance", Kind::String, &c.parallel.rebalance, "auto: re-partition the pipeline once from measured block times (docs/planner.md)", names<RebalanceMode>()},
       {"parallel.rebalance_after", Kind::Int, &c.parallel.rebalance_after, "steps timed before the rebalance decides"},
-      {"parallel.adapt_interval", Kind::Int, &c.parallel.adapt_interval, "parallel.adapt = rebalance: at least this many steps between two evaluations of the pipeline partition (moves) or, with pp = 1, of the data-parallel shares"},
+      {"parallel.adapt_interval", Kind::Int, &c.parallel.adapt_interval, "parallel.adapt = rebalance: at least this many steps between two evaluations of the pipeline partition (moves) or, with pp = 1, of the data-parallel shares; full: of the layout"},
       {"parallel.rebalance_gain", Kind::Double, &c.parallel.rebalance_gain, "re-partition when the slowest stage would shrink by at least this fraction"},
-      {"parallel.adapt", Kind::String, &c.parallel.adapt, "monitor: name the ranks whose compute is consistently slower than their peers' (metrics.jsonl, the log; docs/adaptive.md); rebalance: and move pipeline blocks between stages when a stage stays slower (in memory, losses unchanged), or with pp = 1 move micro-batches between data-parallel replicas (shares from measured speed; dp > 1, zero <= 1); full is not built yet", names<AdaptMode>()},
+      {"parallel.adapt", Kind::String, &c.parallel.adapt, "monitor: name the ranks whose compute is consistently slower than their peers' (metrics.jsonl, the log; docs/adaptive.md); rebalance: and move pipeline blocks between stages when a stage stays slower (in memory, losses unchanged), or with pp = 1 move micro-batches between data-parallel replicas (shares from measured speed; dp > 1, zero <= 1); full: monitor, and switch to another (tp, pp, dp) of the same ranks when the planner calibrated from this run predicts a gain above parallel.rebalance_gain and the measured noise, switching back when the measured gain is not there (the live rebalancers do not run under full)", names<AdaptMode>()},
       {"parallel.stage_blocks", Kind::String, &c.parallel.stage_blocks, "blocks per pipeline stage, as \"3,2,2,1\" (count = pp, sum = n_layer); empty: the cost model's split"},
       {"parallel.dp_shares", Kind::String, &c.parallel.dp_shares, "micro-batches per step per DP replica, as \"3,1\" (count = dp, each at least 1, sum = dp x train.micro_batches): uneven shares for ranks of unequal speed, the same update as the even split within fp32 rounding; pp = 1, zero <= 1, no top-k (docs/adaptive.md); empty: train.micro_batches each"},
       {"data.source", Kind::String, &c.data.source, "synthetic: a learnable token rule with noise; hdf5: a token dataset made by gridtrain prepare (docs/data.md)", names<DataSourceKind>()},
@@ -517,9 +517,6 @@ ConfigChoices Config::choices() const {
   t.layout = typed<LayoutMode>("parallel.layout", parallel.layout);
   t.rebalance = typed<RebalanceMode>("parallel.rebalance", parallel.rebalance);
   t.adapt = typed<AdaptMode>("parallel.adapt", parallel.adapt);
-  if (t.adapt == AdaptMode::Full)
-    throw Error("config: parallel.adapt = \"" + parallel.adapt + "\" is not implemented yet; only \"off\", "
-                "\"monitor\" (straggler detection) and \"rebalance\" (live pipeline rebalancing) are (docs/adaptive.md)");
   t.data_source = typed<DataSourceKind>("data.source", data.source);
   t.gemm = typed<GemmChoice>("kernels.gemm", kernels.gemm);
   t.compress = typed<CompressMethod>("compress.method", compress.method);

@@ -120,7 +120,8 @@ struct ParallelConfig {
   int rebalance_after = 3;            // steps timed before deciding
   double rebalance_gain = 0.1;        // re-partition when slowest stage now / after >= 1 + this
   std::string adapt = "off";          // "monitor": name straggling ranks per step; "rebalance": and move pipeline
-                                      // blocks between stages during the run (docs/adaptive.md)
+                                      // blocks between stages during the run; "full": switch (tp, pp, dp) live
+                                      // when the calibrated planner predicts a gain (docs/adaptive.md)
   int adapt_interval = 10;            // adapt = rebalance: steps between two evaluations (moves) at least
   std::string stage_blocks;           // blocks per pipeline stage, "3,2,2,1"; empty: the cost model's split
   std::string dp_shares;              // micro-batches per step per DP replica, "3,1" (sum = dp x micro_batches);

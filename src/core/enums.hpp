@@ -33,7 +33,7 @@ enum class GradWire { FP32, BF16 };
 enum class LayoutMode { Manual, Auto };
 // parallel.rebalance: re-partition the pipeline once from measured block times.
 enum class RebalanceMode { Off, Auto };
-// parallel.adapt: adaptive parallelism at run time (issue 25); only monitoring is built.
+// parallel.adapt: adaptive parallelism at run time (issue 25, docs/adaptive.md).
 enum class AdaptMode { Off, Monitor, Rebalance, Full };
 // data.source.
 enum class DataSourceKind { Synthetic, Hdf5 };

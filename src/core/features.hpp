@@ -20,7 +20,7 @@ enum class Feature {
   Interleaved,     // parallel.schedule = interleaved
   StageBlocks,     // parallel.stage_blocks set
   Rebalance,       // parallel.rebalance = auto
-  Adapt,           // parallel.adapt = monitor | rebalance
+  Adapt,           // parallel.adapt = monitor | rebalance | full
   AutoLayout,      // parallel.layout = auto
   ZeroSharded,     // parallel.zero >= 1
   ZeroStaged,      // parallel.zero >= 2

@@ -24,6 +24,10 @@
 //   GRIDTRAIN_TEST_RELAYOUT=s:t,p,d   after step s the run continues on tp t x pp p x     tests/train/test_relayout.sh
 //                                     dp d, the state handed over in memory (a forced
 //                                     live re-layout; src/train/layout_adapter.cpp)
+//   GRIDTRAIN_TEST_LAYOUT_PREDICT=    parallel.adapt = full: the calibrated planner's     tests/train/test_relayout_decided.sh
+//     t,p,d:f[;t,p,d:f...]            step of layout tp t x pp p x dp d is multiplied by
+//                                     f (a model that misjudges this machine, on demand;
+//                                     src/train/layout_predict.cpp)
 //   GRIDTRAIN_TEST_MEMAVAILABLE_MB=m  the memory pre-check sees m MiB available          tests/cli/test_memory_check.sh
 //   GRIDTRAIN_TEST_DEVICE_FREE_MB=m   ... and m MiB of free device memory                tests/cli/test_memory_check.sh
 //   GRIDTRAIN_TEST_DEVICE_MEMORY=cuda a CPU build checks the communicator choice as a     tests/cli/test_bad_input.sh
@@ -136,6 +140,32 @@ inline Relayout relayout() {
   if (std::sscanf(e, "%d:%d,%d,%d%c", &out.step, &out.tp, &out.pp, &out.dp, &tail) != 4 || out.step < 1 ||
       out.tp < 1 || out.pp < 1 || out.dp < 1)
     throw Error(std::string("GRIDTRAIN_TEST_RELAYOUT expects STEP:TP,PP,DP (each >= 1), got '") + e + "'");
+  return out;
+}
+
+// GRIDTRAIN_TEST_LAYOUT_PREDICT=t,p,d:f[;...]: factors on the planner's predicted step of those layouts; empty
+// when unset. Throws gt::Error naming the variable on a malformed entry.
+struct LayoutFactor {
+  int tp = 1, pp = 1, dp = 1;
+  double factor = 1;
+};
+inline std::vector<LayoutFactor> layout_predict_factors() {
+  std::vector<LayoutFactor> out;
+  const char* e = value("GRIDTRAIN_TEST_LAYOUT_PREDICT");
+  if (!e) return out;
+  const std::string text = e;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(';', at), text.size());
+    const std::string part = text.substr(at, end - at);
+    LayoutFactor f;
+    char tail = 0;
+    if (std::sscanf(part.c_str(), "%d,%d,%d:%lf%c", &f.tp, &f.pp, &f.dp, &f.factor, &tail) != 4 || f.tp < 1 ||
+        f.pp < 1 || f.dp < 1 || !(f.factor > 0))
+      throw Error("GRIDTRAIN_TEST_LAYOUT_PREDICT expects TP,PP,DP:FACTOR[;...] (each >= 1, FACTOR > 0), got '" + text + "'");
+    out.push_back(f);
+    at = end + 1;
+  }
   return out;
 }
 

@@ -111,7 +111,7 @@ void fit_gemm_efficiency(const std::vector<RunSample>& runs, const Cluster& base
   double num = 0, den = 0;
   int used = 0;
   for (const RunSample& r : runs) {
-    if (r.layout.pp != 1) continue;
+    if (r.layout.pp != 1 && !r.stage_compute) continue;
     const double x = predict(r, zero_mem).compute * 1e3, e = predict(r, unit).compute * 1e3 - x;
     num += x * (r.compute_ms - e);
     den += x * x;

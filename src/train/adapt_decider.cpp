@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "src/core/error.hpp"
+#include "src/train/adapt_noise.hpp"
 
 namespace gt {
 
@@ -71,6 +72,20 @@ std::vector<double> AdaptDecider::window_median() const {
   return med;
 }
 
+// The relative interquartile range of the step's bottleneck (its slowest stage's time) over the window: the noise of
+// the figure the gain divides (the slowest stage now). Not the largest over the stages: with 4 ranks on 2 cores a
+// fast stage's few milliseconds spread by 60-130% from step to step (descheduling), which held back every move
+// off a 3x slower stage in cli_adapt_rebalance while the slow stage itself, the one that decides, spread by far less.
+double AdaptDecider::window_spread() const {
+  std::vector<double> bottleneck;
+  for (const std::vector<double>& ranks : recent_) {
+    std::vector<double> stage_ms;
+    stage_scales(ranks, &stage_ms);
+    bottleneck.push_back(*std::max_element(stage_ms.begin(), stage_ms.end()));
+  }
+  return adapt_noise::relative_spread(bottleneck);
+}
+
 AdaptDecision AdaptDecider::observe(int step, const std::vector<double>& compute_ms) {
   if (compute_ms.size() != stage_of_rank_.size())
     throw Error("adapt: " + std::to_string(compute_ms.size()) + " compute times for " +
@@ -99,7 +114,9 @@ AdaptDecision AdaptDecider::observe(int step, const std::vector<double>& compute
   if (votes < s_.k || step - history_.last_evaluation < s_.interval) return none;
   AdaptDecision d = propose(med);
   d.evaluated = true;
-  d.move = d.gain >= 1.0 + s_.gain_threshold && d.proposed != d.current;
+  d.noise = window_spread();
+  d.needed = adapt_noise::needed_gain(s_.gain_threshold, d.noise, s_.noise_factor);
+  d.move = d.gain >= d.needed && d.proposed != d.current;
   if (s_.total_steps > 0) {  // the move must pay for itself over the steps left (see the header)
     const double now = *std::max_element(d.stage_ms.begin(), d.stage_ms.end());
     d.cost_ms = history_.move_cost_ms >= 0 ? history_.move_cost_ms : 4.0 * now;

@@ -18,7 +18,10 @@
 //     `interval` steps have passed since the last evaluation that moved or kept (an evaluation that keeps the
 //     partition also waits `interval` steps, so a borderline case is not logged every step);
 //   - the evaluation uses each rank's median over the window (one disturbed step does not decide), and moves
-//     when the predicted gain is >= 1 + gain_threshold and the proposal differs from the current partition;
+//     when the predicted gain is >= 1 + t and the proposal differs from the current partition, with t =
+//     max(gain_threshold, noise_factor x the window's spread): the relative interquartile range over the window
+//     of each step's slowest stage time (adapt_noise.hpp, the rule the data-parallel shares' decider has): a gain
+//     within the bottleneck's own step-to-step noise is not believed;
 //   - a move must pay for itself: the predicted saving (slowest stage now - predicted, per step) times the steps
 //     left must exceed twice the move's cost (the last move's measured time; before any, 4 x the slowest stage's
 //     time, about what a move took here: docs/adaptive.md). Twice, for the prediction's error. Late in a run,
@@ -40,6 +43,7 @@ struct AdaptSettings {
   int window = 5, k = 4;        // as the straggler detector (straggler.hpp)
   int interval = 10;            // parallel.adapt_interval: steps between two evaluations
   int total_steps = 0;          // train.steps (0: unknown, the move's cost is not weighed)
+  double noise_factor = 2.0;    // the measured-noise rule (adapt_noise.hpp); 0: the configured gain alone
 };
 
 struct AdaptDecision {
@@ -49,6 +53,8 @@ struct AdaptDecision {
   std::vector<double> stage_ms;        // measured: window median of each stage's slowest rank
   std::vector<double> predicted_ms;    // per stage on `proposed`
   double gain = 1;                     // slowest measured stage / slowest predicted stage
+  double needed = 1;                   // the gain a move needs here: 1 + max(gain_threshold, noise_factor x noise)
+  double noise = 0;                    // the window's spread ((p75 - p25) / median of each step's slowest stage)
   bool predicted_from_measurement = false;  // `proposed` was measured earlier (see the header)
   double saved_ms = 0;  // predicted saving over the steps left (0 when total_steps is unknown)
   double cost_ms = 0;   // the move's expected cost (measured or estimated)
@@ -78,6 +84,7 @@ class AdaptDecider {
   std::vector<double> stage_scales(const std::vector<double>& rank_ms, std::vector<double>* stage_ms) const;
   AdaptDecision propose(const std::vector<double>& rank_ms) const;
   std::vector<double> window_median() const;
+  double window_spread() const;
 
   AdaptSettings s_;
   std::vector<int> stage_of_rank_;

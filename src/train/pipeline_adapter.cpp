@@ -26,7 +26,7 @@ std::string decision_json(int step, const AdaptDecision& d) {
   j.integer("step", step).str("action", d.move ? "move" : "keep").str("from_blocks", stage_blocks_text(d.current))
       .str("to_blocks", stage_blocks_text(d.proposed)).raw("stage_ms", ms_list(d.stage_ms))
       .raw("predicted_ms", ms_list(d.predicted_ms)).num("predicted_gain", d.gain)
-      .str("predicted_by", d.predicted_from_measurement ? "measurement" : "model")
+      .num("needed_gain", d.needed).num("noise_spread", d.noise).str("predicted_by", d.predicted_from_measurement ? "measurement" : "model")
       .num("saved_ms_over_steps_left", d.saved_ms).num("move_cost_ms", d.cost_ms);
   return j.dump();
 }
@@ -45,7 +45,6 @@ void check_adapt_rebalance(const Config& cfg, int pp) {
 
 PipelineAdapter::PipelineAdapter(const Config& cfg, Grid& grid, std::vector<int> partition, AdaptCarry carry)
     : grid_(grid),
-      threshold_(cfg.parallel.rebalance_gain),
       decider_(settings(cfg), stage_of_every_rank(grid), plan::modelled_unit_costs(plan::ModelShape::from(cfg.model)),
                std::move(partition), std::move(carry.history)),
       decisions_(std::move(carry.decisions)) {}
@@ -59,12 +58,12 @@ bool PipelineAdapter::after_step(int step, const std::vector<double>& compute_ms
   decisions_.push_back(s->adapt_json);
   if (grid_.world_rank() == 0) {
     std::printf("gridtrain: step %d: adapt: stage compute %s ms on blocks %s; balanced for the measured speeds: %s ms "
-                "on blocks %s (predicted by the %s); gain %.2f, threshold %.2f; saves %.0f ms over the steps left, a move "
+                "on blocks %s (predicted by the %s); gain %.2f, threshold %.2f (noise spread %.2f); saves %.0f ms over the steps left, a move "
                 "costs %.0f ms: %s\n",
                 step, ms_list(mine.stage_ms).c_str(), stage_blocks_text(mine.current).c_str(),
                 ms_list(mine.predicted_ms).c_str(), stage_blocks_text(mine.proposed).c_str(),
                 mine.predicted_from_measurement ? "measurement of that partition" : "model", mine.gain,
-                1.0 + threshold_, mine.saved_ms, mine.cost_ms, mine.move ? "moving blocks" : "keeping the partition");
+                mine.needed, mine.noise, mine.saved_ms, mine.cost_ms, mine.move ? "moving blocks" : "keeping the partition");
     std::fflush(stdout);
   }
   if (mine.move) proposed_ = mine.proposed;

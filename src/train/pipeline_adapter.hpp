@@ -43,7 +43,6 @@ class PipelineAdapter {
 
  private:
   Grid& grid_;
-  double threshold_;
   AdaptDecider decider_;
   std::vector<std::string> decisions_;
   std::vector<int> proposed_;

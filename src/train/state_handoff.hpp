@@ -15,6 +15,7 @@
 
 #include "src/core/config.hpp"
 #include "src/train/checkpointer.hpp"
+#include "src/train/layout_adapter.hpp"
 #include "src/train/pipeline_adapter.hpp"
 #include "src/train/step_stats.hpp"
 #include "src/train/train_state.hpp"
@@ -28,6 +29,7 @@ struct StateHandoff {
   TrainProgress progress;
   std::vector<StepStats> history;
   AdaptCarry adapt;
+  LayoutCarry layout;  // parallel.adapt = full: the layout decider's memory and decisions (layout_adapter.hpp)
   double started = 0;  // MPI_Wtime when the old trainer began the handoff (the move's time is logged on adopt)
 };
 

@@ -133,8 +133,8 @@ std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule, int micro_b
 // parallel.adapt: the straggler monitor (monitor, rebalance) and the live rebalancer (rebalance): of the pipeline
 // stages when pp > 1, of the data-parallel shares when pp = 1.
 void Trainer::make_adaptation(AdaptMode mode, const std::vector<int>& partition) {
-  if (mode == AdaptMode::Monitor || mode == AdaptMode::Rebalance) straggler_ = std::make_unique<StragglerMonitor>(grid_);
-  layout_adapter_ = LayoutAdapter::make(cfg_, grid_.shape());
+  if (mode != AdaptMode::Off) straggler_ = std::make_unique<StragglerMonitor>(grid_);
+  layout_adapter_ = LayoutAdapter::make(cfg_, grid_);  // full: the live re-layout's decision (or its test hook)
   if (mode == AdaptMode::Rebalance && grid_.shape().pp == 1) {
     check_adapt_dp_shares(cfg_, grid_.shape());
     dp_adapter_ = std::make_unique<DpShareAdapter>(cfg_, grid_);
@@ -328,6 +328,7 @@ void Trainer::finish(const std::string& status) {
   in.activation_dtype = cfg_.train.precision;
   if (adapter_) in.adapt_decisions_json = adapter_->decisions_json();
   if (dp_adapter_) in.adapt_decisions_json = dp_adapter_->decisions_json();
+  if (layout_adapter_ && !layout_adapter_->decisions_json().empty()) in.adapt_decisions_json = layout_adapter_->decisions_json();
   report_->write_summary(in);
 }
 
@@ -370,6 +371,9 @@ int Trainer::run() {
     // pp = 1: new data-parallel shares (agreed) from the next step on
     if (dp_adapter_ && step < steps && dp_adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back()))
       apply_dp_shares(dp_adapter_->shares());
+    // parallel.adapt = full (or its test hook): another (tp, pp, dp) from the next step, decided (and agreed) here
+    const std::optional<GridShape> relayout =
+        layout_adapter_ && step < steps ? layout_adapter_->after_step(step, &history_.back()) : std::nullopt;
     report_->log_step(step, history_.back());
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
@@ -378,8 +382,10 @@ int Trainer::run() {
       repartition_ = stage_blocks_text(adapter_->proposed());
       return kExitOk;
     }
-    if (layout_adapter_ && step < steps && (relayout_ = layout_adapter_->after_step(step))) {
+    if (relayout) {
+      relayout_ = relayout;
       handoff_ = hand_off({});  // every tensor: main.cpp builds the new grid, whose trainer adopts them
+      handoff_->layout = layout_adapter_->carry();
       return kExitOk;
     }
     if (step < steps && rebalancer_->after_step(int(history_.size()))) {
@@ -444,6 +450,7 @@ void Trainer::adopt(StateHandoff h) {
                 grid_.shape().dp, took);
   PipelineAdapter::set_move_cost(&h.adapt, took * 1e3);
   if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
+  if (layout_adapter_) layout_adapter_->adopt(std::move(h.layout));
 }
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather(Buffer buffer) {

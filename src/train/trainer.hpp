@@ -135,7 +135,7 @@ class Trainer {
   std::unique_ptr<PipelineAdapter> adapter_;     // parallel.adapt = rebalance, pp > 1
   std::unique_ptr<DpShareAdapter> dp_adapter_;   // parallel.adapt = rebalance, pp = 1
   std::unique_ptr<StateHandoff> handoff_;        // set by a live move, for the next trainer
-  std::unique_ptr<LayoutAdapter> layout_adapter_;  // a live re-layout (only its test hook triggers one yet)
+  std::unique_ptr<LayoutAdapter> layout_adapter_;  // a live re-layout: parallel.adapt = full (or its test hook)
   std::optional<GridShape> relayout_;
   std::vector<int> partition_;                   // first block of every stage
   // Collective: this trainer's state in global shapes, the tensors this rank holds on `partition`.

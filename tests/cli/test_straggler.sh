@@ -7,7 +7,8 @@
 # ~0.33x, so even a loaded machine (that slows one rank 2x for
 # several steps) cannot flag it. The runs use parallel.allreduce = mpi: with the node's shared-memory all-reduce
 # rank 0's compute measures 1.3-1.5x rank 1's (docs/adaptive.md), which this test is not about.
-# Also: parallel.adapt = full (not built) is one error line (rebalance: test_adapt_rebalance.sh).
+# Also: parallel.adapt = full on one rank (no other layout) is one error line (rebalance: test_adapt_rebalance.sh;
+# full on 2 ranks: tests/train/test_relayout_decided.sh).
 #   test_straggler.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
@@ -48,8 +49,8 @@ PY
 done
 for mode in full; do
   "$bin" train --config tiny parallel.adapt=$mode output.dir="$work/$mode" >"$work/$mode.log" 2>&1 && fail "adapt=$mode accepted"
-  [ "$(grep -c "^gridtrain: error: config: parallel.adapt = \"$mode\" is not implemented yet" "$work/$mode.log")" -eq 1 ] \
+  [ "$(grep -c "^gridtrain: error: config: parallel.adapt = \"$mode\" cannot run here: one rank has no other layout" "$work/$mode.log")" -eq 1 ] \
     || fail "adapt=$mode: $(cat "$work/$mode.log")"
   [ ! -e "$work/$mode/metrics.jsonl" ] || fail "adapt=$mode: metrics written"
 done
-echo "ok: adapt = full refused with one line"
+echo "ok: adapt = full on one rank refused with one line"

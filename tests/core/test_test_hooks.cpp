@@ -106,4 +106,21 @@ TEST(TestHooks, SlowRank) {
   }
 }
 
+TEST(TestHooks, LayoutPredictFactors) {
+  EXPECT_TRUE(th::layout_predict_factors().empty());  // unset: the planner's predictions as they are
+  {
+    Env s("GRIDTRAIN_TEST_LAYOUT_PREDICT", "1,2,1:0.25;2,1,1:4");
+    const auto f = th::layout_predict_factors();
+    ASSERT_EQ(f.size(), 2u);
+    EXPECT_EQ(f[0].pp, 2);
+    EXPECT_DOUBLE_EQ(f[0].factor, 0.25);
+    EXPECT_EQ(f[1].tp, 2);
+    EXPECT_DOUBLE_EQ(f[1].factor, 4.0);
+  }
+  for (const char* bad : {"1,2,1", "1,2:0.5", "1,2,1:0", "0,2,1:1", "1,2,1:2;", "1,2,1:2x"}) {
+    Env s("GRIDTRAIN_TEST_LAYOUT_PREDICT", bad);
+    EXPECT_THROW(th::layout_predict_factors(), gt::Error) << bad;
+  }
+}
+
 }  // namespace

@@ -145,3 +145,76 @@ TEST(AdaptDecider, AMoveMustPayForItself) {
 
 }  // namespace
 }  // namespace gt
+
+namespace gt {
+namespace {
+
+// The measured-noise rule (adapt_noise.hpp), as the data-parallel shares' decider has it. Two stages of 8 unit
+// blocks each; stage 0 measures 8 ms (1 per block) every step. Stage 1 over the window of steps 2..6: 10, 10, 12,
+// 14, 10 ms. Every step votes (gains 10/9, 12/10, 14/10.5 >= 1.1), the median is 10 ms (1.25 per block), whose
+// best partition is 9,7 (max(9, 8.75) = 9): gain 10/9 = 1.11. The spread (p75 - p25) / median = (12 - 10) / 10 =
+// 0.2 puts the bar at 1 + 2 x 0.2 = 1.4: kept. The same window with the rule off (noise_factor 0) moves, so the
+// rule is what keeps it.
+AdaptDecision two_stages_window(const D& stage1_ms, double noise_factor) {
+  AdaptSettings s;
+  s.noise_factor = noise_factor;
+  AdaptDecider d(s, {0, 1}, unit_blocks(), {0, 8, 16});
+  d.observe(1, {8, stage1_ms[0]});  // warm-up
+  AdaptDecision last;
+  for (size_t i = 0; i < stage1_ms.size(); ++i) last = d.observe(int(i) + 2, {8, stage1_ms[i]});
+  return last;
+}
+
+TEST(AdaptDeciderNoise, AGainWithinTheNoiseIsKept) {
+  const AdaptDecision m = two_stages_window({10, 10, 12, 14, 10}, 2.0);
+  ASSERT_TRUE(m.evaluated);
+  EXPECT_NEAR(m.noise, 0.2, 1e-12);
+  EXPECT_NEAR(m.needed, 1.4, 1e-12);
+  EXPECT_DOUBLE_EQ(m.gain, 10.0 / 9.0);
+  EXPECT_EQ(m.proposed, V({0, 9, 16}));
+  EXPECT_FALSE(m.move);
+  const AdaptDecision off = two_stages_window({10, 10, 12, 14, 10}, 0.0);
+  ASSERT_TRUE(off.evaluated);
+  EXPECT_DOUBLE_EQ(off.needed, 1.1);
+  EXPECT_TRUE(off.move);
+}
+
+// A real 2x slowdown under the same relative jitter (16, 16, 19.2, 22.4, 16: spread 0.2) still moves: median 16 ms,
+// 2 per block, best 11,5 (max(11, 10) = 11), gain 16/11 = 1.45 >= 1.4.
+TEST(AdaptDeciderNoise, AClearSlowdownStillMovesUnderTheSameNoise) {
+  const AdaptDecision m = two_stages_window({16, 16, 19.2, 22.4, 16}, 2.0);
+  ASSERT_TRUE(m.evaluated);
+  EXPECT_NEAR(m.needed, 1.4, 1e-12);
+  EXPECT_DOUBLE_EQ(m.gain, 16.0 / 11.0);
+  EXPECT_EQ(m.proposed, V({0, 11, 16}));
+  EXPECT_TRUE(m.move);
+}
+
+// The bar follows the bottleneck's noise, not a fast stage's: stage 0 jitters 4, 8, 5, 7, 4 ms (a spread of 0.6,
+// as the fast stages of 4 ranks on 2 cores measured) while stage 1, 2 per block, is steady at 16 ms and decides
+// every step. Bar 1.1; medians 5 (0.625 per block) and 16 give 12,4 (max(7.5, 8) = 8), gain 2: moves. With the
+// spread taken over every stage the bar would be 1 + 2 x 0.6 = 2.2 and the move held back.
+TEST(AdaptDeciderNoise, AFastStagesJitterDoesNotRaiseTheBar) {
+  AdaptDecider d(AdaptSettings{}, {0, 1}, unit_blocks(), {0, 8, 16});
+  d.observe(1, {4, 16});
+  const D stage0 = {4, 8, 5, 7, 4};
+  AdaptDecision m;
+  for (size_t i = 0; i < stage0.size(); ++i) m = d.observe(int(i) + 2, {stage0[i], 16});
+  ASSERT_TRUE(m.evaluated);
+  EXPECT_DOUBLE_EQ(m.noise, 0.0);
+  EXPECT_DOUBLE_EQ(m.needed, 1.1);
+  EXPECT_EQ(m.proposed, V({0, 12, 16}));
+  EXPECT_DOUBLE_EQ(m.gain, 2.0);
+  EXPECT_TRUE(m.move);
+}
+
+// Steady times: no spread, the bar is the configured gain (the tests above this block rely on it).
+TEST(AdaptDeciderNoise, SteadyTimesKeepTheConfiguredBar) {
+  const AdaptDecision m = two_stages_window({16, 16, 16, 16, 16}, 2.0);
+  ASSERT_TRUE(m.evaluated);
+  EXPECT_DOUBLE_EQ(m.noise, 0.0);
+  EXPECT_DOUBLE_EQ(m.needed, 1.1);
+}
+
+}  // namespace
+}  // namespace gt

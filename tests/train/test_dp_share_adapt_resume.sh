@@ -3,10 +3,12 @@
 # 3x slower by the hook, parallel.adapt = rebalance, 18 steps. The run stopped after 10 steps (max_steps_per_run;
 # the shares moved to 3,1 at step 6) and resumed must continue on the checkpoint's shares, not on
 # parallel.dp_shares (the even split): its log says so, its first evaluation starts from them, and its losses
-# equal the uninterrupted run's. Bitwise on every step where both runs trained on the same shares (a resume
-# restores every fp32 value; the same shares sum in the same order), which a resume on the even split would miss
-# (2,2 and 3,1 sum in another order: 1e-9 apart); within 1e-6 relative on the others (the dp-share tests'
-# tolerance: same global batch and weights, another summation order). Resumed on dp = 4 (the same global batch:
+# equal the uninterrupted run's. Bitwise on every step up to which both runs trained on the same shares at every
+# step (a resume restores every fp32 value; the same shares sum in the same order), which a resume on the even split
+# would miss (2,2 and 3,1 sum in another order: 1e-9 apart); within 1e-6 relative on the others (the dp-share tests'
+# tolerance: same global batch and weights, another summation order). Up to, not on: when the noise threshold let
+# the two runs move at different steps (seen on a loaded machine: 3 steps on other shares), the later steps on equal
+# shares start from weights 1e-9 apart and cannot be bitwise (the test failed on this once, 2026-12-05 18:50 UTC). Resumed on dp = 4 (the same global batch:
 # 1 micro-batch per replica) the saved shares are ignored with one note.
 #   test_dp_share_adapt_resume.sh GRIDTRAIN MPIEXEC
 set -u
@@ -52,15 +54,18 @@ got = {r["step"]: r["loss"] for r in rows["first"] + rows["rest"]}
 ref = {r["step"]: r["loss"] for r in rows["whole"]}
 if sorted(got) != list(range(1, 19)) or sorted(ref) != list(range(1, 19)):
     print("FAIL: steps missing:", sorted(got), sorted(ref)); sys.exit(1)
-same = 0
+same = bitwise = 0
+history_same = True  # every step so far on the same shares in both runs: the same weights, bit for bit
 for s in range(1, 19):
     mine = first[s] if s <= 10 else rest[s]
-    if mine == whole[s]:
-        same += 1
-        if got[s] != ref[s]: ok = False; print(f"FAIL: step {s} on shares {mine} in both: loss {got[s]!r}, uninterrupted {ref[s]!r}")
+    history_same = history_same and mine == whole[s]
+    if mine == whole[s]: same += 1
+    if history_same:
+        bitwise += 1
+        if got[s] != ref[s]: ok = False; print(f"FAIL: step {s} on shares {mine} in both (and every step before): loss {got[s]!r}, uninterrupted {ref[s]!r}")
     elif abs(got[s] - ref[s]) > 1e-6 * abs(ref[s]):
         ok = False; print(f"FAIL: step {s}: loss {got[s]!r}, uninterrupted {ref[s]!r}")
-print("%d of 18 steps on the same shares (compared bitwise); max relative gap %.3g" % (same, max(abs(got[s] - ref[s]) / abs(ref[s]) for s in ref)))
+print("%d of 18 steps on the same shares, %d compared bitwise; max relative gap %.3g" % (same, bitwise, max(abs(got[s] - ref[s]) / abs(ref[s]) for s in ref)))
 if same < 14: ok = False; print("FAIL: the runs' shares differ on", 18 - same, "steps (timing); nothing much compared bitwise")
 sys.exit(0 if ok else 1)
 PY

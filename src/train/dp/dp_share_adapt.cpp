@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "src/train/adapt_noise.hpp"
+
 namespace gt::dp {
 
 namespace {
@@ -13,13 +15,7 @@ double step_ms(const std::vector<int>& shares, const std::vector<double>& per_mi
   return m;
 }
 
-// The q-quantile of sorted values, interpolated linearly between neighbours (q = 0.5: the median).
-double quantile(const std::vector<double>& sorted, double q) {
-  const double pos = q * double(sorted.size() - 1);
-  const size_t lo = size_t(pos);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
-}
+using adapt_noise::quantile;
 
 // One replica's times over the window, sorted.
 std::vector<double> column(const std::vector<std::vector<double>>& window, size_t r) {
@@ -29,17 +25,11 @@ std::vector<double> column(const std::vector<std::vector<double>>& window, size_
   return col;
 }
 
-// The largest relative spread (p75 - p25) / median of any replica's per-micro-batch times over the window. The
-// interquartile range, not p90 - p10: like the median it ignores one outlier in a window of 5 (the slow-rank
-// hook's first sleep is on the warm-up step's compute; a step that wrote a checkpoint), which would otherwise
-// hold the decider back for a whole window while the median it decides on is not moved by it.
+// The largest relative spread (adapt_noise::relative_spread, the interquartile range over the median) of any
+// replica's per-micro-batch times over the window.
 double window_spread(const std::vector<std::vector<double>>& window, size_t replicas) {
   double spread = 0;
-  for (size_t r = 0; r < replicas; ++r) {
-    const std::vector<double> col = column(window, r);
-    const double med = quantile(col, 0.5);
-    if (med > 0) spread = std::max(spread, (quantile(col, 0.75) - quantile(col, 0.25)) / med);
-  }
+  for (size_t r = 0; r < replicas; ++r) spread = std::max(spread, adapt_noise::relative_spread(column(window, r)));
   return spread;
 }
 

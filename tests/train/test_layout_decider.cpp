@@ -1,0 +1,189 @@
+// Unit tests of the live re-layout's decision (parallel.adapt = full, src/train/layout_decider.hpp) on made-up
+// timings: the decider is pure, so each test feeds it hand-made step figures and hand-made planner predictions
+// (the calibrated planner's part, layout_predict.hpp, is exercised end to end by test_relayout_decided.sh).
+// Times are chosen so that the gains and thresholds below are exact or far from their bars.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "src/core/error.hpp"
+#include "src/train/layout_decider.hpp"
+
+namespace gt {
+namespace {
+
+const GridShape kDp2{1, 1, 2}, kPp2{1, 2, 1}, kTp2{2, 1, 1};
+
+LayoutSettings settings(int interval = 3) {
+  LayoutSettings s;
+  s.interval = interval;
+  s.threshold = 0.1;
+  s.window = 5;
+  return s;
+}
+
+LayoutSample sample(double step_ms) {
+  LayoutSample s;
+  s.step_ms = step_ms;
+  s.compute_ms = 0.8 * step_ms;
+  return s;
+}
+
+// Feeds steps from `first` with the step times `ms` (cycled) until an evaluation is due; returns its step (0: none
+// within `max_steps`).
+int run_until_due(LayoutDecider& d, int first, const std::vector<double>& ms, int max_steps = 40) {
+  for (int i = 0; i < max_steps; ++i)
+    if (d.observe(first + i, sample(ms[size_t(i) % ms.size()]))) return first + i;
+  return 0;
+}
+
+std::vector<LayoutPrediction> predictions(double dp2, double pp2, double tp2) {
+  return {{kDp2, dp2}, {kPp2, pp2}, {kTp2, tp2}};
+}
+
+bool same(const GridShape& a, const GridShape& b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; }
+
+TEST(LayoutDecider, WarmUpThenWindowThenInterval) {
+  LayoutDecider d(settings(10), kDp2);
+  // step 1 is warm-up, steps 2..6 fill the window of 5, and step 10 is the first >= interval after "never"
+  EXPECT_EQ(run_until_due(d, 1, {100}), 6);
+  d.decide(6, predictions(100, 100, 100));
+  EXPECT_EQ(run_until_due(d, 7, {100}), 16);  // 10 steps after the last evaluation
+}
+
+TEST(LayoutDecider, SwitchesOnAClearGain) {
+  LayoutDecider d(settings(), kDp2);
+  const int at = run_until_due(d, 1, {100});
+  ASSERT_GT(at, 0);
+  const LayoutDecision x = d.decide(at, predictions(100, 50, 120));  // pp2 predicted 2x, like with like
+  EXPECT_EQ(x.action, LayoutAction::Switch);
+  EXPECT_TRUE(same(x.to, kPp2));
+  EXPECT_DOUBLE_EQ(x.gain, 2.0);
+  EXPECT_DOUBLE_EQ(x.needed, 1.1);  // steady steps: no noise, the configured 10%
+  EXPECT_EQ(x.candidates, 3);
+  EXPECT_TRUE(same(d.now(), kPp2));
+  EXPECT_TRUE(d.memory().pending);
+}
+
+TEST(LayoutDecider, KeepsAGainBelowTheMeasuredNoise) {
+  // +-15% jitter on the measured step: spread (p75 - p25) / median of {85, 100, 115, 85, 100} = (100 - 85) / 100
+  // = 0.15, so the bar is 1 + 2 x 0.15 = 1.3; a predicted gain of 1.25 is kept. Without the noise rule
+  // (noise_factor 0) the same gain switches: the rule is what keeps it.
+  const std::vector<double> jitter{85, 100, 115, 85, 100};
+  LayoutDecider d(settings(), kDp2);
+  const int at = run_until_due(d, 1, jitter);
+  const LayoutDecision x = d.decide(at, predictions(100, 80, 200));
+  EXPECT_EQ(x.action, LayoutAction::Keep);
+  EXPECT_NEAR(x.noise, 0.15, 1e-12);
+  EXPECT_NEAR(x.needed, 1.3, 1e-12);
+  EXPECT_DOUBLE_EQ(x.gain, 1.25);
+  EXPECT_TRUE(same(x.best, kPp2));
+
+  LayoutSettings off = settings();
+  off.noise_factor = 0;
+  LayoutDecider e(off, kDp2);
+  const LayoutDecision y = e.decide(run_until_due(e, 1, jitter), predictions(100, 80, 200));
+  EXPECT_EQ(y.action, LayoutAction::Switch);
+}
+
+TEST(LayoutDecider, KeepsBelowTheConfiguredGain) {
+  LayoutDecider d(settings(), kDp2);
+  const LayoutDecision x = d.decide(run_until_due(d, 1, {100}), predictions(100, 95, 200));  // 1.05 < 1.1
+  EXPECT_EQ(x.action, LayoutAction::Keep);
+  EXPECT_TRUE(same(d.now(), kDp2));
+}
+
+// A switch, then the first window on the new layout: what it measured decides whether the run stays.
+struct AfterSwitch {
+  LayoutDecider d;
+  LayoutDecision x;
+};
+AfterSwitch switch_then_measure(double before_ms, double promised_gain, double after_ms) {
+  LayoutDecider first(settings(), kDp2);
+  const int at = run_until_due(first, 1, {before_ms});
+  const LayoutDecision s = first.decide(at, predictions(100, 100 / promised_gain, 500));
+  EXPECT_EQ(s.action, LayoutAction::Switch);
+  // the trainer is rebuilt on the new layout: a fresh decider with the memory carried
+  LayoutDecider d(settings(), kPp2, first.memory());
+  const int next = run_until_due(d, at + 1, {after_ms});
+  // the calibration from the new layout's figures still predicts pp2 better: the judgement alone decides
+  LayoutDecision x = d.decide(next, {{kPp2, 50}, {kDp2, 100}, {kTp2, 500}});
+  return {std::move(d), x};
+}
+
+TEST(LayoutDecider, SwitchesBackWhenTheMeasuredGainIsMissing) {
+  AfterSwitch a = switch_then_measure(100, 2.0, 105);  // promised 2, measured 100/105 = 0.95
+  EXPECT_EQ(a.x.action, LayoutAction::SwitchBack);
+  EXPECT_TRUE(same(a.x.to, kDp2));
+  EXPECT_NEAR(a.x.measured_gain, 100.0 / 105.0, 1e-12);
+  EXPECT_DOUBLE_EQ(a.x.promised_gain, 2.0);
+  EXPECT_GT(a.x.judged_step, 0);
+  ASSERT_EQ(a.d.memory().failed.size(), 1u);
+  EXPECT_TRUE(same(a.d.memory().failed[0], kPp2));
+}
+
+TEST(LayoutDecider, SwitchesBackWhenFarBelowItsPrediction) {
+  // measured 1.25 (above 1 + t/2 = 1.05) but promised 4: 1.25 x 1.1 < 4, so the model misjudged this machine
+  AfterSwitch a = switch_then_measure(100, 4.0, 80);
+  EXPECT_EQ(a.x.action, LayoutAction::SwitchBack);
+}
+
+TEST(LayoutDecider, StaysWhenTheSwitchDelivered) {
+  AfterSwitch a = switch_then_measure(100, 2.0, 52);  // measured 1.92, 1.92 x 1.1 >= 2
+  EXPECT_EQ(a.x.action, LayoutAction::Keep);
+  EXPECT_NEAR(a.x.measured_gain, 100.0 / 52.0, 1e-12);
+  EXPECT_TRUE(a.d.memory().failed.empty());
+}
+
+TEST(LayoutDecider, DoesNotRetryALayoutThatWasSwitchedBackFrom) {
+  AfterSwitch a = switch_then_measure(100, 2.0, 105);
+  ASSERT_EQ(a.x.action, LayoutAction::SwitchBack);
+  LayoutDecider d(settings(), kDp2, a.d.memory());  // back on dp2
+  int step = a.x.step + 1;
+  for (int round = 0; round < 4; ++round) {  // the model keeps predicting pp2 at 2x: never again
+    const int at = run_until_due(d, step, {100});
+    ASSERT_GT(at, 0);
+    const LayoutDecision x = d.decide(at, predictions(100, 50, 500));
+    EXPECT_EQ(x.action, LayoutAction::Keep) << "round " << round;
+    EXPECT_TRUE(same(x.best, kTp2));  // the best not yet tried (and predicted slower)
+    step = at + 1;
+  }
+  // a third layout the model predicts clearly better is still tried
+  const int at = run_until_due(d, step, {100});
+  const LayoutDecision x = d.decide(at, predictions(100, 50, 40));
+  EXPECT_EQ(x.action, LayoutAction::Switch);
+  EXPECT_TRUE(same(x.to, kTp2));
+}
+
+TEST(LayoutDecider, WithoutTheRuleItWouldFlipFlop) {
+  // The same story with the tried layouts forgotten after the switch back (a decider that does not carry its
+  // memory): it switches to pp2 again at once, so the memory is what prevents the flip-flop.
+  AfterSwitch a = switch_then_measure(100, 2.0, 105);
+  ASSERT_EQ(a.x.action, LayoutAction::SwitchBack);
+  LayoutDecider forgetful(settings(), kDp2);
+  const LayoutDecision x = forgetful.decide(run_until_due(forgetful, a.x.step + 1, {100}), predictions(100, 50, 500));
+  EXPECT_EQ(x.action, LayoutAction::Switch);
+}
+
+TEST(LayoutDecider, GoingBackToTheLeftLayoutNeedsTwiceTheBar) {
+  AfterSwitch a = switch_then_measure(100, 2.0, 52);  // delivered: on pp2, dp2 was left
+  ASSERT_EQ(a.x.action, LayoutAction::Keep);
+  LayoutDecider d = std::move(a.d);
+  // dp2 predicted 1.15x better than pp2: above 1.1 but below 1.2, the bar back to the left layout
+  const LayoutDecision x = d.decide(run_until_due(d, a.x.step + 1, {52}), {{kPp2, 115}, {kDp2, 100}, {kTp2, 500}});
+  EXPECT_EQ(x.action, LayoutAction::Keep);
+  EXPECT_NEAR(x.needed, 1.2, 1e-12);
+}
+
+TEST(LayoutDecider, NothingElseToTryAndBadInput) {
+  LayoutDecider d(settings(), kDp2);
+  const LayoutDecision x = d.decide(run_until_due(d, 1, {100}), {{kDp2, 100}});
+  EXPECT_EQ(x.action, LayoutAction::Keep);
+  EXPECT_EQ(x.note, "no other layout fits");
+  LayoutDecider e(settings(), kDp2);
+  EXPECT_THROW(e.decide(run_until_due(e, 1, {100}), {{kPp2, 50}}), Error);  // the current layout not predicted
+  EXPECT_THROW(LayoutDecider(LayoutSettings{0, 0.1, 5, 2}, kDp2), Error);
+}
+
+}  // namespace
+}  // namespace gt
