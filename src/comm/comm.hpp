@@ -142,7 +142,7 @@ class Comm {
   // use ordinary memory). At most one region per communicator; it lives as long as the communicator.
   virtual void* alloc_registered(size_t bytes) { return nullptr; }
   // Rank k's part of the registered region (this rank's own included), readable and writable by every rank of
-  // the node: nullptr before alloc_registered or where there is none. ZeRO-2/3 on one node (src/train/dp/zero_shm.hpp)
+  // the node: nullptr before alloc_registered or where there is none. ZeRO-2/3 on one node (src/comm/node_shm.hpp)
   // reduce and gather straight from the peers' parts, with no MPI call that would need progress.
   virtual void* registered_peer(int k) { return nullptr; }
   // What the communication watchdog names for this group (nullptr: unnamed); for waits outside the backend.

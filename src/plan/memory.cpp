@@ -223,14 +223,14 @@ MemoryBreakdown stage_memory(const ModelShape& m, const Layout& l, Framework f, 
   const double psi = stage_params(m, l.tp, blocks, first, last, f);
   MemoryBreakdown r = zero_states(psi, state_bytes(l.precision), l.zero, l.shard_group());
   r.stage = stage;
-  // gridtrain's units (src/train/dp/zero.hpp, ZeroUnit): the blocks, the embedding (wte + wpe; Llama: wte) on the
+  // gridtrain's units (src/model/units.hpp, UnitSpan): the blocks, the embedding (wte + wpe; Llama: wte) on the
   // first stage, the head on the last (the final norm, and the tied wte's copy off the first stage or Llama's own
   // lm_head).
   const double emb = double(padded_vocab(m, l.tp, f)) * m.h / l.tp;
   const double block = block_params_per_rank(m, l.tp);
   const double wpe = m.llama() ? 0.0 : double(m.s) * m.h, norm_f = m.llama() ? m.h : 2.0 * m.h;
   // Staged gradients (zero 2/3, one micro-batch, one stage) split the tied wte into chunks of as many rows as fit
-  // in the largest block (zero_units, wte_chunk_rows): the embedding unit is wpe alone, each chunk a unit. An
+  // in the largest block (unit_spans, wte_chunk_rows): the embedding unit is wpe alone, each chunk a unit. An
   // untied wte stays whole (the trainer chunks only the tied one).
   const int zero = shard_plan::running_stage(l.zero, l.dp);  // gridtrain's rules (src/train/dp/shard_plan.hpp)
   const bool staged = f == Framework::Gridtrain && shard_plan::stages_grads(zero, l.micro_batches, l.pp);
