@@ -65,6 +65,7 @@ std::string decision_json(const dp::DpShareDecision& d) {
   if (d.measured_gain > 0)
     j.num("measured_gain_of_last_move", d.measured_gain).num("predicted_gain_of_last_move", d.promised_gain)
         .integer("last_move_step", d.measured_move_step);
+  if (d.reverted) j.raw("reverted", "true");
   return j.dump();
 }
 
@@ -147,7 +148,8 @@ bool DpShareAdapter::after_step(int step, const std::vector<double>& compute_ms,
     if (mine.measured_gain > 0)
       std::printf("; the move at step %d measured gain %.2f (predicted %.2f)", mine.measured_move_step,
                   mine.measured_gain, mine.promised_gain);
-    std::printf(": %s\n", mine.move ? "changing the shares" : "keeping the shares");
+    std::printf(": %s\n", mine.reverted ? "going back to the shares before it" :
+                          mine.move ? "changing the shares" : "keeping the shares");
     std::fflush(stdout);
   }
   if (mine.move) shares_ = mine.proposed;

@@ -223,6 +223,28 @@ TEST(DpShareDecider, AMoveThatDeliveredLeavesTheBar) {
   EXPECT_EQ(e.raised, 1);
 }
 
+// A change that the next window measures as a loss is undone (the model's speeds were wrong for the new shares:
+// on 4 ranks sharing 2 cores a replica's speed follows its core-mates' work, dp = 4 benchmark 2026-12-05): dp = 2,
+// replica 1 at 2x, 2,2 -> 3,1 as predicted; then the measured step after the move is 1.5x longer than before it
+// (not the promised 0.67x): the next evaluation goes back to 2,2, whatever the model proposes.
+TEST(DpShareDecider, AChangeMeasuredAsALossIsUndone) {
+  DpShareDecider d({3, 0.1, 5}, {0, 1}, {2, 2});
+  int s = 0;
+  DpShareDecision e;
+  while (!(e = d.observe(++s, {2.0, 4.0})).move) ASSERT_LT(s, 20);
+  EXPECT_EQ(d.shares(), (V{3, 1}));
+  EXPECT_FALSE(e.reverted);
+  // the step was 4 ms before the move (replica 1: 2 x 2 ms); after it replica 0 takes 12 ms for its 3 micro-batches
+  // (its speed fell to 4 ms each) and replica 1 6 ms for its one: the step is 12 ms, a measured gain of 0.33
+  do e = d.observe(++s, {12.0, 6.0});
+  while (!e.evaluated && s < 40);
+  ASSERT_TRUE(e.evaluated);
+  EXPECT_LT(e.measured_gain, 1.0);
+  EXPECT_TRUE(e.move);
+  EXPECT_TRUE(e.reverted);
+  EXPECT_EQ(d.shares(), (V{2, 2}));
+}
+
 // The dp = 4 benchmark's flip-flop (docs/adaptive.md): replica 1 twice as slow, every replica's times jittering
 // +-15% from step to step (out of phase), and a drift of 20% on one fast replica at a time for tens of steps (the
 // load of other processes moving between cores). The right answer is one move (2,2,2,2 -> 3,1,2,2 or an equally

@@ -25,12 +25,19 @@ std::vector<double> column(const std::vector<std::vector<double>>& window, size_
   return col;
 }
 
-// The largest relative spread (adapt_noise::relative_spread, the interquartile range over the median) of any
-// replica's per-micro-batch times over the window.
-double window_spread(const std::vector<std::vector<double>>& window, size_t replicas) {
-  double spread = 0;
-  for (size_t r = 0; r < replicas; ++r) spread = std::max(spread, adapt_noise::relative_spread(column(window, r)));
-  return spread;
+// The relative spread (adapt_noise::relative_spread, the interquartile range over the median) of the window's
+// bottleneck: each step's slowest replica compute (share x per-micro-batch time), the time a step waits for. Not
+// the largest spread of any replica: with 4 ranks on 2 cores the fast replicas' times spread by 50-90% from step to
+// step (they share cores with waiting ranks), which put the bar above a 2x slow replica's gain of 2 and held back
+// every move in the dp = 4 benchmark (2026-12-05, docs/adaptive.md) - the pipeline decider's finding, the same way.
+double window_spread(const std::vector<std::vector<double>>& window, const std::vector<int>& shares) {
+  std::vector<double> bottleneck;
+  for (const auto& row : window) {
+    double worst = 0;
+    for (size_t r = 0; r < shares.size(); ++r) worst = std::max(worst, double(shares[r]) * row[r]);
+    bottleneck.push_back(worst);
+  }
+  return adapt_noise::relative_spread(bottleneck);
 }
 
 }  // namespace
@@ -87,17 +94,24 @@ DpShareDecision DpShareDecider::observe(int step, const std::vector<double>& com
   d.now_ms = p.now_ms;  // both from per_micro_ms: like with like
   d.predicted_ms = p.predicted_ms;
   d.gain = p.gain;
-  d.noise = window_spread(window_, shares_.size());
+  d.noise = window_spread(window_, shares_);
   const double t = std::max(set_.threshold, set_.noise_factor * d.noise);
   judge_last_move(&d, t);
   d.raised = raised_;
   d.needed = 1.0 + (p.shares == left_ ? 2.0 : 1.0) * raised_ * t;
   d.move = p.shares != shares_ && d.gain >= d.needed;
+  // A change measured as a loss is undone: the model's speeds were wrong for the new shares (seen on 4 ranks
+  // sharing 2 cores, where one replica's speed depends on what its core-mates run), and the shares before it were
+  // measured better.
+  if (d.measured_gain > 0 && d.measured_gain * (1.0 + t) < 1.0 && !left_.empty()) {
+    d.reverted = d.move = true;
+    d.proposed = left_;
+  }
   if (d.move) {
     left_ = shares_;
-    shares_ = p.shares;
+    shares_ = d.proposed;
     before_move_ms_ = d.now_ms;
-    promised_ = d.gain;
+    promised_ = d.reverted ? 1.0 / d.measured_gain : d.gain;  // going back should restore the step before
     move_step_ = step;
     window_.clear();
     warm_ = false;

@@ -24,8 +24,8 @@ struct DpShareSettings {
   int interval = 10;          // parallel.adapt_interval: steps between two evaluations at least
   double threshold = 0.1;     // parallel.rebalance_gain: move when the predicted gain >= 1 + this (at least)
   int window = 5;             // counted steps whose per-replica median an evaluation uses
-  // The measured noise raises the threshold to noise_factor x spread, the spread being the largest over the
-  // replicas of (p75 - p25) / median of its per-micro-batch times in the window. Why 2: for normal noise the
+  // The measured noise raises the threshold to noise_factor x spread, the spread being (p75 - p25) / median of
+  // the window's bottleneck, each step's slowest replica compute (share x per-micro-batch time). Why 2: for normal noise the
   // interquartile range is 1.35 sigma, so the bar is 2.7 sigma of one replica's step-to-step noise, about 4.8
   // standard errors of its median over 5 steps (1.25 sigma / sqrt(5)): noise alone on the slowest of 4 replicas
   // does not fake that. The noise on a loaded machine is heavy-tailed and drifts over tens of steps (the dp = 4
@@ -51,6 +51,9 @@ struct DpShareDecision {
   // predicted to have; 0 when no move preceded.
   double measured_gain = 0, promised_gain = 0;
   int measured_move_step = 0;
+  // The last change made the step slower beyond the noise (measured gain x (1 + t) < 1): this evaluation goes back
+  // to the shares it left (proposed = those), whatever the model now predicts, as a re-layout switches back.
+  bool reverted = false;
 };
 
 // Hysteresis, so that noise does not flip the shares back and forth:
