@@ -1,6 +1,6 @@
 #pragma once
 // Every config key that takes one of a few names, as an enum with its table of names: the one list of the
-// names (the schema's choices in src/core/config.cpp come from here), shared by the trainer and the planner
+// names (the schema's choices in src/core/config_schema.cpp come from here), shared by the trainer and the planner
 // (src/plan/layout.hpp uses Precision and Recompute from here). Code outside src/core reads these through
 // Config::choices() and never compares a config value as a string.
 //
@@ -13,7 +13,7 @@ namespace gt {
 
 // train.precision and compress.values: the element type of weights and activations, or of a wire. FP8 is the
 // planner's alone (Hopper GEMMs in fp8 through Transformer Engine, the rest bf16): no trainer key offers it
-// (config.cpp's schema leaves it out of their choices).
+// (config_schema.cpp's schema leaves it out of their choices).
 enum class Precision { FP32, BF16, FP16, FP8 };
 // train.recompute (docs/zero.md): what backward recomputes instead of keeping.
 enum class Recompute { None, Selective, Full };

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/config.md's key table is what `gridtrain keys --doc` prints from the schema (src/core/config.cpp): one
+# docs/config.md's key table is what `gridtrain keys --doc` prints from the schema (src/core/config_schema.cpp): one
 # source for the keys, their types, choices, defaults and one-line docs. A key added, renamed or documented
 # in the code and not in the doc (or the reverse) fails here; scripts/update_config_doc.sh regenerates.
 # Also: every key of `gridtrain keys` is in the table once, and every row has a non-empty doc.
