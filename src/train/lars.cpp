@@ -23,6 +23,7 @@ LarsTrust::LarsTrust(TrainState& state, const Grid& grid, const ZeroPlan& plan, 
     tensor_of_piece_.resize(update_.size(), int(t));
   }
   trust_.assign(tensors.size(), 1.0);
+  update_dev_ = Kokkos::View<FlatPiece*, mem_space>("lars_pieces", update_.size());
 }
 
 PieceView LarsTrust::pieces(const float* w, long w0, const float* g, long g0, float g_scale, Comm& group) {
@@ -39,7 +40,10 @@ PieceView LarsTrust::pieces(const float* w, long w0, const float* g, long g0, fl
     trust_[t] = adapted_[t] && wn > 0 && gn > 0 ? eta_ * wn / (gn + wd_ * wn) : 1.0;
   }
   for (size_t k = 0; k < update_.size(); ++k) update_[k].scale = float(trust_[size_t(tensor_of_piece_[k])]);
-  return to_device(update_);
+  // into the view allocated once (to_device would allocate one per step on the optimizer's path)
+  Kokkos::deep_copy(update_dev_, Kokkos::View<const FlatPiece*, host_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                     update_.data(), update_.size()));
+  return update_dev_;
 }
 
 }  // namespace gt

@@ -35,6 +35,7 @@ class LarsTrust {
   std::vector<PieceView> owned_;      // per tensor: the elements this rank counts for its norms
   std::vector<char> adapted_;         // per tensor: has weight decay (LARS applies)
   std::vector<FlatPiece> update_;     // the optimizer's pieces (host copy, scales rewritten each step)
+  Kokkos::View<FlatPiece*, mem_space> update_dev_;  // their device copy, allocated once, refilled each step
   std::vector<int> tensor_of_piece_;  // update_[k] belongs to tensor tensor_of_piece_[k]
   std::vector<double> trust_;
 };

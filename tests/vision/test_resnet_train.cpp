@@ -186,6 +186,17 @@ RunResult reference(const gt::Config& c, const std::map<std::string, std::vector
   return r;
 }
 
+// The largest |a - b| / (b's largest magnitude) over one tensor, and where it is.
+double tensor_gap(const std::vector<float>& va, const std::vector<float>& vb, size_t* at) {
+  double scale = 1e-30, worst = 0;
+  for (float v : vb) scale = std::max(scale, std::fabs(double(v)));
+  for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
+    const double d = std::fabs(double(va[i]) - double(vb[i])) / scale;
+    if (d > worst) worst = d, *at = i;
+  }
+  return worst;
+}
+
 // |a - b| <= tol * (the tensor's largest magnitude) for every element: a weight near zero is the difference of
 // two larger numbers (w - lr v), whose rounding is relative to them, not to the result.
 double compare(const std::map<std::string, std::vector<float>>& a, const std::map<std::string, std::vector<float>>& b,
@@ -195,17 +206,22 @@ double compare(const std::map<std::string, std::vector<float>>& a, const std::ma
   for (const auto& [name, va] : a) {
     const std::vector<float>& vb = b.at(name);
     EXPECT_EQ(va.size(), vb.size()) << what << " " << name;
-    double scale = 1e-30;
-    for (float v : vb) scale = std::max(scale, std::fabs(double(v)));
-    for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
-      const double d = std::fabs(double(va[i]) - double(vb[i])) / scale;
-      worst = std::max(worst, d);
-      if (d > tol) {
-        ADD_FAILURE() << what << ": " << name << "[" << i << "] " << va[i] << " vs " << vb[i];
-        return worst;
-      }
+    size_t at = 0;
+    const double d = tensor_gap(va, vb, &at);
+    worst = std::max(worst, d);
+    if (d > tol) {
+      ADD_FAILURE() << what << ": " << name << "[" << at << "] " << va[at] << " vs " << vb[at];
+      return worst;
     }
   }
+  return worst;
+}
+
+// The largest gap of compare() without failing on it (for "these must differ" checks).
+double compare_gap(const std::map<std::string, std::vector<float>>& a, const std::map<std::string, std::vector<float>>& b) {
+  double worst = 0;
+  size_t at = 0;
+  for (const auto& [name, va] : a) worst = std::max(worst, tensor_gap(va, b.at(name), &at));
   return worst;
 }
 
@@ -251,19 +267,6 @@ TEST(ResNetTrain, Bf16EqualsTheStandaloneRecipeAndDiffersFromFp32) {
     most = std::max(most, std::fabs(run.losses[i] - fp32.losses[i]) / fp32.losses[i]);
   EXPECT_GT(most, 1e-6) << "the bf16 run's losses equal fp32's: bf16 was not applied";
   RecordProperty("bf16_vs_fp32_max_relative_loss_gap", std::to_string(most));
-}
-
-// The largest gap of compare() without failing on it (for "these must differ" checks).
-double compare_gap(const std::map<std::string, std::vector<float>>& a, const std::map<std::string, std::vector<float>>& b) {
-  double worst = 0;
-  for (const auto& [name, va] : a) {
-    const std::vector<float>& vb = b.at(name);
-    double scale = 1e-30;
-    for (float v : vb) scale = std::max(scale, std::fabs(double(v)));
-    for (size_t i = 0; i < va.size() && i < vb.size(); ++i)
-      worst = std::max(worst, std::fabs(double(va[i]) - double(vb[i])) / scale);
-  }
-  return worst;
 }
 
 // train.optimizer = "lars": the trainer's LARS equals the paper's rule written out above (per-tensor trust ratio
