@@ -4,6 +4,7 @@
 #include "kernels/kokkos_compat.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 
@@ -90,6 +91,7 @@ RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch, const 
   energy_ = make_run_meter(grid_.world_mpi(), exec_on_host ? "" : device_pci_bus_id(),
                            test_hooks::powercap_root(), test_hooks::cpu_sysfs_root());
   if (grid_.world_rank() == 0) std::printf("gridtrain: energy: %s\n", energy_->source().c_str());
+  started_ = std::chrono::steady_clock::now();  // after the start-up measurements: wall_s counts training time
 }
 
 double RunReport::step_energy_j() {
@@ -132,7 +134,9 @@ void RunReport::log_step(int step, const StepStats& s) const {
                 cfg_.train.nonfinite.c_str());
   std::fflush(stdout);
   JsonObject j;
-  j.integer("step", step).num("loss", s.loss).num("lr", s.lr).num("grad_norm", s.grad_norm).num("ms", s.ms)
+  j.integer("step", step)
+      .num("wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count())
+      .num("loss", s.loss).num("lr", s.lr).num("grad_norm", s.grad_norm).num("ms", s.ms)
       .num("ms_max", s.ms_max).num(per_s_key_, tok_s).num("mfu", mfu).num("forward_ms", s.fwd_ms)
       .num("backward_ms", s.bwd_ms).num("optimizer_ms", s.opt_ms).num("comm_tp_ms", s.comm_tp_ms)
       .num("comm_pp_ms", s.comm_pp_ms).num("comm_dp_ms", s.comm_dp_ms).num("comm_other_ms", s.comm_other_ms)

@@ -1,6 +1,7 @@
 #pragma once
 // What a run reports: the human line per step, metrics.jsonl (one object per step) and summary.json (the
 // figures a sweep needs), with tokens/s and MFU against the per-rank peak. Only world rank 0 writes.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ class RunReport {
   int64_t sparse_params_ = 0;  // elements of the 2:4-masked weights (sparsity.hpp), global
   std::unique_ptr<EnergyMeter> energy_;  // RAPL or NVML (src/energy), or none: said on the start line
   double energy_seen_j_ = 0;
+  // When training starts (the constructor's end): metrics.jsonl's wall_s, this process's seconds of training
+  // including evaluations and data (time to accuracy reads it; a resumed run counts from its own start).
+  std::chrono::steady_clock::time_point started_;
 };
 
 }  // namespace gt
