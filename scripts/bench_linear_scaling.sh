@@ -4,6 +4,7 @@
 # the same function as k data-parallel ranks of 128 with per-rank BatchNorm (vision_resnet_train tests that
 # dp = 2 equals this accumulation), so the study needs no k cores; only its wall time is not a k-rank time.
 #   scripts/bench_linear_scaling.sh OUT.json [EPOCHS=5] [KS="1 2 4 8 16"] [PARALLEL=2]
+#   EXTRA="train.optimizer=lars train.lr=0.5" ...: more keys for every run (recorded in OUT.json as "extra")
 # lr = 0.1 x k (train.lr_scaling = linear, reference batch 128), warm-up 1 epoch from 0.1 for k > 1, cosine to 0,
 # SGD momentum 0.9, weight decay 5e-4, crop + flip. Evaluation on the whole test split at the end (79 x 128 = 10,112
 # images at k = 1: the test split once and 112 again; fewer repeats at larger k).
@@ -12,6 +13,7 @@ out=${1:?usage: bench_linear_scaling.sh OUT.json [EPOCHS] [KS] [PARALLEL]}
 epochs=${2:-5}
 ks=${3:-"1 2 4 8 16"}
 parallel=${4:-2}
+extra=${EXTRA:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 # a private copy of the binary: a rebuild during the study must not replace it under a run
 bin_src=${GRIDTRAIN:-$here/build/src/cli/gridtrain}
@@ -30,13 +32,15 @@ run_k() {
   "$bin" train --config resnet20-fmnist data.path="$data" output.dir="$work/k$k" output.peak_gflops=1 \
     train.steps=$steps train.micro_batches=$k train.lr_scaling=linear train.lr_reference_batch=128 \
     train.warmup_steps=$warm data.val_every=$steps data.val_batches=$val output.log_every=100 \
-    checkpoint.save_final=false >"$work/k$k.log" 2>&1 || { echo "k=$k: the run failed:"; tail -3 "$work/k$k.log"; return 0; }
+    checkpoint.save_final=false $extra >"$work/k$k.log" 2>&1 || { echo "k=$k: the run failed:"; tail -3 "$work/k$k.log"; return 0; }
   local t1=$(date +%s.%N)
-  python3 - "$work/k$k/summary.json" "$k" "$steps" "$warm" "$t0" "$t1" >"$work/k$k.json" <<'PY'
+  python3 - "$work/k$k/summary.json" "$k" "$steps" "$warm" "$t0" "$t1" "$extra" >"$work/k$k.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 k, steps, warm, t0, t1 = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
-print(json.dumps({"k": k, "global_batch": 128 * k, "peak_lr": 0.1 * k, "steps": steps, "warmup_steps": warm,
+lr = next((float(kv.split("=", 1)[1]) for kv in sys.argv[7].split() if kv.startswith("train.lr=")), 0.1)
+print(json.dumps({"k": k, "global_batch": 128 * k, "peak_lr": lr * k, "steps": steps, "warmup_steps": warm,
+                  "extra": sys.argv[7],
                   "val_top1": s.get("val_top1", -1), "val_loss": s["val_loss"], "final_loss": s["final_loss"],
                   "wall_s": t1 - t0, "images_per_s": s.get("images_per_s")}))
 PY

@@ -114,38 +114,42 @@ void Config::set(const std::string& assignment, const std::string& origin) {
   set_key(*this, key, value, origin);
 }
 
-std::vector<int> ParallelConfig::dp_share_counts() const {
-  std::vector<int> out;
-  std::stringstream ss(dp_shares);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const std::string text = trim(item);  // kept alive while strtol's end pointer is read
-    char* end = nullptr;
-    const long v = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < 1 || v > 1000000)
-      throw Error("config key 'parallel.dp_shares' expects micro-batches per DP replica, each at least 1, as \"3,1\"; "
-                  "got \"" + dp_shares + "\"");
-    out.push_back(int(v));
-  }
-  return out;
-}
-
-std::vector<int> ParallelConfig::stage_block_counts() const {
-  std::vector<int> out;
-  std::stringstream ss(stage_blocks);
+namespace {
+// A config key's comma-separated list of numbers, each at least `min` and at most a million (whole numbers unless
+// `real`); the error names the key, what it expects and the value given.
+std::vector<double> number_list(const char* key, const std::string& text, const char* expects, double min, bool real) {
+  std::vector<double> out;
+  std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     // strtol's end pointer points into the string it parsed: keep that string alive (a temporary's c_str() was
     // read after its destruction; ASan found it through fuzz_overrides with "parallel.stage_blocks==p")
-    const std::string text = trim(item);
+    const std::string t = trim(item);
     char* end = nullptr;
-    const long v = std::strtol(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || v < 1)
-      throw Error("config key 'parallel.stage_blocks' expects blocks per stage, each at least 1, as \"3,2,2\"; got \"" +
-                  stage_blocks + "\"");
-    out.push_back(int(v));
+    const double v = real ? std::strtod(t.c_str(), &end) : double(std::strtol(t.c_str(), &end, 10));
+    if (t.empty() || *end != '\0' || !(v >= min) || v > 1e6)
+      throw Error(std::string("config key '") + key + "' expects " + expects + "; got \"" + text + "\"");
+    out.push_back(v);
   }
   return out;
+}
+
+std::vector<int> whole_numbers(const std::vector<double>& v) { return std::vector<int>(v.begin(), v.end()); }
+}  // namespace
+
+std::vector<int> ParallelConfig::dp_share_counts() const {
+  return whole_numbers(number_list("parallel.dp_shares", dp_shares,
+                                   "micro-batches per DP replica, each at least 1, as \"3,1\"", 1, false));
+}
+
+std::vector<int> ParallelConfig::stage_block_counts() const {
+  return whole_numbers(number_list("parallel.stage_blocks", stage_blocks,
+                                   "blocks per stage, each at least 1, as \"3,2,2\"", 1, false));
+}
+
+std::vector<double> TrainConfig::lr_milestone_points() const {
+  return number_list("train.lr_milestones", lr_milestones, "ascending points, each at least 0, as \"30,60,80\"", 0,
+                     true);
 }
 
 std::map<std::string, std::string> Config::to_map() const {

@@ -19,6 +19,7 @@ struct ModelConfig {
   int image_size = 28;              // resnet: square images of image_size x image_size x image_channels
   int image_channels = 1;
   int classes = 10;
+  bool zero_init_residual = false;  // resnet: each block's last BatchNorm gamma starts at 0 (Goyal et al. 2017)
   bool sync_bn = false;             // resnet: BatchNorm statistics over the DP group (else per rank)
   int n_layer = 2;
   int d_model = 64;
@@ -72,6 +73,14 @@ struct TrainConfig {
   // (Goyal et al. 2017; src/train/lr_scaling.hpp); "none": lr as given.
   std::string lr_scaling = "none";
   int lr_reference_batch = 256;
+  // Epoch-based runs (src/train/lr_schedule.hpp): epochs > 0 sets steps to ceil(epochs x train samples / global
+  // batch) and warmup_epochs the warm-up likewise; lr_milestones are then in epochs, else in steps.
+  double epochs = 0;
+  double warmup_epochs = 0;
+  std::string lr_decay = "cosine";  // "cosine" (to min_lr) or "step" (x lr_decay_factor at each milestone)
+  std::string lr_milestones;        // "30,60,80": where lr_decay = step multiplies by lr_decay_factor
+  double lr_decay_factor = 0.1;
+  std::vector<double> lr_milestone_points() const;  // lr_milestones parsed (config.cpp); throws on a bad list
   int max_steps_per_run = 0;  // stop (checkpoint, exit 75) after this many steps in one invocation; 0: no limit
   std::string stop_file;      // if this file exists at a step boundary: stop as on SIGUSR1 (checkpoint, exit 75)
   // Bad steps (src/train/step_guard.hpp, docs/reliability.md): non-finite, beyond a bound, or a spike.
@@ -211,6 +220,7 @@ struct ConfigChoices {
   ModelKind model = ModelKind::GPT;
   OptimizerKind optimizer = OptimizerKind::AdamW;
   LrScaling lr_scaling = LrScaling::None;
+  LrDecay lr_decay = LrDecay::Cosine;
 };
 
 struct Config {

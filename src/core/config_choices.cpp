@@ -53,6 +53,7 @@ ConfigChoices Config::choices() const {
   t.model = model.model_kind();
   t.optimizer = typed<OptimizerKind>("train.optimizer", train.optimizer);
   t.lr_scaling = typed<LrScaling>("train.lr_scaling", train.lr_scaling);
+  t.lr_decay = typed<LrDecay>("train.lr_decay", train.lr_decay);
   return t;
 }
 

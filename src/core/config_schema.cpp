@@ -130,12 +130,18 @@ std::vector<Field> schema_model_family(Config& c) {
       {"model.image_size", Kind::Int, &c.model.image_size, "resnet: images are image_size x image_size pixels (a dataset must match)"},
       {"model.image_channels", Kind::Int, &c.model.image_channels, "resnet: channels per pixel (1 grey, 3 RGB)"},
       {"model.classes", Kind::Int, &c.model.classes, "resnet: classes of the classifier (labels in [0, classes))"},
+      {"model.zero_init_residual", Kind::Bool, &c.model.zero_init_residual, "resnet: start each residual block's last BatchNorm gamma at 0, so every block begins as the identity (Goyal et al. 2017, for large batches)"},
       {"model.sync_bn", Kind::Bool, &c.model.sync_bn, "resnet: BatchNorm's training statistics over the whole DP group's batch (PyTorch's SyncBatchNorm: 2 small all-reduces per layer forward, 1 backward); false: each rank's own (docs/vision.md)"},
       {"train.optimizer", Kind::String, &c.train.optimizer, "adamw, or sgd with momentum and coupled weight decay (PyTorch's SGD; the ResNet recipe), or lars: that sgd with each decayed tensor's step scaled by its trust ratio (You et al. 2017, for very large batches); all skip decay on biases and norms", names<OptimizerKind>()},
       {"train.momentum", Kind::Double, &c.train.momentum, "sgd, lars: momentum, in [0, 1)"},
       {"train.lars_eta", Kind::Double, &c.train.lars_eta, "lars: the trust coefficient eta in eta x |w| / (|g| + weight_decay x |w|), > 0"},
       {"train.lr_scaling", Kind::String, &c.train.lr_scaling, "linear: the peak rate is lr x global batch / lr_reference_batch, reached by a linear warm-up from lr over warmup_steps (Goyal et al. 2017); none: lr as given", names<LrScaling>()},
       {"train.lr_reference_batch", Kind::Int, &c.train.lr_reference_batch, "lr_scaling = linear: the global batch that lr is meant for (256 in the ResNet recipe)"},
+      {"train.epochs", Kind::Double, &c.train.epochs, "> 0: train this many epochs of the training split (steps = ceil(epochs x samples / global batch), replacing train.steps); needs a dataset of fixed size"},
+      {"train.warmup_epochs", Kind::Double, &c.train.warmup_epochs, "> 0: the warm-up in epochs of the training split (replaces train.warmup_steps, which must then be 0)"},
+      {"train.lr_decay", Kind::String, &c.train.lr_decay, "after warm-up: cosine from lr to min_lr over decay_steps, or step: lr x lr_decay_factor at each of lr_milestones (the ResNet recipe's /10 at epochs 30, 60, 80)", names<LrDecay>()},
+      {"train.lr_milestones", Kind::String, &c.train.lr_milestones, "lr_decay = step: ascending comma-separated points, in epochs when train.epochs > 0, else in steps (\"30,60,80\")"},
+      {"train.lr_decay_factor", Kind::Double, &c.train.lr_decay_factor, "lr_decay = step: the factor at each milestone, in (0, 1]"},
       {"data.augment", Kind::Bool, &c.data.augment, "model.kind = resnet: training images randomly cropped from a zero-padded copy (pad image_size / 8) and flipped, by seed and sample index (a resumed run sees the same images)"},
   };
 }

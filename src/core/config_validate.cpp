@@ -20,6 +20,23 @@ void nonneg(const char* key, double v) {
 }
 
 // The model's, the training loop's and the layout's own ranges (validate() goes on with the rest).
+// Epoch-based runs and the step decay (src/train/lr_schedule.hpp resolves them against the dataset).
+void validate_epochs(const TrainConfig& t) {
+  nonneg("train.epochs", t.epochs);
+  nonneg("train.warmup_epochs", t.warmup_epochs);
+  if (t.warmup_epochs > 0 && t.warmup_steps > 0)
+    throw Error("config keys 'train.warmup_epochs' and 'train.warmup_steps' both set: give the warm-up one way");
+  if (t.warmup_epochs > 0 && t.epochs <= 0)
+    throw Error("config key 'train.warmup_epochs' needs train.epochs > 0 (the run's length in epochs)");
+  if (!(t.lr_decay_factor > 0 && t.lr_decay_factor <= 1))
+    throw Error("config key 'train.lr_decay_factor' must be in (0, 1]");
+  const std::vector<double> m = t.lr_milestone_points();
+  for (size_t i = 1; i < m.size(); ++i)
+    if (!(m[i] > m[i - 1])) throw Error("config key 'train.lr_milestones' must be ascending, got \"" + t.lr_milestones + "\"");
+  if (t.lr_decay == "step" && m.empty())
+    throw Error("config key 'train.lr_decay' = step needs train.lr_milestones (where to multiply by lr_decay_factor)");
+}
+
 void validate_model_train_parallel(const Config& c) {
   positive("model.n_layer", c.model.n_layer);
   positive("model.d_model", c.model.d_model);
@@ -37,6 +54,7 @@ void validate_model_train_parallel(const Config& c) {
   if (!(c.train.momentum >= 0 && c.train.momentum < 1)) throw Error("config key 'train.momentum' must be in [0, 1)");
   if (!(c.train.lars_eta > 0)) throw Error("config key 'train.lars_eta' must be > 0");
   positive("train.lr_reference_batch", c.train.lr_reference_batch);
+  validate_epochs(c.train);
   if (c.model.d_model % c.model.n_head != 0)
     throw Error("config: model.d_model (" + std::to_string(c.model.d_model) + ") is not divisible by model.n_head (" +
                 std::to_string(c.model.n_head) + ")");

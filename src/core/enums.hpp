@@ -59,6 +59,7 @@ enum class ModelKind { GPT, ResNet };
 enum class OptimizerKind { AdamW, SGD, LARS };
 // train.lr_scaling (src/train/lr_scaling.hpp): the linear scaling rule with gradual warmup (Goyal et al. 2017).
 enum class LrScaling { None, Linear };
+enum class LrDecay { Cosine, Step };  // after warm-up: cosine to min_lr, or x factor at each milestone
 // parallel.zero (docs/zero.md): an integer key 0-3; the stages by name for code that branches on them.
 enum class ZeroStage { None = 0, OptimizerState = 1, Gradients = 2, Parameters = 3 };
 
@@ -107,6 +108,7 @@ GT_ENUM_NAMES(ModelArch, {"gpt2", ModelArch::GPT2}, {"llama", ModelArch::Llama})
 GT_ENUM_NAMES(ModelKind, {"gpt", ModelKind::GPT}, {"resnet", ModelKind::ResNet})
 GT_ENUM_NAMES(OptimizerKind, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerKind::SGD}, {"lars", OptimizerKind::LARS})
 GT_ENUM_NAMES(LrScaling, {"none", LrScaling::None}, {"linear", LrScaling::Linear})
+GT_ENUM_NAMES(LrDecay, {"cosine", LrDecay::Cosine}, {"step", LrDecay::Step})
 GT_ENUM_NAMES(AttentionKernel, {"fused", AttentionKernel::Fused}, {"materialized", AttentionKernel::Materialized})
 #undef GT_ENUM_NAMES
 

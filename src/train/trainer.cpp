@@ -14,8 +14,8 @@
 #include "src/train/dp/dp_shares.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/families/model_families.hpp"
-#include "src/train/lr_scaling.hpp"
 #include "src/train/lr_schedule.hpp"
+#include "src/data/data_source.hpp"
 #include "src/train/metrics.hpp"
 #include "src/train/rebalancer.hpp"
 #include "src/train/stage_chunks.hpp"
@@ -68,7 +68,6 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   TensorParallel tp{grid_.tp_rank(), g.tp, g.tp > 1 ? &grid_.tp() : nullptr,
                     cfg_.parallel.sequence_parallel && g.tp > 1};
   const uint64_t seed = static_cast<uint64_t>(cfg_.train.seed);
-  lr_scaling_ = choice.lr_scaling;  // read per step: resolved once here
   FeatureSet(cfg_).check();       // the pairs of features that cannot run together (src/core/features.hpp)
   family_ = make_model_family(m);  // the model seam: tensors, stage model, data, accounting
   family_->check(cfg_, g);
@@ -81,9 +80,15 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   model_ = family_->make_stage(StageBuild{choice.precision, seed, cfg_.train.micro_batch_size, &chunks, &tp, &ops,
                                           &state_->layout(), choice.recompute, &grid_.dp()});
   model_->bind(state_->params(), grads());
+  // The schedule first: a run given in epochs learns its length in steps here, which everything after reads.
+  std::unique_ptr<DataSource> source = family_->make_source(cfg_);
+  lr_ = std::make_unique<LrSchedule>(cfg_.train, choice, int64_t(cfg_.train.micro_batch_size) * cfg_.train.micro_batches * g.dp,
+                                     source->samples_per_epoch(Split::Train));
+  cfg_.train.steps = lr_->total_steps();
+  cfg_.train.warmup_steps = lr_->warmup_steps();
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   make_adaptation(choice.adapt, partition);
-  loader_ = std::make_unique<BatchLoader>(cfg_, family_->make_source(cfg_), grid_.dp_rank(), g.dp,
+  loader_ = std::make_unique<BatchLoader>(cfg_, std::move(source), grid_.dp_rank(), g.dp,
                                           stage_.first() || stage_.last());
   pipeline_ = std::make_unique<PipelineRunner>(cfg_, grid_, *model_, *loader_, std::move(ops),
                                                family_->positions_per_sample());
@@ -192,7 +197,7 @@ StepStats Trainer::train_step() {
   const double t_opt0 = MPI_Wtime();
   // Skipped steps do not count as updates: the learning rate and AdamW's bias correction follow the updates.
   const int updates = progress_.step - progress_.skipped;
-  const double lr = step_learning_rate(updates);
+  const double lr = lr_->at(updates);
   for (TrainExtension* e : extensions_) e->before_update(updates, loss_scale);  // sparsity: clipped with the gradient
   const double norm = optimizer_->grad_norm();  // the same value on every rank: every rank decides alike
   // An fp16 overflow is the loss scaler's (it backs the scale off and skips); anything else non-finite or out of
@@ -266,20 +271,6 @@ StepTimes Trainer::step_times(double t0, double t_opt0, double t_end, const Comm
   t.comm_other_ms = (now.other - start.other) * 1e3;
   t.energy_j = report_->step_energy_j();
   return t;
-}
-
-// The step's learning rate after `updates` updates: warm-up and cosine decay (lr_schedule.hpp) of the peak rate,
-// which train.lr_scaling = linear scales by the global batch (lr_scaling.hpp; its warm-up starts at train.lr).
-double Trainer::step_learning_rate(int updates) const {
-  const TrainConfig& tc = cfg_.train;
-  if (lr_scaling_ == LrScaling::None)
-    return learning_rate(updates, tc.lr, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
-  const double peak = scaled_learning_rate(LrScaling::Linear, tc.lr, loader_->global_batch(), tc.lr_reference_batch,
-                                           tc.warmup_steps, tc.warmup_steps);
-  if (updates < tc.warmup_steps)
-    return scaled_learning_rate(LrScaling::Linear, tc.lr, loader_->global_batch(), tc.lr_reference_batch,
-                                tc.warmup_steps, updates);
-  return learning_rate(updates, peak, tc.min_lr, tc.warmup_steps, tc.decay_steps, tc.steps);
 }
 
 ValResult Trainer::validate() {

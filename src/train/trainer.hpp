@@ -25,6 +25,7 @@
 #include "src/train/dp/data_parallel.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/loss_scaler.hpp"
+#include "src/train/lr_schedule.hpp"
 #include "src/train/model_buffers.hpp"
 #include "src/model/model_family.hpp"
 #include "src/train/optimizer.hpp"
@@ -100,8 +101,6 @@ class Trainer {
   size_t activation_bytes() const;  // this rank's activation ledger (stored activations + work buffers)
   void print_memory_line() const;   // the start line of rank 0: the DP plan, model state and activations
   ValResult validate();
-  double step_learning_rate(int updates) const;
-  LrScaling lr_scaling_ = LrScaling::None;  // train.lr_scaling
   void save(const std::string& reason);
   void finish(const std::string& status);
 
@@ -122,6 +121,7 @@ class Trainer {
   std::vector<TrainExtension*> extensions_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<LrSchedule> lr_;  // every step's rate (warm-up, decay, train.lr_scaling; epochs resolved)
   std::unique_ptr<StepGuard> guard_;  // the bad-step policy (train.nonfinite)
   // How the host reads device state (checkpoints, gathers); Copy only under the test hook test_hooks::host_mirror_copy().
   MirrorMode mirror_mode_ = host_mirror_mode_from_env();

@@ -326,6 +326,43 @@ TEST(ResNetTrain, LearnsTheSquares) {
   }
 }
 
+// A run given in epochs (train.epochs, warmup_epochs, a step decay at epoch milestones) takes its length from the
+// dataset: 64 training images at 8 a step are 8 steps an epoch, so 1.5 epochs are 12 steps, half an epoch of
+// warm-up 4 and the milestone at epoch 1 step 8; each step's rate is the definition written out here. And
+// model.zero_init_residual starts exactly the last BatchNorm gamma of each block at 0 (Goyal et al.), no other.
+TEST(ResNetTrain, EpochScheduleAndZeroInitResidual) {
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_epochs" + std::to_string(world_rank()));
+  gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  c.train.epochs = 1.5;
+  c.train.warmup_epochs = 0.5;
+  c.train.lr_decay = "step";
+  c.train.lr_milestones = "1";
+  c.train.lr_decay_factor = 0.1;
+  c.data.val_every = 100;
+  for (bool zero_init : {false, true}) {
+    SCOPED_TRACE(zero_init ? "zero_init_residual" : "default init");
+    c.model.zero_init_residual = zero_init;
+    c.output.dir = dir + (zero_init ? "/zero" : "/ones");
+    gt::Grid grid(MPI_COMM_SELF, 1, 1, 1, gt::AllreduceAlgo::Library);
+    gt::Trainer t(c, grid, c.to_toml());
+    int last_gammas = 0;
+    for (auto& [name, v] : t.gather_params()) {
+      if (name.size() < 6 || name.compare(name.size() - 6, 6, ".gamma") != 0) continue;
+      const bool last = name.find(".bn2.gamma") != std::string::npos;  // resnet8: basic blocks of two convolutions
+      last_gammas += last;
+      const float want = zero_init && last ? 0.f : 1.f;
+      for (float g : v) ASSERT_EQ(g, want) << name;
+    }
+    EXPECT_EQ(last_gammas, 3);  // one block in each of resnet8's three stages
+    ASSERT_EQ(t.run(), 0);
+    ASSERT_EQ(t.history().size(), 12u);
+    for (int u = 0; u < 12; ++u) {
+      const double want = u < 4 ? 0.05 * (u + 1) / 4.0 : u < 8 ? 0.05 : 0.005;
+      EXPECT_NEAR(t.history()[size_t(u)].lr, want, 1e-12) << "update " << u;
+    }
+  }
+}
+
 // dp = 2 with 4 images per rank against one rank with 2 micro-batches of 4: the same BatchNorm groups (per-rank
 // statistics over 4 images), the same weights 1/2 on each group's mean gradient; only the all-reduce's
 // summation order differs from the accumulation's (2 terms: none), so 1e-6 covers it with room. The evaluation

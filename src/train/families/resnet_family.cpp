@@ -1,7 +1,11 @@
 // The ResNet family (resnet_family.hpp).
 #include "src/train/families/resnet_family.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <map>
+#include <set>
+#include <string>
 
 #include "kernels/kokkos_compat.hpp"
 #include "src/core/error.hpp"
@@ -24,6 +28,24 @@ std::string block_of(const std::string& name) {
   return name.substr(0, dot);
 }
 
+// The gamma of each residual block's last BatchNorm on the main path ("stage1.block0.bn2.gamma" in a basic block,
+// bn3 in a bottleneck; never bn_proj): what model.zero_init_residual starts at 0.
+std::set<std::string> last_bn_gammas(const std::vector<vision::ParamTensor>& tensors) {
+  std::map<std::string, std::pair<int, std::string>> last;  // block -> (highest bn index, its gamma's name)
+  for (const vision::ParamTensor& t : tensors) {
+    const std::string b = block_of(t.name);
+    const size_t at = t.name.rfind(".bn");
+    if (b.empty() || at == std::string::npos || t.name.compare(t.name.size() - 6, 6, ".gamma") != 0) continue;
+    const std::string k = t.name.substr(at + 3, t.name.size() - 6 - at - 3);  // "2" of ".bn2.gamma"; "_proj"
+    if (k.empty() || !std::isdigit(static_cast<unsigned char>(k[0]))) continue;
+    auto& e = last[b];
+    if (std::stoi(k) > e.first) e = {std::stoi(k), t.name};
+  }
+  std::set<std::string> out;
+  for (const auto& kv : last) out.insert(kv.second.second);
+  return out;
+}
+
 }  // namespace
 
 ResNetFamily::ResNetFamily(const ModelConfig& m) : m_(m), net_(net_config(m)) {
@@ -31,6 +53,7 @@ ResNetFamily::ResNetFamily(const ModelConfig& m) : m_(m), net_(net_config(m)) {
   flops_ = shape.train_flops_per_image();
   std::string block;
   int unit = 0;
+  const std::set<std::string> zero_gammas = m.zero_init_residual ? last_bn_gammas(shape.tensors()) : std::set<std::string>{};
   for (const vision::ParamTensor& t : shape.tensors()) {
     TensorSpec s;
     s.name = t.name;
@@ -47,7 +70,7 @@ ResNetFamily::ResNetFamily(const ModelConfig& m) : m_(m), net_(net_config(m)) {
       s.init = Init::Uniform;
       s.std = 1.0 / std::sqrt(double(t.shape[1]));
     } else {
-      s.init = gamma ? Init::Ones : Init::Zeros;
+      s.init = gamma && !zero_gammas.count(t.name) ? Init::Ones : Init::Zeros;
     }
     // units: the stem 0, block i at i + 1 (a new block name starts the next), the classifier after the last
     const std::string b = block_of(t.name);
