@@ -32,7 +32,6 @@ const std::vector<Incompatibility>& incompatibilities() {
       {Feature::ResNet, Feature::ZeroStaged, "the network writes whole gradients (ZeRO 0 and 1 only)"},
       {Feature::ResNet, Feature::FP16, "a ResNet trains in fp32 or bf16 (oneDNN has no fp16 convolutions for CPUs)"},
       {Feature::ResNet, Feature::Recompute, "a ResNet keeps every activation"},
-      {Feature::ResNet, Feature::TopK, "top-k compression is not built for a ResNet"},
       {Feature::ResNet, Feature::Adapt, "adaptive parallelism moves transformer blocks"},
       {Feature::ResNet, Feature::Rebalance, "rebalancing moves transformer blocks"},
       {Feature::ResNet, Feature::AutoLayout, "the planner has no ResNet model"},
