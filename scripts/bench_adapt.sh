@@ -10,6 +10,9 @@
 #   quiet_off, quiet_rebalance       nothing slow: adapt = off / rebalance (the adapter must cost nothing)
 #   slow_monitor                     rank SLOW_RANK slowed, no adaptation (the partition the cost model chose)
 #   slow_rebalance                   slowed, parallel.adapt = rebalance (moves blocks during the run)
+#   quiet_full, slow_full            with FULL=1: parallel.adapt = full (the live re-layout's decision), nothing slow
+#                                    and slowed (the planner models equal devices, so a straggler alone should not
+#                                    switch: these show what its evaluations cost and what it decided)
 #   slow_static_P                    slowed, parallel.stage_blocks = P (MODE=dp: parallel.dp_shares = P) fixed from
 #                                    the start, for each P in STATIC: the best of them is "the best static found by
 #                                    trying"
@@ -49,6 +52,10 @@ for rep in $(seq "$reps"); do
   run "quiet_rebalance.$rep" 0 parallel.adapt=rebalance
   run "slow_monitor.$rep" 1 parallel.adapt=monitor
   run "slow_rebalance.$rep" 1 parallel.adapt=rebalance
+  if [ "${FULL:-0}" = 1 ]; then
+    run "quiet_full.$rep" 0 parallel.adapt=full
+    run "slow_full.$rep" 1 parallel.adapt=full
+  fi
   for p in $static; do run "slow_static_$p.$rep" 1 parallel.adapt=monitor "$static_key=$p"; done
 done
 
@@ -65,7 +72,8 @@ for log in sorted(glob.glob(out + "/*.log")):
     tokens = json.load(open(log[:-4] + "/summary.json"))["global_batch_tokens"]
     def tok_s(last):  # steps 2..last, the moves made before `last` included
         ms = sum(r["ms_max"] for r in rows if 2 <= r["step"] <= last)
-        moved = sum(t for t, d in zip(moves, [d for d in decisions if d["action"] == "move"]) if d["step"] < last)
+        moving = [d for d in decisions if d["action"] in ("move", "switch", "switch_back")]  # each logs its time
+        moved = sum(t for t, d in zip(moves, moving) if d["step"] < last)
         return tokens * (last - 1) / (ms / 1e3 + moved)
     runs.setdefault(name, []).append({
         "tokens_per_s": tok_s(steps), "tokens_per_s_first30": tok_s(min(30, steps)),
@@ -78,17 +86,20 @@ best = max(statics, key=lambda n: statics[n]["tokens_per_s"]) if statics else No
 summary = {"best_static": best}
 if best:
     b = fig[best]["tokens_per_s"]
-    for n in ("slow_monitor", "slow_rebalance"):
+    for n in ("slow_monitor", "slow_rebalance", "slow_full"):
         if n in fig:
             summary[n + "_over_best_static"] = fig[n]["tokens_per_s"] / b
             summary[n + "_first30_over_best_static"] = fig[n]["tokens_per_s_first30"] / fig[best]["tokens_per_s_first30"]
-if "quiet_off" in fig and "quiet_rebalance" in fig:
-    summary["quiet_rebalance_over_off"] = fig["quiet_rebalance"]["tokens_per_s"] / fig["quiet_off"]["tokens_per_s"]
+for n in ("quiet_rebalance", "quiet_full"):
+    if "quiet_off" in fig and n in fig:
+        summary[n + "_over_off"] = fig[n]["tokens_per_s"] / fig["quiet_off"]["tokens_per_s"]
 json.dump({"runs": fig, "summary": summary}, open(out + "/figures.json", "w"), indent=1)
 print(f"{'run':28s} {'tok/s':>9s} {'tok/s 1-30':>10s} {'steady ms':>9s}  moves")
 for n in sorted(fig):
     f = fig[n]
-    mv = [f"{d['step']}:{d.get('from_blocks', d.get('from_shares'))}->{d.get('to_blocks', d.get('to_shares'))}" for x in f["reps"] for d in x["decisions"] if d["action"] == "move"]
+    mv = [f"{d['step']}:{d.get('from_blocks', d.get('from_shares', d.get('from_layout')))}->"
+          f"{d.get('to_blocks', d.get('to_shares', d.get('to_layout')))}"
+          for x in f["reps"] for d in x["decisions"] if d["action"] in ("move", "switch", "switch_back")]
     print(f"{n:28s} {f['tokens_per_s']:9.0f} {f['tokens_per_s_first30']:10.0f} {f['steady_ms']:9.1f}  {' '.join(mv)}")
 for k, v in summary.items():
     print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")
