@@ -91,8 +91,11 @@ class ResNet {
   // images: batch x H x W x C fp32 (already normalised); labels in [0, classes). train=true uses and updates
   // BatchNorm's batch statistics and keeps what backward() needs; train=false uses the running statistics.
   StepResult forward(int batch, const float* images, const int* labels, bool train);
-  // Gradients of the mean loss of the last training forward, overwriting grads().
-  void backward();
+  // Gradients of the mean loss of the last training forward, overwriting grads(). unit_done (may be empty) is told
+  // each unit whose gradients are final, in the order backward finishes them: the classifier (blocks + 1) first,
+  // then block i at i + 1 from the last block down, the stem 0 last (the family's units; a caller can ship a
+  // unit's gradients while backward goes on).
+  void backward(const std::function<void(int)>& unit_done = {});
 
   struct Impl;  // the layers and the last forward's activations (resnet_impl.hpp; internal to src/vision)
 

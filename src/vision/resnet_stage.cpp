@@ -12,10 +12,19 @@ ResNetConfig with_bf16(ResNetConfig c, bool bf16) {
   c.bf16 = bf16;
   return c;
 }
+
+// bf16 bits to fp32, exactly (bf16 is fp32's top half)
+void widen(const uint16_t* h, float* f, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t bits = uint32_t(h[i]) << 16;
+    std::memcpy(&f[i], &bits, sizeof(float));
+  }
+}
 }  // namespace
 
-ResNetStage::ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16)
-    : net_(std::make_unique<ResNet>(with_bf16(cfg, bf16))), B_(micro_batch_size), bf16_(bf16) {
+ResNetStage::ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16, const TensorLayout& layout)
+    : net_(std::make_unique<ResNet>(with_bf16(cfg, bf16))), B_(micro_batch_size), units_(unit_spans(layout)),
+      bf16_(bf16) {
   int blocks = 0;
   for (size_t st = 0; st < cfg.widths.size(); ++st) blocks += cfg.blocks_in(st);
   stage_ = StageLayout{0, 1, 0, blocks};
@@ -43,6 +52,45 @@ void ResNetStage::bind(void* params, void* grads) {
   std::vector<float>().swap(net_->params());
 }
 
+// Called after bind() (src/train/dp/data_parallel.cpp): ZeRO-3 makes the bound parameters a shard, so the network
+// reads a gathered fp32 copy from now on; staged gradients leave no bound gradient buffer (hand_off uses the sink).
+void ResNetStage::set_unit_io(const UnitIO& io) {
+  if (io.wte_chunk_rows > 0) refuse("vocabulary chunks");
+  io_ = io;
+  if (io_.params) {
+    params16_ = nullptr;
+    params32_.resize(size_t(net_->param_count()));
+    net_->bind(params32_.data(), net_->grads().data());
+  }
+}
+
+void ResNetStage::gather_params() {
+  for (const auto& [unit, span] : units_) {
+    io_.params->use(unit, -1);
+    const void* src = io_.params->params(unit);  // the unit's ranges packed, in the working type
+    size_t at = 0;
+    for (const Range& r : span.ranges) {
+      if (bf16_) widen(static_cast<const uint16_t*>(src) + at, params32_.data() + r.begin, r.size());
+      else std::memcpy(params32_.data() + r.begin, static_cast<const float*>(src) + at, r.size() * sizeof(float));
+      at += r.size();
+    }
+  }
+}
+
+// d(mean of the micro-batch)/dw times B gives the sum over its samples; loss_scale turns that into this
+// micro-batch's share of the global batch's mean (times the loss scale). Added: micro-batches accumulate.
+void ResNetStage::hand_off(int unit) {
+  const float w = float(scale_ * B_);
+  const float* g = net_->grads().data();
+  float* sink = io_.grads ? io_.grads->grads(unit) : nullptr;  // the unit's ranges packed
+  size_t at = 0;
+  for (const Range& r : units_.at(unit).ranges) {
+    float* out = sink ? sink + at : grads_ + r.begin;
+    for (size_t i = 0; i < r.size(); ++i) out[i] += w * g[r.begin + i];
+    at += r.size();
+  }
+}
+
 void ResNetStage::set_samples(int /*slot*/, const int32_t* rows) {
   const ResNetConfig& c = net_->config();
   const size_t pixels = size_t(c.height) * c.width * c.channels;
@@ -55,11 +103,9 @@ void ResNetStage::set_samples(int /*slot*/, const int32_t* rows) {
 
 void ResNetStage::forward(int /*slot*/, bool with_grad, double loss_scale) {
   if (timer_) timer_(stage_.block_begin, true);
-  if (params16_)  // the working copy may have changed since the last forward (an optimizer step): widen it again
-    for (size_t i = 0; i < params32_.size(); ++i) {
-      const uint32_t bits = uint32_t(params16_[i]) << 16;
-      std::memcpy(&params32_[i], &bits, sizeof(float));
-    }
+  // The parameters may have changed since the last forward (an optimizer step): gather or widen them again.
+  if (io_.params) gather_params();
+  else if (params16_) widen(params16_, params32_.data(), params32_.size());
   // Training forwards use (and update) the batch statistics; evaluations use the running ones.
   const StepResult r = net_->forward(B_, images_.data(), labels_.data(), with_grad);
   if (timer_) timer_(stage_.block_begin, false);
@@ -82,15 +128,11 @@ double ResNetStage::take_hits() {
 
 void ResNetStage::backward(int /*slot*/, const std::function<void(int)>& on_unit) {
   if (timer_) timer_(stage_.block_begin, true);
-  net_->backward();
-  // d(mean of the micro-batch)/dw times B gives the sum over its samples; loss_scale turns that into this
-  // micro-batch's share of the global batch's mean (times the loss scale)
-  const float w = float(scale_ * B_);
-  const std::vector<float>& g = net_->grads();
-  for (size_t i = 0; i < g.size(); ++i) grads_[i] += w * g[i];
+  net_->backward([&](int unit) {  // each unit as soon as its gradients are final: its DP bucket may go out
+    hand_off(unit);
+    if (on_unit) on_unit(unit);
+  });
   if (timer_) timer_(stage_.block_begin, false);
-  if (on_unit)
-    for (int u = stage_.block_end + 1; u >= 0; --u) on_unit(u);
 }
 
 std::vector<ModelBuffer> ResNetStage::model_buffers() {
@@ -104,11 +146,12 @@ size_t ResNetStage::activation_bytes_per_slot() const {
 }
 
 // backward's gradient buffers (a block's: the sum, the unit chain, the previous unit's, the projection's; a few
-// maps of the largest size), the network's scratch gradients, the micro-batch's images as floats, and (bf16)
-// the widened parameters
+// maps of the largest size), the network's scratch gradients, the micro-batch's images as floats, and (bf16,
+// ZeRO-3) the fp32 parameters the network reads
 size_t ResNetStage::work_bytes() const {
   const size_t maps = 6 * size_t(B_) * size_t(net_->largest_map_per_image());
-  return (maps + net_->grads().size() + images_.size() + (bf16_ ? size_t(net_->param_count()) : 0)) * sizeof(float);
+  const bool widened = bf16_ || io_.params;  // params32_
+  return (maps + net_->grads().size() + images_.size() + (widened ? size_t(net_->param_count()) : 0)) * sizeof(float);
 }
 
 }  // namespace gt::vision

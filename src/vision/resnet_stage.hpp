@@ -10,25 +10,34 @@
 //   loss   the mean cross-entropy of the micro-batch; the trainer's loss_scale (d(loss)/d(sample loss) times the
 //          loss scale) weights it by its share of the global batch, so micro-batches and DP ranks add up to the
 //          global batch's mean;
-//   grads  the network writes one micro-batch's gradients into its own scratch array; backward adds them,
-//          scaled, into the bound gradient buffer (gradient accumulation), then reports every unit done (units:
-//          stem 0, block i at i + 1, classifier last), last first, so the DP buckets go out in backward order.
+//   grads  the network writes one micro-batch's gradients into its own scratch array; as backward finishes each
+//          unit (stem 0, block i at i + 1, classifier last; the classifier first), the unit's part is added,
+//          scaled, into the bound gradient buffer (gradient accumulation) or, under ZeRO-2/3's staging, into the
+//          GradSink's buffer of the unit (unit_io.hpp), and the unit is reported done: the DP buckets go out while
+//          the rest of backward runs.
+//   ZeRO-3 the bound parameters are a shard: before each forward every unit is gathered (ParamSource) into one
+//          full fp32 array the network reads. The network keeps whole-model arrays of its own (that one and the
+//          gradient scratch), so ZeRO-2/3 shrink the trainer's buffers, not the network's (docs/vision.md).
 // BatchNorm's running statistics are model buffers (model_buffers()): not parameters, checkpointed from DP rank
 // 0 and made equal over the DP group before an evaluation (src/train/model_buffers.hpp).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "src/model/stage_model.hpp"
+#include "src/model/unit_io.hpp"
+#include "src/model/units.hpp"
 #include "src/vision/resnet.hpp"
 
 namespace gt::vision {
 
 class ResNetStage final : public StageModel {
  public:
-  // bf16: the bound parameters are bf16 and the convolutions multiply in bf16 (above)
-  ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16 = false);
+  // bf16: the bound parameters are bf16 and the convolutions multiply in bf16 (above); layout: the trainer's, which
+  // puts every tensor at the network's own offset (the family checks), for the units' ranges
+  ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16, const TensorLayout& layout);
 
   ResNet& net() { return *net_; }
   const StageLayout& stage() const override { return stage_; }
@@ -51,11 +60,7 @@ class ResNetStage final : public StageModel {
   void* grad_buffer_data() override { return refuse("pipeline stages"); }
   size_t activation_elems() const override { return 0; }
   DType activation_dtype() const override { return DType::F32; }
-  void set_unit_io(const UnitIO& io) override {
-    if (io.params) refuse("ZeRO-3 parameter gathers");
-    if (io.grads) refuse("ZeRO-2/3 gradient staging");
-    if (io.wte_chunk_rows > 0) refuse("vocabulary chunks");
-  }
+  void set_unit_io(const UnitIO& io) override;
 
  private:
   [[noreturn]] void* refuse(const char* what) const;
@@ -63,10 +68,14 @@ class ResNetStage final : public StageModel {
   std::unique_ptr<ResNet> net_;
   int B_;
   StageLayout stage_;
-  float* grads_ = nullptr;         // the bound gradient buffer (accumulated into)
+  void gather_params();       // ZeRO-3: every unit into params32_ (forward)
+  void hand_off(int unit);    // one finished unit's scratch gradients, scaled, to the buffer or the sink
+  float* grads_ = nullptr;         // the bound gradient buffer (accumulated into); null when staged
+  std::map<int, UnitSpan> units_;  // the layout's units (ranges packed in the order ParamSource/GradSink use)
+  UnitIO io_;                      // ZeRO-3's parameter source, ZeRO-2/3's gradient sink (null: the bound buffers)
   bool bf16_ = false;
   const uint16_t* params16_ = nullptr;  // bf16: the bound working copy
-  std::vector<float> params32_;         // bf16: its fp32 values, what the network reads
+  std::vector<float> params32_;         // bf16 or ZeRO-3: the fp32 values the network reads
   std::vector<float> images_;      // B x H x W x C
   std::vector<int> labels_;        // B
   double scale_ = 0;               // the last training forward's loss_scale

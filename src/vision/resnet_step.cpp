@@ -63,7 +63,10 @@ StepResult ResNet::forward(int batch, const float* images, const int* labels, bo
   return r;
 }
 
-void ResNet::backward() {
+void ResNet::backward(const std::function<void(int)>& unit_done) {
+  auto done = [&unit_done](int u) {
+    if (unit_done) unit_done(u);
+  };
   auto& m = *impl_;
   const float* p = p_;
   float* g = g_;
@@ -73,10 +76,12 @@ void ResNet::backward() {
   dx.resize(last.size());
   linear_backward(m.batch, m.features, cfg_.classes, m.pooled.data(), p + m.fc_w, m.dlogits.data(),
                   dpooled.data(), g + m.fc_w, g + m.fc_b);
+  done(int(m.blocks.size()) + 1);  // the classifier
   avgpool_backward({m.batch, last.h, last.w, last.c, last.h, 1, 0}, dpooled.data(), dx.data());
   for (size_t i = m.blocks.size(); i-- > 0;) {
     m.blocks[i].backward(p, dx.data(), g, dnext);
     dx.swap(dnext);
+    done(int(i) + 1);
   }
   std::vector<float>& da = m.g_stem;
   if (cfg_.stem == ResNetStem::ImageNet) {  // back through the max pool to the stem's full map
@@ -86,6 +91,7 @@ void ResNet::backward() {
   }
   m.stem_bn.backward(m.stem_dims, p, m.stem_a.data(), m.stem_out.data(), dx.data(), g, da);  // and its ReLU's mask
   m.stem.backward(m.in_dims, p, m.images, da.data(), g, nullptr);
+  done(0);
 }
 
 }  // namespace gt::vision
