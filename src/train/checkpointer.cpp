@@ -109,11 +109,6 @@ CheckpointMeta Checkpointer::meta(const TrainProgress& p) const {
   meta.reals["lr"] = learning_rate(std::max(0, p.step - p.skipped - 1), t.lr, t.min_lr, t.warmup_steps, t.decay_steps, t.steps);
   meta.reals["loss"] = p.loss;
   meta.ints["skipped_steps"] = p.skipped;
-  if (cfg_.dynamic_loss_scale()) {
-    meta.reals["loss_scale"] = p.scaler.scale;
-    meta.ints["loss_scale.clean_steps"] = p.scaler.clean_steps;
-    meta.ints["loss_scale.hysteresis_left"] = p.scaler.hysteresis_left;
-  }
   meta.strings["precision"] = cfg_.train.precision;
   meta.strings["model"] = model_signature(cfg_.model);
   meta.strings["config"] = config_text_;
@@ -171,18 +166,13 @@ CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::ve
   copy_kv_from_last_replica(state_, {state_.master_id(), Buffer::AdamM, Buffer::AdamV}, grid_.tp());
   for (TrainExtension* e : extensions_) e->after_load(io);
   // Each rank read its shard; the parameters it computes with are the whole layout (ZeRO 1 and 2). A separate
-  // fp32 master (sparsity, lower precisions) is refreshed into the working copy by its owner's resume path.
+  // fp32 master (sparsity, lower precisions) is refreshed into the working copy by its extension's on_resume.
   if (!state_.has_buffer(Buffer::Master)) allgather_params(state_, zero_, grid_.dp());
   p->step = static_cast<int>(meta.ints.at("step"));  // present and in range: checked above
   p->samples_done = meta.ints.at("samples_done");
   if (meta.reals.count("loss")) p->loss = meta.reals["loss"];
   if (meta.ints.count("skipped_steps")) p->skipped = static_cast<int>(meta.ints["skipped_steps"]);
-  // A checkpoint of a run without the scaler (fp32, bf16) leaves this run's scaler at its initial state.
-  if (cfg_.dynamic_loss_scale() && meta.reals.count("loss_scale")) {
-    p->scaler.scale = meta.reals["loss_scale"];
-    p->scaler.clean_steps = static_cast<int>(meta.ints.at("loss_scale.clean_steps"));
-    p->scaler.hysteresis_left = static_cast<int>(meta.ints.at("loss_scale.hysteresis_left"));
-  }
+  for (TrainExtension* e : extensions_) e->load_meta(meta);  // the loss scaler's scale and counters, ...
   last_saved_step_ = p->step;
   return meta;
 }

@@ -12,7 +12,6 @@
 #include "src/io/checkpoint.hpp"
 #include "src/train/extension.hpp"
 #include "src/train/host_mirror.hpp"
-#include "src/train/loss_scaler.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/dp/zero.hpp"
 
@@ -24,8 +23,7 @@ struct TrainProgress {
   int64_t samples_done = 0;   // global samples consumed (sampler position)
   double loss = NAN;          // loss of the last completed step
   int skipped = 0;            // steps skipped on overflow (no update): optimizer updates = step - skipped
-  LossScalerState scaler;     // the dynamic loss scaler (stored only when it is on)
-};
+};  // the features' own state (the loss scaler's counters, ...) goes through their extensions (extension.hpp)
 
 class Checkpointer {
  public:

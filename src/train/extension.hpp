@@ -1,12 +1,15 @@
 #pragma once
 // A feature that carries state of its own through training (issue 20, Debt 3): the buffers it adds to the
-// TrainState, the checkpoint datasets it owns, and its hooks around the update and after a resume. The Trainer
-// keeps a list of them and the step loop and the Checkpointer iterate it, instead of naming each feature's
-// buffers and datasets. Implemented by the 2:4 sparsity masks (sparsity.hpp) and top-k's error-feedback
-// residuals (topk_residuals.hpp).
+// TrainState, the checkpoint datasets and meta entries it owns, its hooks around the update and after a resume,
+// and its fields of summary.json. The Trainer keeps a list of them; the step loop, the Checkpointer, the live
+// move's handoff and the RunReport iterate it, instead of naming each feature's buffers, datasets and figures.
+// Implemented by the 2:4 sparsity masks (sparsity.hpp), top-k's error-feedback residuals (dp/topk_residuals.hpp),
+// the model's buffers (model_buffers.hpp), the adapted DP shares (dp_share_adapter.hpp), the dynamic loss
+// scaler's counters (loss_scaler.hpp) and the 16-bit working copy of the fp32 masters (half_masters.hpp).
 #include <functional>
 #include <vector>
 
+#include "src/core/json.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/checkpoint.hpp"
 #include "src/train/train_state.hpp"
@@ -27,8 +30,11 @@ class TrainExtension {
   virtual std::vector<Buffer> buffers() const = 0;
   // The checkpoint datasets it owns, in host memory (io.host). Collective over the world when it says so.
   virtual std::vector<TensorShard> datasets(ExtensionIo& io) = 0;
-  // Meta entries saved with its datasets.
+  // Meta entries saved with its datasets (and carried by a live move's handoff: state_handoff.hpp).
   virtual void save_meta(CheckpointMeta&) const {}
+  // After its datasets were read from a checkpoint written with `meta` (or a live move's handoff was adopted): its
+  // state from the meta entries save_meta wrote. Not collective.
+  virtual void load_meta(const CheckpointMeta&) {}
   // Whether its state is read from a checkpoint written with `meta` (false: its state starts afresh here, and
   // it says why). Called on every rank alike before the read.
   virtual bool restores_from(ExtensionIo&, const CheckpointMeta&) { return true; }
@@ -42,6 +48,8 @@ class TrainExtension {
   virtual void on_resume() {}
   // Before an evaluation (data.val_every): what must agree over the ranks first. Collective.
   virtual void before_validation() {}
+  // Its fields of summary.json, at the end of the run. World rank 0 only: not collective.
+  virtual void report(JsonObject& /*summary*/) const {}
 };
 
 // The hyperslab of tensor s a rank reads and writes in a checkpoint: its local slice, less the key/value rows of a

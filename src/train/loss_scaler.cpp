@@ -13,6 +13,7 @@ LossScaler::LossScaler(const TrainConfig& t, bool dynamic)
       hysteresis_(t.loss_scale_hysteresis) {
   s_.scale = dynamic ? t.loss_scale_initial : 1.0;
   s_.hysteresis_left = hysteresis_;
+  initial_ = s_;
 }
 
 bool LossScaler::update(bool overflow, int step) {
@@ -37,6 +38,30 @@ bool LossScaler::update(bool overflow, int step) {
                 "the data)");
   s_.scale = s_.scale * backoff_ < min_ ? min_ : s_.scale * backoff_;
   return true;
+}
+
+void LossScaler::save_meta(CheckpointMeta& meta) const {
+  if (!dynamic_) return;
+  meta.reals["loss_scale"] = s_.scale;
+  meta.ints["loss_scale.clean_steps"] = s_.clean_steps;
+  meta.ints["loss_scale.hysteresis_left"] = s_.hysteresis_left;
+}
+
+void LossScaler::load_meta(const CheckpointMeta& meta) {
+  if (!dynamic_) return;
+  const auto scale = meta.reals.find("loss_scale");
+  if (scale == meta.reals.end()) {
+    s_ = initial_;
+    return;
+  }
+  // The counters go with the scale: a checkpoint without them does not verify (src/io/checkpoint.hpp).
+  s_.scale = scale->second;
+  s_.clean_steps = static_cast<int>(meta.ints.at("loss_scale.clean_steps"));
+  s_.hysteresis_left = static_cast<int>(meta.ints.at("loss_scale.hysteresis_left"));
+}
+
+void LossScaler::report(JsonObject& summary) const {
+  summary.str("loss_scaling", dynamic_ ? "dynamic" : "none").num("loss_scale", s_.scale);
 }
 
 }  // namespace gt

@@ -7,9 +7,13 @@
 //   only refill: overflows that are not consecutive use it up too). A scale that would have to drop below
 //   `min` means the run produces non-finite gradients at any scale: update() throws instead of training on.
 // Disabled (train.loss_scale = none): scale 1; an overflow is an error at once (nothing to back off).
+// A TrainExtension (extension.hpp) with no buffers: its scale and counters travel as checkpoint meta entries
+// (loss_scale, loss_scale.clean_steps, loss_scale.hysteresis_left; only when it is on) and it writes its own
+// summary.json fields. The Trainer still asks it for the scale and the overflow decision (the step's logic).
 #include <string>
 
 #include "src/core/config.hpp"
+#include "src/train/extension.hpp"
 
 namespace gt {
 
@@ -19,7 +23,7 @@ struct LossScalerState {
   int hysteresis_left = 0;
 };
 
-class LossScaler {
+class LossScaler final : public TrainExtension {
  public:
   explicit LossScaler(const TrainConfig& t, bool dynamic);
 
@@ -32,8 +36,16 @@ class LossScaler {
   // gt::Error when the scale is stuck at the minimum (or scaling is disabled) and gradients still overflow.
   bool update(bool overflow, int step);
 
+  std::vector<Buffer> buffers() const override { return {}; }
+  std::vector<TensorShard> datasets(ExtensionIo&) override { return {}; }
+  void save_meta(CheckpointMeta& meta) const override;
+  // A checkpoint of a run without the scaler (fp32, bf16) leaves it at its initial state.
+  void load_meta(const CheckpointMeta& meta) override;
+  void report(JsonObject& summary) const override;  // loss_scaling, loss_scale (the scale at the end)
+
  private:
   bool dynamic_;
+  LossScalerState initial_;
   double min_, growth_, backoff_;
   int window_, hysteresis_;
   LossScalerState s_;

@@ -62,7 +62,7 @@ void Optimizer::step(int step, double lr, double norm, double loss_scale) {
   else
     adamw_pieces(p, long(po), g, long(go), state_.adam_m(), state_.adam_v(), long(mo), adam_pieces_, float(lr),
                float(cfg_.beta1), float(cfg_.beta2), float(cfg_.eps), step, g_scale);
-  state_.refresh_params(plan_.shard);  // a 16-bit working copy: rounded from the updated master (ZeRO: this shard)
+  // A 16-bit working copy is rounded from the updated masters by HalfMasters::after_update (half_masters.hpp).
 }
 
 }  // namespace gt

@@ -15,7 +15,6 @@
 #include "src/train/metrics.hpp"
 #include "src/train/resume_requirements.hpp"
 #include "src/train/schedule.hpp"
-#include "src/train/sparsity.hpp"
 
 namespace gt {
 
@@ -38,10 +37,7 @@ std::vector<int> straggler_steps_per_rank(const std::vector<StepStats>& h, int r
 RunReport::RunReport(const Config& cfg, Grid& grid, int64_t global_batch, const ModelFamily& family)
     : cfg_(cfg), grid_(grid), tokens_per_step_(double(global_batch) * family.positions_per_sample()),
       unit_(family.position_name()), per_s_key_(unit_ + "s_per_s") {
-  for (const TensorSpec& s : family.global_specs()) {
-    n_params_ += s.global_size();
-    if (sparse_tensor(s)) sparse_params_ += s.global_size();
-  }
+  for (const TensorSpec& s : family.global_specs()) n_params_ += s.global_size();
   flops_per_token_ = family.train_flops_per_position();  // GPT: the planner's and bench's count too
   // MFU as PaLM and Megatron define it: model FLOP/s over the hardware peak (the widest fp32 FMA of one core,
   // measured; output.peak_gflops overrides). The sgemm-relative figure (how close to the GEMM library's own rate
@@ -211,17 +207,18 @@ void RunReport::write_summary(const RunSummaryInputs& in) const {
       .str("resumed_from", in.resumed_from)
       .str("data", in.data).str("checkpoint_dir", in.checkpoint_dir).str("precision", cfg_.train.precision)
       .str("grad_reduce_dtype", cfg_.parallel.grad_reduce_dtype)
-      .str("loss_scaling", cfg_.dynamic_loss_scale() ? "dynamic" : "none").num("loss_scale", in.loss_scale)
       .integer("skipped_steps", in.skipped).str("layout", cfg_.parallel.layout)
       .raw("bad_steps", JsonObject().str("policy", in.nonfinite_policy).integer("bad", in.bad_steps.bad)
                             .integer("skipped", in.bad_steps.skipped).integer("rollbacks", in.bad_steps.rollbacks)
                             .integer("spikes", in.bad_steps.spikes).dump());
   add_feature_fields(j, in, mfu);
+  if (in.extensions)
+    for (const TrainExtension* e : *in.extensions) e->report(j);  // the loss scale, the sparse FLOP ledger, ...
   io::write_file_atomic(cfg_.output.dir + "/summary.json", j.dump() + "\n");
 }
 
 // The summary's fields of the features a run may have on: energy, the sgemm MFU, the auto layout, the DP wire,
-// stragglers and adaptation, 2:4 sparsity.
+// stragglers and adaptation (the extensions' own, 2:4 sparsity's, come from TrainExtension::report).
 void RunReport::add_feature_fields(JsonObject& j, const RunSummaryInputs& in, double mfu) const {
   const std::vector<StepStats>& h = *in.history;
   // Energy over this invocation's steps, warm-up included (every joule was spent); "n/a (no counter: ...)" where
@@ -245,15 +242,6 @@ void RunReport::add_feature_fields(JsonObject& j, const RunSummaryInputs& in, do
   if (!h.empty() && h.back().straggler_monitored)
     j.raw("straggler_steps_per_rank", int_list(straggler_steps_per_rank(h, grid_.world_size())));
   if (!in.adapt_decisions_json.empty()) j.raw("adapt_decisions", in.adapt_decisions_json);
-  if (cfg_.choices().sparsity == SparsityPattern::TwoFour) {
-    // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
-    // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the
-    // input gradient (dY W) reduces along the other dimension and the weight gradient has no sparse operand.
-    const double skipped = double(sparse_params_);  // 2 N_masked forward FLOPs per token, half of them skipped
-    j.str("sparsity", cfg_.sparsity.pattern + " " + cfg_.sparsity.recipe)
-        .num("sparse_flops_skipped_per_token", skipped)
-        .num("sparse_skipped_flop_fraction", skipped / flops_per_token_);
-  }
 }
 
 }  // namespace gt

@@ -11,6 +11,7 @@
 #include "src/energy/energy_meter.hpp"
 #include "src/grid/grid.hpp"
 #include "src/model/model_family.hpp"
+#include "src/train/extension.hpp"
 #include "src/train/step_guard.hpp"
 #include "src/train/step_stats.hpp"
 
@@ -26,13 +27,13 @@ struct RunSummaryInputs {
   int skipped = 0;                         // steps skipped on overflow, over the whole run
   BadStepCounts bad_steps;                 // the bad-step policy's counts, this invocation
   std::string nonfinite_policy;
-  double loss_scale = 1;                   // the loss scale at the end
   // Model-state bytes of this rank by kind (params, grads, optimizer): the ZeRO formula and what the TrainState
   // allocated (src/train/dp/zero.hpp); summary.json gives the largest over ranks.
   double ledger_predicted[3] = {0, 0, 0}, ledger_allocated[3] = {0, 0, 0};
   int zero_stage = 0;
   std::string activation_dtype = "fp32";  // the element type activation_bytes counts (train.precision's)
   std::string adapt_decisions_json;        // parallel.adapt = rebalance: every evaluation of the run ("[...]")
+  const std::vector<TrainExtension*>* extensions = nullptr;  // each writes its own fields (TrainExtension::report)
 };
 
 class RunReport {
@@ -62,7 +63,6 @@ class RunReport {
   double mfu_sgemm(double mfu) const { return mfu * peak_gflops_ / sgemm_gflops_; }
   double flops_per_token_ = 0;
   int64_t n_params_ = 0;
-  int64_t sparse_params_ = 0;  // elements of the 2:4-masked weights (sparsity.hpp), global
   std::unique_ptr<EnergyMeter> energy_;  // RAPL or NVML (src/energy), or none: said on the start line
   double energy_seen_j_ = 0;
   // When training starts (the constructor's end): metrics.jsonl's wall_s, this process's seconds of training

@@ -24,8 +24,13 @@ void mask_2of4(const float* w, float* mask, long n) {
   });
 }
 
-Sparsity::Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState& state)
+Sparsity::Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState& state, const ModelFamily* family)
     : cfg_(cfg), recipe_(recipe), state_(state) {
+  if (family) {
+    for (const TensorSpec& s : family->global_specs())
+      if (sparse_tensor(s)) sparse_params_ += s.global_size();
+    flops_per_position_ = family->train_flops_per_position();
+  }
   if (state_.working() != Precision::FP32)
     throw Error("sparsity.pattern = \"2:4\": only fp32 working parameters are implemented");
   for (const TensorSpec& s : state_.layout().tensors())
@@ -107,6 +112,17 @@ std::vector<TensorShard> Sparsity::datasets(ExtensionIo& io) {
     out.push_back(std::move(t));
   }
   return out;
+}
+
+void Sparsity::report(JsonObject& summary) const {
+  summary.str("sparsity", cfg_.pattern + " " + cfg_.recipe);
+  if (flops_per_position_ <= 0) return;
+  // The FLOP ledger of 2:4 (docs/sparsity.md): of the masked weights' products only the forward one
+  // (X W^T, groups along its reduction dimension) can skip the pruned half on sparse tensor cores; the
+  // input gradient (dY W) reduces along the other dimension and the weight gradient has no sparse operand.
+  const double skipped = double(sparse_params_);  // 2 N_masked forward FLOPs per position, half of them skipped
+  summary.num("sparse_flops_skipped_per_token", skipped)
+      .num("sparse_skipped_flop_fraction", skipped / flops_per_position_);
 }
 
 void Sparsity::after_load(ExtensionIo& io) { copy_kv_from_last_replica(state_, {Buffer::SparseMask}, io.grid.tp()); }

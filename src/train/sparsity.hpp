@@ -14,6 +14,7 @@
 // along the input one; Config::validate makes every rank's input columns a multiple of 4, so the slices hold
 // whole groups and the masks are those of the unsplit tensor.
 #include "src/core/config.hpp"
+#include "src/model/model_family.hpp"
 #include "src/train/extension.hpp"
 #include "src/train/train_state.hpp"
 
@@ -27,12 +28,14 @@ bool sparse_tensor(const TensorSpec& s);
 // ties go to the lower index, NaN counts as largest). Device memory.
 void mask_2of4(const float* w, float* mask, long n);
 
-// A TrainExtension (extension.hpp): its buffer SparseMask, the masks of the masked tensors as checkpoint datasets.
+// A TrainExtension (extension.hpp): its buffer SparseMask, the masks of the masked tensors as checkpoint datasets,
+// its FLOP ledger in summary.json.
 class Sparsity : public TrainExtension {
  public:
   // Adds the Master and SparseMask buffers, computes the first masks (SR-STE, or ASP at asp_step 0) and
   // writes the working parameters. Throws when the state cannot carry masks (a working type other than fp32).
-  Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState& state);
+  // family: the global model whose FLOP ledger report() gives (none: report() gives the pattern only).
+  Sparsity(const SparsityConfig& cfg, SparsityRecipe recipe, TrainState& state, const ModelFamily* family = nullptr);
 
   // Before the optimizer update number `updates_done + 1`, on the stored gradients (scaled by loss_scale):
   // SR-STE adds loss_scale * lambda * (1 - mask) * master; pruned ASP zeroes the masked gradients.
@@ -49,6 +52,9 @@ class Sparsity : public TrainExtension {
   std::vector<TensorShard> datasets(ExtensionIo& io) override;
   // A replicated key/value head's mask rows from the last replica, as the state's (kv_replicas.hpp).
   void after_load(ExtensionIo& io) override;
+  // sparsity (pattern and recipe) and the FLOP ledger of 2:4 (sparse_flops_skipped_per_token,
+  // sparse_skipped_flop_fraction)
+  void report(JsonObject& summary) const override;
 
  private:
   void compute_masks();
@@ -58,6 +64,8 @@ class Sparsity : public TrainExtension {
   SparsityConfig cfg_;
   SparsityRecipe recipe_;  // sparsity.recipe, typed (Config::choices())
   TrainState& state_;
+  int64_t sparse_params_ = 0;       // elements of the global model's masked weights
+  double flops_per_position_ = 0;  // the global model's training FLOPs per position (0: no family given)
 };
 
 }  // namespace gt

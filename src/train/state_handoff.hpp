@@ -2,11 +2,12 @@
 // The in-memory move of a live rebalance (parallel.adapt = rebalance, docs/adaptive.md): what one trainer hands
 // the trainer rebuilt on the new pipeline partition, with no disk round trip. The fp32 parameters and the AdamW
 // moments in their global shapes (as a checkpoint holds them, so any partition, TP split or ZeRO shard selects its
-// elements from them as a resume selects its hyperslabs), the progress counters, this invocation's step history
-// and the adapter's own state. Simple rather than lean: Trainer::gather all-reduces every tensor over the world,
-// so while one buffer is gathered every rank holds the whole model twice; each rank then keeps only the tensors
-// its stage holds on the new partition (keep_only), so what is handed over (and held while the new trainer
-// allocates) is three times the rank's new stage. Sending only the moving blocks point to point is the next step.
+// elements from them as a resume selects its hyperslabs), the progress counters and the extensions' meta entries,
+// this invocation's step history and the adapter's own state. Simple rather than lean: Trainer::gather
+// all-reduces every tensor over the world, so while one buffer is gathered every rank holds the whole model twice;
+// each rank then keeps only the tensors its stage holds on the new partition (keep_only), so what is handed over
+// (and held while the new trainer allocates) is three times the rank's new stage. Sending only the moving blocks
+// point to point is the next step.
 #include <memory>
 #include <set>
 #include <string>
@@ -27,6 +28,7 @@ using GlobalTensors = std::vector<std::pair<std::string, std::vector<float>>>;  
 struct StateHandoff {
   GlobalTensors master, adam_m, adam_v;  // Trainer::gather of the master (master_id), AdamM, AdamV
   TrainProgress progress;
+  CheckpointMeta extension_meta;  // the extensions' meta entries (save_meta, load_meta): the loss scaler's counters
   std::vector<StepStats> history;
   AdaptCarry adapt;
   LayoutCarry layout;  // parallel.adapt = full: the layout decider's memory and decisions (layout_adapter.hpp)

@@ -96,17 +96,19 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   dp_ = std::make_unique<DataParallel>(cfg_, grid_, *state_, *model_, std::move(dp_plan), tied_embed() != nullptr);
   const ZeroPlan& zero = dp_->zero();
   if (choice.sparsity != SparsityPattern::None) {  // not with ZeRO: the compatibility table (features.hpp)
-    sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_);
+    sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_, family_.get());
   }
+  if (state_->working() != Precision::FP32) half_masters_ = std::make_unique<HalfMasters>(*state_, zero, grid_.dp());
   model_buffers_ = std::make_unique<ModelBuffers>(model_->model_buffers(), grid_);  // BatchNorm's statistics
-  for (TrainExtension* e : {static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals(),
+  scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
+  for (TrainExtension* e : {static_cast<TrainExtension*>(half_masters_.get()),
+                            static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals(),
                             model_buffers_->empty() ? nullptr : static_cast<TrainExtension*>(model_buffers_.get()),
-                            static_cast<TrainExtension*>(dp_adapter_.get())})  // adapted DP shares: a meta entry
+                            static_cast<TrainExtension*>(dp_adapter_.get()),  // adapted DP shares: a meta entry
+                            static_cast<TrainExtension*>(scaler_.get())})     // its scale and counters: meta entries
     if (e) extensions_.push_back(e);
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero, choice.optimizer);
-  scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
   guard_ = std::make_unique<StepGuard>(cfg_.train, choice.nonfinite);
-  progress_.scaler = scaler_->state();
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch(), *family_);
   checkpointer_ = std::make_unique<Checkpointer>(cfg_, grid_, config_text_, *state_, loader_->source().describe(),
                                                  loader_->global_batch(), zero, mirror_mode_, extensions_);
@@ -116,12 +118,9 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
     io::write_file_atomic(cfg_.output.dir + "/config.toml", config_text_);
   }
   grid_.world().barrier();
-  if (checkpointer_->resume(&progress_)) {  // masters (and masks) loaded: the working copy follows them
-    for (TrainExtension* e : extensions_) e->on_resume();  // sparsity: the masked working copy
-    if (!sparsity_ && state_->working() != Precision::FP32) dp_->refresh_working_copy();  // 16-bit: as after a step
-  }
+  if (checkpointer_->resume(&progress_))  // masters (and masks) loaded: the working copy follows them
+    for (TrainExtension* e : extensions_) e->on_resume();  // sparsity: the masked working copy; 16-bit: rounded
   if (dp_adapter_ && dp_adapter_->take_resumed()) apply_dp_shares(dp_adapter_->shares());  // saved adapted shares
-  scaler_->restore(progress_.scaler);
 }
 
 Trainer::~Trainer() = default;
@@ -207,8 +206,9 @@ StepStats Trainer::train_step() {
   const bool skip = overflow || !bad.empty();
   if (!skip) {
     optimizer_->step(updates + 1, lr, norm, loss_scale);
+    // Sparsity: new masks, the masked working copy; 16-bit: this rank's shard of the working copy rounded
+    for (TrainExtension* e : extensions_) e->after_update(updates + 1);
     dp_->after_update();  // ZeRO 1, 2: every updated shard to every rank; ZeRO 3: gathers dropped
-    for (TrainExtension* e : extensions_) e->after_update(updates + 1);  // sparsity: new masks, the working copy
   }
   Kokkos::fence();
   const double t_end = MPI_Wtime();
@@ -230,16 +230,14 @@ StepStats Trainer::train_step() {
   if (s.stop_requested) request_stop_locally();  // some rank was asked to stop: every rank stops at this step
   if (act == BadStepAction::Rollback) {
     progress_.samples_done += loader_->global_batch();  // the data go on past the bad step
-    s.rolled_back_to = checkpointer_->rollback(&progress_);
+    s.rolled_back_to = checkpointer_->rollback(&progress_);  // the loss scaler's counters too (load_meta)
     for (TrainExtension* e : extensions_) e->on_resume();  // as after a resume: masters and masks loaded
-    scaler_->restore(progress_.scaler);
     return s;
   }
   progress_.step += 1;
   progress_.samples_done += loader_->global_batch();
   progress_.loss = s.loss;
   progress_.skipped += skip ? 1 : 0;
-  progress_.scaler = scaler_->state();
   return s;
 }
 
@@ -307,7 +305,7 @@ void Trainer::finish(const std::string& status) {
   in.skipped = progress_.skipped;
   in.bad_steps = guard_->counts();
   in.nonfinite_policy = guard_->policy();
-  in.loss_scale = scaler_->scale();
+  in.extensions = &extensions_;  // their own fields: the loss scale, the sparse FLOP ledger
   const StateLedger pred = predicted_ledger();
   const StateLedger have = allocated_state_bytes(*state_);
   const double p3[3] = {double(pred.params), double(pred.grads), double(pred.optimizer)};
@@ -415,6 +413,7 @@ std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partitio
     if (!partition.empty()) keep_only(into, mine);  // before the next gather: one buffer's whole model at a time
   }
   h->progress = progress_;
+  for (const TrainExtension* e : extensions_) e->save_meta(h->extension_meta);  // as into a checkpoint
   h->history = history_;
   if (adapter_) h->adapt = adapter_->carry();
   return h;
@@ -422,16 +421,17 @@ std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partitio
 
 void Trainer::adopt(StateHandoff h) {
   // The fp32 state of this rank's elements from the global tensors; the working copy follows the master as
-  // after a resume (rounded for 16-bit, the ZeRO shards gathered).
-  const bool master = state_->has_buffer(Buffer::Master);
+  // after a resume (the extensions' on_resume: rounded for 16-bit, the ZeRO shards gathered).
   scatter_global(*state_, state_->master_id(), h.master, mirror_mode_);
   scatter_global(*state_, Buffer::AdamM, h.adam_m, mirror_mode_);
   scatter_global(*state_, Buffer::AdamV, h.adam_v, mirror_mode_);
-  if (master) state_->refresh_params(state_->buffer(Buffer::Master).extent);
+  for (TrainExtension* e : extensions_) {
+    e->load_meta(h.extension_meta);  // the loss scaler's scale and counters
+    e->on_resume();
+  }
   dp_->after_update();  // as after a step: the shards to every rank (ZeRO 1, 2), no stale gathered unit (3)
   progress_ = h.progress;
   history_ = std::move(h.history);
-  scaler_->restore(progress_.scaler);
   grid_.world().barrier();
   double took = MPI_Wtime() - h.started;  // the gathers, the rebuild on the new partition and the scatter
   grid_.world().allreduce(&took, 1, DType::F64, ReduceOp::Max);  // one figure on every rank: decisions agree

@@ -8,7 +8,10 @@
 //                   gathers and staging (src/train/dp/data_parallel.hpp)
 //   Optimizer       global norm, clipping, AdamW (over this rank's ZeRO shard: zero.hpp)
 //   Sparsity        2:4 masks and the masked working copy of the weights (sparsity.hpp; when configured)
+//   HalfMasters     the 16-bit working copy rounded from the fp32 masters (half_masters.hpp; bf16, fp16)
 //   LossScaler      the dynamic loss scale and the skip decision on overflow
+// The features with state of their own are TrainExtensions (extension.hpp), which the step, the Checkpointer,
+// the live move and the RunReport iterate.
 //   StepGuard       bad steps (non-finite, beyond a bound, spikes): stop, skip or roll back
 //   Checkpointer    save and resume
 //   RunReport       the per-step line, metrics.jsonl and summary.json
@@ -32,6 +35,7 @@
 #include "src/train/pipeline_adapter.hpp"
 #include "src/train/layout_adapter.hpp"
 #include "src/train/dp_share_adapter.hpp"
+#include "src/train/half_masters.hpp"
 #include "src/train/pipeline_runner.hpp"
 #include "src/train/rebalancer.hpp"
 #include "src/train/run_report.hpp"
@@ -74,6 +78,7 @@ class Trainer {
   const std::vector<StepStats>& history() const { return history_; }
   int step() const { return progress_.step; }
   const TrainProgress& progress() const { return progress_; }
+  double loss_scale() const { return scaler_->scale(); }
   // Like gather_params for any fp32 TrainState buffer (Master: the master_id, AdamM, AdamV, ...; a ZeRO-sharded
   // master or moments through the staging copies: collective over the world).
   std::vector<std::pair<std::string, std::vector<float>>> gather(Buffer buffer);
@@ -115,9 +120,11 @@ class Trainer {
   std::unique_ptr<BatchLoader> loader_;
   std::unique_ptr<PipelineRunner> pipeline_;
   std::unique_ptr<Sparsity> sparsity_;
+  std::unique_ptr<HalfMasters> half_masters_;  // bf16, fp16: the working copy rounded from the fp32 masters
   std::unique_ptr<ModelBuffers> model_buffers_;  // the model's non-parameter state (BatchNorm), when it has any
-  // The features with state of their own (sparsity_, the DP path's top-k residuals): the step and the
-  // Checkpointer iterate them (extension.hpp). Not owned.
+  // The features with state of their own (half_masters_, sparsity_, the DP path's top-k residuals, model_buffers_,
+  // dp_adapter_, scaler_): the step, the Checkpointer, the live move and the RunReport iterate them
+  // (extension.hpp). Not owned.
   std::vector<TrainExtension*> extensions_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;

@@ -148,11 +148,6 @@ void DataParallel::after_update() {
   if (gather_) gather_->invalidate();
 }
 
-void DataParallel::refresh_working_copy() {
-  state_.refresh_params(plan_.zero.shard);
-  allgather_params(state_, plan_.zero, comm_);
-}
-
 GradBuckets::WireStats DataParallel::wire_stats() const {
   return buckets_ ? buckets_->wire_stats(comm_.size()) : GradBuckets::WireStats{};
 }

@@ -56,8 +56,6 @@ class DataParallel {
   void finish(const std::function<void()>& sum_tied_wte);
   // After the optimizer updated the shard: the parameters every rank reads are current again.
   void after_update();
-  // After a resume of a 16-bit run: the working copy rounded from the loaded fp32 master, on every rank.
-  void refresh_working_copy();
 
   // The run's DP traffic of the last step (bytes on the wire; -1 bytes without buckets).
   bool has_buckets() const { return bool(buckets_); }
