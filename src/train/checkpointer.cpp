@@ -9,7 +9,6 @@
 #include "src/core/error.hpp"
 #include "src/io/checkpoint_verify.hpp"
 #include "src/train/kv_replicas.hpp"
-#include "src/train/lr_schedule.hpp"
 #include "src/train/resume_requirements.hpp"
 
 namespace gt {
@@ -106,7 +105,7 @@ CheckpointMeta Checkpointer::meta(const TrainProgress& p) const {
   meta.ints["grid.pp"] = grid_.shape().pp;
   meta.ints["grid.dp"] = grid_.shape().dp;
   // the rate of the last completed step
-  meta.reals["lr"] = learning_rate(std::max(0, p.step - p.skipped - 1), t.lr, t.min_lr, t.warmup_steps, t.decay_steps, t.steps);
+  meta.reals["lr"] = p.lr;
   meta.reals["loss"] = p.loss;
   meta.ints["skipped_steps"] = p.skipped;
   meta.strings["precision"] = cfg_.train.precision;
@@ -171,6 +170,7 @@ CheckpointMeta Checkpointer::load(const std::string& path, HostState& h, std::ve
   p->step = static_cast<int>(meta.ints.at("step"));  // present and in range: checked above
   p->samples_done = meta.ints.at("samples_done");
   if (meta.reals.count("loss")) p->loss = meta.reals["loss"];
+  if (meta.reals.count("lr")) p->lr = meta.reals["lr"];
   if (meta.ints.count("skipped_steps")) p->skipped = static_cast<int>(meta.ints["skipped_steps"]);
   for (TrainExtension* e : extensions_) e->load_meta(meta);  // the loss scaler's scale and counters, ...
   last_saved_step_ = p->step;

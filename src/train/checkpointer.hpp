@@ -22,6 +22,7 @@ struct TrainProgress {
   int step = 0;               // completed optimizer steps
   int64_t samples_done = 0;   // global samples consumed (sampler position)
   double loss = NAN;          // loss of the last completed step
+  double lr = 0;              // its learning rate (LrSchedule's; recorded in checkpoints as meta "lr")
   int skipped = 0;            // steps skipped on overflow (no update): optimizer updates = step - skipped
 };  // the features' own state (the loss scaler's counters, ...) goes through their extensions (extension.hpp)
 

@@ -80,12 +80,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
   model_ = family_->make_stage(StageBuild{choice.precision, seed, cfg_.train.micro_batch_size, &chunks, &tp, &ops,
                                           &state_->layout(), choice.recompute, &grid_.dp()});
   model_->bind(state_->params(), grads());
-  // The schedule first: a run given in epochs learns its length in steps here, which everything after reads.
-  std::unique_ptr<DataSource> source = family_->make_source(cfg_);
-  lr_ = std::make_unique<LrSchedule>(cfg_.train, choice, int64_t(cfg_.train.micro_batch_size) * cfg_.train.micro_batches * g.dp,
-                                     source->samples_per_epoch(Split::Train));
-  cfg_.train.steps = lr_->total_steps();
-  cfg_.train.warmup_steps = lr_->warmup_steps();
+  std::unique_ptr<DataSource> source = make_schedule(choice);  // first: a run in epochs learns its steps here
   rebalancer_ = std::make_unique<Rebalancer>(cfg_, grid_, *model_, partition);
   make_adaptation(choice.adapt, partition);
   loader_ = std::make_unique<BatchLoader>(cfg_, std::move(source), grid_.dp_rank(), g.dp,
@@ -95,18 +90,7 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
 
   dp_ = std::make_unique<DataParallel>(cfg_, grid_, *state_, *model_, std::move(dp_plan), tied_embed() != nullptr);
   const ZeroPlan& zero = dp_->zero();
-  if (choice.sparsity != SparsityPattern::None) {  // not with ZeRO: the compatibility table (features.hpp)
-    sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_, family_.get());
-  }
-  if (state_->working() != Precision::FP32) half_masters_ = std::make_unique<HalfMasters>(*state_, zero, grid_.dp());
-  model_buffers_ = std::make_unique<ModelBuffers>(model_->model_buffers(), grid_);  // BatchNorm's statistics
-  scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
-  for (TrainExtension* e : {static_cast<TrainExtension*>(half_masters_.get()),
-                            static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals(),
-                            model_buffers_->empty() ? nullptr : static_cast<TrainExtension*>(model_buffers_.get()),
-                            static_cast<TrainExtension*>(dp_adapter_.get()),  // adapted DP shares: a meta entry
-                            static_cast<TrainExtension*>(scaler_.get())})     // its scale and counters: meta entries
-    if (e) extensions_.push_back(e);
+  make_extensions(choice, zero);
   optimizer_ = std::make_unique<Optimizer>(cfg_.train, grid_, *state_, zero, choice.optimizer);
   guard_ = std::make_unique<StepGuard>(cfg_.train, choice.nonfinite);
   report_ = std::make_unique<RunReport>(cfg_, grid_, loader_->global_batch(), *family_);
@@ -124,6 +108,34 @@ Trainer::Trainer(const Config& cfg, Grid& grid, const std::string& config_text)
 }
 
 Trainer::~Trainer() = default;
+
+// The learning-rate schedule, resolved against the training split: a run given in epochs (train.epochs) gets its
+// length and warm-up in steps here, written into cfg_ for everything built after. Returns the data source it read.
+std::unique_ptr<DataSource> Trainer::make_schedule(const ConfigChoices& choice) {
+  std::unique_ptr<DataSource> source = family_->make_source(cfg_);
+  const int64_t global_batch = int64_t(cfg_.train.micro_batch_size) * cfg_.train.micro_batches * grid_.shape().dp;
+  lr_ = std::make_unique<LrSchedule>(cfg_.train, choice, global_batch, source->samples_per_epoch(Split::Train));
+  cfg_.train.steps = lr_->total_steps();
+  cfg_.train.warmup_steps = lr_->warmup_steps();
+  return source;
+}
+
+// The features that carry state of their own (extension.hpp), in the order the step loop and the Checkpointer
+// call them.
+void Trainer::make_extensions(const ConfigChoices& choice, const ZeroPlan& zero) {
+  if (choice.sparsity != SparsityPattern::None)  // not with ZeRO: the compatibility table (features.hpp)
+    sparsity_ = std::make_unique<Sparsity>(cfg_.sparsity, choice.sparsity_recipe, *state_, family_.get());
+  if (state_->working() != Precision::FP32) half_masters_ = std::make_unique<HalfMasters>(*state_, zero, grid_.dp());
+  model_buffers_ = std::make_unique<ModelBuffers>(model_->model_buffers(), grid_);  // BatchNorm's statistics
+  scaler_ = std::make_unique<LossScaler>(cfg_.train, cfg_.dynamic_loss_scale());
+  for (TrainExtension* e : {static_cast<TrainExtension*>(half_masters_.get()),
+                            static_cast<TrainExtension*>(sparsity_.get()), dp_->residuals(),
+                            model_buffers_->empty() ? nullptr : static_cast<TrainExtension*>(model_buffers_.get()),
+                            static_cast<TrainExtension*>(dp_adapter_.get()),  // adapted DP shares: a meta entry
+                            static_cast<TrainExtension*>(scaler_.get())})     // its scale and counters: meta entries
+    if (e) extensions_.push_back(e);
+}
+
 
 // This rank's part of the pipeline schedule (train.schedule; one chunk but under the interleaved one).
 std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule, int micro_batches) const {
@@ -237,6 +249,7 @@ StepStats Trainer::train_step() {
   progress_.step += 1;
   progress_.samples_done += loader_->global_batch();
   progress_.loss = s.loss;
+  progress_.lr = s.lr;
   progress_.skipped += skip ? 1 : 0;
   return s;
 }

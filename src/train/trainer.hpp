@@ -92,6 +92,8 @@ class Trainer {
 
  private:
   StepStats train_step();
+  std::unique_ptr<DataSource> make_schedule(const ConfigChoices& choice);  // the constructor's parts
+  void make_extensions(const ConfigChoices& choice, const ZeroPlan& zero);
   std::vector<PipeOp> pipeline_ops(PipelineSchedule schedule, int micro_batches) const;
   void apply_dp_shares(const std::vector<int>& shares);
   void make_adaptation(AdaptMode mode, const std::vector<int>& partition);
