@@ -36,17 +36,10 @@ Result train(gt::Config c) {
 }
 
 gt::Config learnable(const std::string& dir, const std::string& precision) {
-  gt::Config c = gt_test::tiny_config(dir);
-  c.model.n_layer = 2;
-  c.model.d_model = 64;
-  c.model.seq_len = 32;
-  c.train.micro_batch_size = 8;
+  gt::Config c = gt_test::learnable_config(dir);
   c.train.micro_batches = 2;  // gradients accumulate over two micro-batches in the fp32 buffer
   c.train.steps = 10;
-  c.train.lr = 3e-3;
-  c.train.min_lr = 3e-4;
   c.train.warmup_steps = 2;
-  c.data.synthetic_noise = 0.1;
   c.train.precision = precision;
   return c;
 }
