@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +47,26 @@ inline RunRecord run_and_record(MPI_Comm comm, const gt::Config& c, int expect_e
     r.params = t.gather_params();
   });
   return r;
+}
+
+// Parameters after a few steps against a reference run's, per tensor (the same names in the same order): a
+// norm-wise relative gap below rel and no element off by more than steps * lr. test_layouts' tolerance and its
+// reasoning: Adam amplifies round-off in elements whose gradient is at the level of fp32 round-off (the key bias
+// above all).
+inline void expect_params_close(const NamedTensors& a, const NamedTensors& b, const gt::Config& c, double rel = 1e-3) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    const auto& x = a[k].second;
+    const auto& y = b[k].second;
+    double num = 0, den = 0, worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      num += double(x[i] - y[i]) * (x[i] - y[i]);
+      den += double(y[i]) * y[i];
+      worst = std::max(worst, double(std::fabs(x[i] - y[i])));
+    }
+    EXPECT_LT(std::sqrt(num / std::max(den, 1e-30)), rel) << a[k].first;
+    EXPECT_LT(worst, c.train.steps * c.train.lr) << a[k].first;
+  }
 }
 
 }  // namespace gt_test

@@ -67,23 +67,9 @@ void expect_close(const std::vector<double>& a, const std::vector<double>& b, co
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], g_rel * std::fabs(b[i])) << what << " of step " << i + 1;
 }
 
-// test_layouts' tolerance and its reasoning: Adam amplifies round-off in elements whose gradient is at the
-// level of fp32 round-off (the key bias above all), so per tensor a norm-wise relative 1e-3 and no element off
-// by more than steps * lr.
+// test_layouts' tolerance (gt_test::expect_params_close), g_rel where that is wider (bf16).
 void expect_params_close(const Result& a, const Result& b, const gt::Config& c) {
-  ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t k = 0; k < a.params.size(); ++k) {
-    const auto& x = a.params[k].second;
-    const auto& y = b.params[k].second;
-    double num = 0, den = 0, worst = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      num += double(x[i] - y[i]) * (x[i] - y[i]);
-      den += double(y[i]) * y[i];
-      worst = std::max(worst, double(std::fabs(x[i] - y[i])));
-    }
-    EXPECT_LT(std::sqrt(num / std::max(den, 1e-30)), std::max(1e-3, g_rel)) << a.params[k].first;
-    EXPECT_LT(worst, c.train.steps * c.train.lr) << a.params[k].first;
-  }
+  gt_test::expect_params_close(a.params, b.params, c, std::max(1e-3, g_rel));
 }
 
 void expect_params_equal(const Result& a, const Result& b) {
