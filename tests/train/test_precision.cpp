@@ -7,11 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "tests/common/run_helpers.hpp"
+#include "tests/common/text_file.hpp"
 #include "src/train/trainer.hpp"
 
 namespace {
@@ -46,8 +45,7 @@ gt::Config learnable(const std::string& dir, const std::string& precision) {
 
 // A number from summary.json ("key": value), -1 when absent.
 double summary_number(const std::string& dir, const std::string& key) {
-  std::ifstream f(dir + "/summary.json");
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string text = gt_test::read_text(dir + "/summary.json");
   const size_t at = text.find("\"" + key + "\": ");
   return at == std::string::npos ? -1 : std::atof(text.c_str() + at + key.size() + 4);
 }
