@@ -62,13 +62,9 @@ void expect_close(const std::vector<double>& a, const std::vector<double>& b, co
 
 void expect_params_close(const Result& a, const Result& b, const gt::Config& c, const char* what) {
   ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t k = 0; k < a.params.size(); ++k) {
-    const auto& x = a.params[k].second;
-    const auto& y = b.params[k].second;
-    double worst = 0;
-    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::fabs(x[i] - y[i])));
-    EXPECT_LT(worst, c.train.steps * c.train.lr) << what << ": " << a.params[k].first;
-  }
+  for (size_t k = 0; k < a.params.size(); ++k)
+    EXPECT_LT(gt_test::max_abs_diff(a.params[k].second, b.params[k].second), c.train.steps * c.train.lr)
+        << what << ": " << a.params[k].first;
 }
 
 double largest_gap(const std::vector<double>& a, const std::vector<double>& b) {
