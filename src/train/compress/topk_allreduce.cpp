@@ -7,6 +7,7 @@
 
 #include "kernels/half.hpp"
 #include "src/core/error.hpp"
+#include "src/train/compress/topk_bucket.hpp"
 
 namespace gt::compress {
 namespace {

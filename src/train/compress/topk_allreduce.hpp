@@ -7,10 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <utility>
-#include <vector>
 
-#include "kernels/half.hpp"
 #include "src/comm/comm.hpp"
 #include "src/train/compress/topk.hpp"
 #include "src/train/compress/transport.hpp"
@@ -18,11 +15,6 @@
 namespace gt::compress {
 
 class TopkWorkspace;  // topk_device.hpp
-
-// The DType of values of type V (float, bf16_t, fp16_t) on the wire, for both the host and the device path.
-template <class V> constexpr DType wire_type() { return DType::F32; }
-template <> constexpr DType wire_type<bf16_t>() { return DType::BF16; }
-template <> constexpr DType wire_type<fp16_t>() { return DType::F16; }
 
 struct TopkOptions {
   double density = 0.04;
@@ -48,25 +40,6 @@ struct TopkResult {
   double wire_bytes = 0;  // bytes this rank sent, by the formula of the chosen transport
 };
 
-// The collectives of one started bucket (both paths' requests): test() progresses them all, wait() completes them
-// all. A request keeps its buffers: declare this after them (an unfinished request waits when destroyed).
-class BucketCollectives {
- public:
-  void push_back(RequestPtr r) { reqs_.push_back(std::move(r)); }
-  bool test() {
-    bool done = true;
-    for (auto& r : reqs_) done = r->test() && done;
-    return done;
-  }
-  void wait() {
-    for (auto& r : reqs_) r->wait();
-    reqs_.clear();
-  }
-
- private:
-  std::vector<RequestPtr> reqs_;
-};
-
 // A started bucket: test() progresses its collectives, wait() completes them and writes grad[0..n) (the sum).
 // grad and the ErrorFeedback's residual must stay alive until then; the residual is final already.
 class TopkRequest : public Request {
@@ -85,17 +58,5 @@ std::unique_ptr<TopkRequest> topk_start(Comm& c, ErrorFeedback& ef, float* grad,
 // The checks topk_start makes (and topk_start_device): throws gt::Error naming the bad option.
 void check_topk_options(const Comm& c, const TopkOptions& o);
 TopkResult topk_allreduce(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o);
-
-// topk_start and topk_start_device: the options checked, then Bucket<V> (their request type) started for the
-// value type V that o.values names.
-template <template <class> class Bucket>
-std::unique_ptr<TopkRequest> start_bucket(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o) {
-  check_topk_options(c, o);
-  switch (o.values) {
-    case DType::BF16: return std::make_unique<Bucket<bf16_t>>(c, ef, grad, n, o);
-    case DType::F16: return std::make_unique<Bucket<fp16_t>>(c, ef, grad, n, o);
-    default: return std::make_unique<Bucket<float>>(c, ef, grad, n, o);
-  }
-}
 
 }  // namespace gt::compress

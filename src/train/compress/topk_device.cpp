@@ -8,6 +8,7 @@
 
 #include "kernels/elementwise.hpp"
 #include "src/train/compress/topk_kernels.hpp"
+#include "src/train/compress/topk_bucket.hpp"
 
 namespace gt::compress {
 
