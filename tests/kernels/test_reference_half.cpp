@@ -19,6 +19,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/tp_epilogue.hpp"
 #include "tests/kernels/reference.hpp"
+#include "tests/kernels/sharded_ce.hpp"
 #include "tests/kernels/test_util.hpp"
 
 using kt::exact_in;
@@ -275,39 +276,10 @@ TYPED_TEST(KernelRefHalf, CrossEntropy) {
   const double scale = 1.0 / N;
   Vec loss, dlogits;
   ref::crossentropy(loss, dlogits, logits, tgt, N, V, scale);
-  const int S = 2;
-  std::vector<kt::DVec<T>> shard(S);
-  std::vector<kt::DVec<float>> rowmax(S), sumexp(S), tlogit(S);
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - v0;
-    Vec h;
-    for (int i = 0; i < N; ++i)
-      for (int j = 0; j < Vl; ++j) h.push_back(logits[size_t(i) * V + v0 + j]);
-    shard[s] = to<T>(h);
-    rowmax[s] = kt::poisoned<float>(N);
-    gt::ce_row_max(rowmax[s].data(), shard[s].data(), N, Vl);
-  }
-  kt::DVec<float> gmax(N), gsum(N, 0.0f), glogit(N, 0.0f);
-  for (int i = 0; i < N; ++i) gmax[i] = std::max(rowmax[0][i], rowmax[1][i]);
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - v0;
-    sumexp[s] = kt::poisoned<float>(N);
-    tlogit[s] = kt::poisoned<float>(N);
-    gt::ce_row_sumexp(sumexp[s].data(), tlogit[s].data(), shard[s].data(), gmax.data(), tgt.data(), N, Vl, v0);
-    for (int i = 0; i < N; ++i) {
-      gsum[i] += sumexp[s][i];
-      glogit[i] += tlogit[s][i];
-    }
-  }
+  kt::ShardedCe<T> ce(logits, {bounds, bounds + 3}, tgt, N);
   auto loss_t = kt::poisoned<float>(N);
-  gt::ce_loss(loss_t.data(), gsum.data(), gmax.data(), glogit.data(), N);
+  gt::ce_loss(loss_t.data(), ce.gsum.data(), ce.gmax.data(), ce.glogit.data(), N);
   EXPECT_LT(rel_err(loss_t, loss), kF32);  // the loss stays fp32 end to end
-  Vec dl(size_t(N) * V);
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - v0;
-    gt::ce_backward_inplace(shard[s].data(), gmax.data(), gsum.data(), tgt.data(), N, Vl, v0, float(scale));
-    for (int i = 0; i < N; ++i)
-      for (int j = 0; j < Vl; ++j) dl[size_t(i) * V + v0 + j] = shard[s][size_t(i) * Vl + j];
-  }
-  EXPECT_LT(rel_err(dl, dlogits), u<T>() + kF32);  // softmax - onehot in fp32, rounded once into the logits
+  // softmax - onehot in fp32, rounded once into the logits
+  EXPECT_LT(rel_err(ce.backward(tgt, float(scale)), dlogits), u<T>() + kF32);
 }
