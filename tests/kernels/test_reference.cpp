@@ -203,13 +203,8 @@ TYPED_TEST(KernelRef, LinearGeluForwardBackward) {
   const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(N) * OUT);
   auto x_t = cast<T>(x), w_t = cast<T>(w), b_t = cast<T>(b), dout_t = cast<T>(dout);
   for (bool with_bias : {true, false}) {
-    Vec pre;
-    ref::linear_forward(pre, x, w, with_bias ? &b : nullptr, N, IN, OUT);
-    Vec out(pre.size()), dpre(pre.size());
-    for (size_t e = 0; e < pre.size(); ++e) {
-      out[e] = ref::gelu(pre[e]);
-      dpre[e] = ref::gelu_grad(pre[e]) * dout[e];
-    }
+    Vec pre, out, dpre;
+    ref::linear_gelu(pre, out, dpre, x, w, with_bias ? &b : nullptr, dout, N, IN, OUT);
     auto pre_t = kt::poisoned<T>(pre.size()), out_t = kt::poisoned<T>(pre.size()), dpre_t = kt::poisoned<T>(pre.size());
     gt::linear_gelu_forward(pre_t.data(), out_t.data(), x_t.data(), w_t.data(), with_bias ? b_t.data() : nullptr, N,
                             IN, OUT);
@@ -335,11 +330,8 @@ TYPED_TEST(KernelRef, GeluForwardBackward) {
   const double edges[] = {0.0, -0.0, 1e-30, -1e-30, 12.0, -12.0, 30.0, -30.0, 1e4, -1e4};
   for (size_t k = 0; k < sizeof(edges) / sizeof(edges[0]); ++k) x[k] = edges[k];
   const Vec dout = kt::random_vec(this->rng, N);
-  Vec y(N), dx(N);
-  for (long i = 0; i < N; ++i) {
-    y[i] = ref::gelu(x[i]);
-    dx[i] = ref::gelu_grad(x[i]) * dout[i];
-  }
+  Vec y, dx;
+  ref::gelu_forward_backward(y, dx, x, dout);
   auto x_t = cast<T>(x), dout_t = cast<T>(dout);
   auto y_t = kt::poisoned<T>(N), dx_t = kt::poisoned<T>(N);
   gt::gelu_forward(y_t.data(), x_t.data(), N);

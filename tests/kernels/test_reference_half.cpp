@@ -23,6 +23,7 @@
 #include "tests/kernels/test_util.hpp"
 
 using kt::exact_in;
+using kt::nan_filled;
 using kt::rel_err;
 using kt::to;
 using kt::Vec;
@@ -34,11 +35,6 @@ constexpr double kF32 = 1e-5;  // fp32 results computed from T inputs
 template <class T>
 double u() {
   return std::is_same_v<T, gt::bf16_t> ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-}
-// The 16-bit types have no numeric_limits: kt::poisoned would fill them with zeros.
-template <class T>
-kt::DVec<T> nan_filled(size_t n) {
-  return kt::DVec<T>(n, T(NAN));
 }
 
 template <class T>
@@ -149,13 +145,8 @@ TYPED_TEST(KernelRefHalf, LinearGelu) {
             b = exact_in<T>(this->rng, OUT), dout = exact_in<T>(this->rng, size_t(N) * OUT);
   auto x_t = to<T>(x), w_t = to<T>(w), b_t = to<T>(b), dout_t = to<T>(dout);
   for (bool with_bias : {true, false}) {
-    Vec pre;
-    ref::linear_forward(pre, x, w, with_bias ? &b : nullptr, N, IN, OUT);
-    Vec out(pre.size()), dpre(pre.size());
-    for (size_t e = 0; e < pre.size(); ++e) {
-      out[e] = ref::gelu(pre[e]);
-      dpre[e] = ref::gelu_grad(pre[e]) * dout[e];
-    }
+    Vec pre, out, dpre;
+    ref::linear_gelu(pre, out, dpre, x, w, with_bias ? &b : nullptr, dout, N, IN, OUT);
     auto pre_t = nan_filled<T>(pre.size()), out_t = nan_filled<T>(pre.size()), dpre_t = nan_filled<T>(pre.size());
     gt::linear_gelu_forward(pre_t.data(), out_t.data(), x_t.data(), w_t.data(), with_bias ? b_t.data() : nullptr, N,
                             IN, OUT);
@@ -197,11 +188,8 @@ TYPED_TEST(KernelRefHalf, Gelu) {
   using T = typename TypeParam::value_type;
   const long N = 2 * 4096 + 37;  // three chunks, the last one partial
   const Vec x = exact_in<T>(this->rng, N, -6.0, 6.0), dout = exact_in<T>(this->rng, N);
-  Vec y(N), dx(N);
-  for (long i = 0; i < N; ++i) {
-    y[i] = ref::gelu(x[i]);
-    dx[i] = ref::gelu_grad(x[i]) * dout[i];
-  }
+  Vec y, dx;
+  ref::gelu_forward_backward(y, dx, x, dout);
   auto x_t = to<T>(x), dout_t = to<T>(dout);
   auto y_t = nan_filled<T>(N), dx_t = nan_filled<T>(N);
   gt::gelu_forward(y_t.data(), x_t.data(), N);

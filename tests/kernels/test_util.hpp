@@ -139,6 +139,11 @@ template <class T>
 DVec<T> poisoned(size_t n) {
   return DVec<T>(n, std::numeric_limits<T>::quiet_NaN());
 }
+// The same for every T: the 16-bit types have no numeric_limits (poisoned would fill them with zeros).
+template <class T>
+DVec<T> nan_filled(size_t n) {
+  return DVec<T>(n, T(NAN));
+}
 
 // ||a - b|| / max(||a||, ||b||), +inf if anything is NaN or the sizes differ; 0 when both are 0.
 inline double rel_err(const Vec& a, const Vec& b) {
