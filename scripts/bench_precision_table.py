@@ -54,8 +54,8 @@ def table(columns, cells):
     print()
 
 
-table(["preset", "round", "gt fp32", "gt bf16", "PyTorch fp32", "PyTorch bf16 autocast", "gt bf16 speed-up over gt fp32",
-       "gt/PyTorch fp32", "gt/PyTorch bf16", "gt GFLOP/s fp32, bf16 (CPU time)", "wall ms gt fp32, bf16"],
+table(["preset", "round", "gt fp32", "gt bf16", "PyTorch fp32", "PyTorch bf16 autocast",
+       "gt bf16 speed-up over gt fp32", "gt/PyTorch fp32", "gt/PyTorch bf16", "gt GFLOP/s fp32, bf16 (CPU time)", "wall ms gt fp32, bf16"],
       lambda x: [x['preset'], str(x['round']), f"{x['gt_fp32_cpu_ms']:.0f}", f"{x['gt_bf16_cpu_ms']:.0f}",
                  f"{x['pt_fp32_cpu_ms']:.0f}", f"{x['pt_bf16_cpu_ms']:.0f}", f"{x['bf16_speedup_cpu']:.2f}x",
                  f"{x['gt_vs_pt_fp32_cpu']:.2f}x", f"{x['gt_vs_pt_bf16_cpu']:.2f}x",
@@ -65,8 +65,10 @@ table(["preset", "round", "activation ledger fp32 / bf16 MiB (ratio)", "peak RSS
        "state ledger fp32 / bf16 MiB", "RSS - state - baseline fp32 / bf16 MiB (ratio)",
        "PyTorch peak RSS fp32 / bf16 MiB"],
       lambda x: [x['preset'], str(x['round']),
-                 f"{x['ledger_act_fp32_mb']:.0f} / {x['ledger_act_bf16_mb']:.0f} ({x['ledger_act_ratio']:.2f})",
-                 f"{x['rss_fp32_mb']:.0f} / {x['rss_bf16_mb']:.0f}", f"{x['state_fp32_mb']:.0f} / {x['state_bf16_mb']:.0f}",
+                 f"{x['ledger_act_fp32_mb']:.0f} / {x['ledger_act_bf16_mb']:.0f} "
+                 f"({x['ledger_act_ratio']:.2f})",
+                 f"{x['rss_fp32_mb']:.0f} / {x['rss_bf16_mb']:.0f}",
+                 f"{x['state_fp32_mb']:.0f} / {x['state_bf16_mb']:.0f}",
                  f"{x['rss_act_fp32_mb']:.0f} / {x['rss_act_bf16_mb']:.0f} ({x['rss_act_ratio']:.2f})",
                  f"{x['pt_rss_fp32_mb']:.0f} / {x['pt_rss_bf16_mb']:.0f}"])
 print(f"dp=2 weak scaling, small bf16: wall {scaling['wall_ms_dp1']:.0f} ms (1 rank) vs {scaling['wall_ms_dp2']:.0f} ms "
