@@ -55,7 +55,8 @@ def table(columns, cells):
 
 
 table(["preset", "round", "gt fp32", "gt bf16", "PyTorch fp32", "PyTorch bf16 autocast",
-       "gt bf16 speed-up over gt fp32", "gt/PyTorch fp32", "gt/PyTorch bf16", "gt GFLOP/s fp32, bf16 (CPU time)", "wall ms gt fp32, bf16"],
+       "gt bf16 speed-up over gt fp32", "gt/PyTorch fp32", "gt/PyTorch bf16", "gt GFLOP/s fp32, bf16 (CPU time)",
+       "wall ms gt fp32, bf16"],
       lambda x: [x['preset'], str(x['round']), f"{x['gt_fp32_cpu_ms']:.0f}", f"{x['gt_bf16_cpu_ms']:.0f}",
                  f"{x['pt_fp32_cpu_ms']:.0f}", f"{x['pt_bf16_cpu_ms']:.0f}", f"{x['bf16_speedup_cpu']:.2f}x",
                  f"{x['gt_vs_pt_fp32_cpu']:.2f}x", f"{x['gt_vs_pt_bf16_cpu']:.2f}x",
