@@ -35,7 +35,9 @@ struct RunRecord {
   NamedTensors grads, params;
 };
 
-inline RunRecord run_and_record(MPI_Comm comm, const gt::Config& c, int expect_exit = 0, bool with_grads = true) {
+// extra(trainer) then reads what a test needs beyond the record (the trainer still exists).
+template <class Extra>
+RunRecord run_and_record(MPI_Comm comm, const gt::Config& c, int expect_exit, bool with_grads, Extra&& extra) {
   RunRecord r;
   run_trainer(comm, c, expect_exit, [&](gt::Trainer& t) {
     for (const auto& s : t.history()) {
@@ -45,8 +47,12 @@ inline RunRecord run_and_record(MPI_Comm comm, const gt::Config& c, int expect_e
     }
     if (with_grads) r.grads = t.gather(gt::Buffer::Grads);
     r.params = t.gather_params();
+    extra(t);
   });
   return r;
+}
+inline RunRecord run_and_record(MPI_Comm comm, const gt::Config& c, int expect_exit = 0, bool with_grads = true) {
+  return run_and_record(comm, c, expect_exit, with_grads, [](gt::Trainer&) {});
 }
 
 // train.recompute = selective and full against ref, the same run (c) without recomputation: the losses, the last

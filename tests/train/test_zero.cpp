@@ -37,9 +37,7 @@
 namespace {
 constexpr int kGlobalBatch = 16;
 
-struct Result {
-  std::vector<double> losses, norms;
-  std::vector<std::pair<std::string, std::vector<float>>> params;
+struct Result : gt_test::RunRecord {  // losses, grad_norms, params (no gradients)
   bool full_grads = false;  // whether the TrainState held the full gradient buffer
   bool shm = false;         // whether ZeRO ran its reduce-scatters and gathers through shared memory
   size_t tied_staging = 0;  // bytes of the staging buffer for all of wte's gradient (none when wte is chunked)
@@ -47,12 +45,8 @@ struct Result {
 
 Result run(MPI_Comm comm, const gt::Config& c) {
   Result r;
-  gt_test::run_trainer(comm, c, 0, [&](gt::Trainer& t) {
-    for (const auto& s : t.history()) {
-      r.losses.push_back(s.loss);
-      r.norms.push_back(s.grad_norm);
-    }
-    r.params = t.gather_params();
+  gt_test::RunRecord& record = r;
+  record = gt_test::run_and_record(comm, c, 0, false, [&](gt::Trainer& t) {
     r.full_grads = t.state().has_buffer(gt::Buffer::Grads);
     r.shm = t.zero_in_shared_memory();
     r.tied_staging = t.state().has_buffer(gt::Buffer::GradsTied) ? t.state().buffer(gt::Buffer::GradsTied).bytes : 0;
@@ -154,7 +148,7 @@ void check_stage(const References& ref, int zero, const std::string& dir) {
   if (staged) cz.parallel.wte_chunk_rows = 24;
   const Result rz = run(MPI_COMM_WORLD, cz);
   expect_close(rz.losses, ref.r0.losses, "loss");
-  expect_close(rz.norms, ref.r0.norms, "global gradient norm");
+  expect_close(rz.grad_norms, ref.r0.grad_norms, "global gradient norm");
   expect_params_close(rz, ref.r0, c);
   // Stages 2 and 3 with one micro-batch and one pipeline stage stage each unit's gradients and reduce-scatter
   // them as the unit's backward ends (src/train/dp/zero_grads.hpp): the full fp32 buffer must not exist.
@@ -226,7 +220,7 @@ TEST(Zero, MatchesZeroStageZero) {
   gt::Config c0 = c;
   c0.output.dir = dir + "/z0";
   ref.r0 = run(MPI_COMM_WORLD, c0);
-  for (double n : ref.r0.norms) ASSERT_GT(n, c.train.grad_clip) << "the test needs clipping active on every step";
+  for (double n : ref.r0.grad_norms) ASSERT_GT(n, c.train.grad_clip) << "the test needs clipping active on every step";
   bool any_bitwise = false;
   for (int z : stages) any_bitwise = any_bitwise || bitwise_case(c, z);
   if (any_bitwise) {  // the unclipped reference, once for every bitwise stage

@@ -34,20 +34,16 @@ namespace {
 constexpr int kGlobalBatch = 16;
 constexpr double kTol = 2e-3;  // see the header
 
-struct Result {
-  std::vector<double> losses, wire_bytes;
-  std::vector<std::pair<std::string, std::vector<float>>> params;
+struct Result : gt_test::RunRecord {  // losses, params (no gradients)
+  std::vector<double> wire_bytes;
   bool full_grads = false, wire_shard = false, wire_staging = false;
 };
 
 Result run(const gt::Config& c) {
   Result r;
-  gt_test::run_trainer(MPI_COMM_WORLD, c, 0, [&](gt::Trainer& t) {
-    for (const auto& s : t.history()) {
-      r.losses.push_back(s.loss);
-      r.wire_bytes.push_back(s.wire_bytes);
-    }
-    r.params = t.gather_params();
+  gt_test::RunRecord& record = r;
+  record = gt_test::run_and_record(MPI_COMM_WORLD, c, 0, false, [&](gt::Trainer& t) {
+    for (const auto& s : t.history()) r.wire_bytes.push_back(s.wire_bytes);
     r.full_grads = t.state().has_buffer(gt::Buffer::Grads);
     r.wire_shard = t.state().has_buffer(gt::Buffer::GradWireShard);
     r.wire_staging = t.state().has_buffer(gt::Buffer::GradWireStage0);
