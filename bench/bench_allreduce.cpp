@@ -89,11 +89,10 @@ int main(int argc, char** argv) {
       const double bound = bytes * traffic / (2 * bw);
       const char* name = c == lib.get() ? "mpi" : c == ring.get() ? "ring" : c == shm.get() ? "shm" : "shm-reg";
       if (rank == 0) std::printf("%10zu %7s %12.6f %9.3f %9.3f %12.6f\n", bytes, name, med, alg, bus, bound);
-      char row[256];
-      std::snprintf(row, sizeof row, "%s{\"bytes\":%zu,\"algo\":\"%s\",\"time_s\":%.7g,\"algbw_GBs\":%.4g,\"busbw_GBs\":%.4g,\"shm_bound_s\":%.7g}",
-                    first ? "" : ",", bytes, name, med, alg, bus, bound);
-      json += row;
-      first = false;
+      gt::bench::append_row(json, first,
+                            "{\"bytes\":%zu,\"algo\":\"%s\",\"time_s\":%.7g,\"algbw_GBs\":%.4g,\"busbw_GBs\":%.4g,"
+                            "\"shm_bound_s\":%.7g}",
+                            bytes, name, med, alg, bus, bound);
     }
   }
   json += "]}\n";

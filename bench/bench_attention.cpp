@@ -219,12 +219,18 @@ struct StepModel {
   }
 };
 
-template <class T>
-void step_pairs(const Args& a, std::ostringstream& js) {
+// The model of the preset's deck, at the benchmark's sequence length.
+gt::ModelConfig preset_model(const Args& a) {
   gt::Config cfg;
   cfg.load_file(gt::resolve_deck(a.preset));
   gt::ModelConfig mc = cfg.model;
   mc.seq_len = a.T;
+  return mc;
+}
+
+template <class T>
+void step_pairs(const Args& a, std::ostringstream& js) {
+  gt::ModelConfig mc = preset_model(a);
   const int hd = mc.d_model / mc.n_head;
   StepModel<T> mat(mc, a.B, "materialized"), fus(mc, a.B, "fused");
   AttentionBuffers<T> att(a.B, a.T, mc.n_head, hd);
@@ -263,10 +269,7 @@ gt::plan::MemoryBreakdown ledger(const Args& a, const gt::ModelConfig& m) {
 
 template <class T>
 void memory_run(const Args& a, std::ostringstream& js) {
-  gt::Config cfg;
-  cfg.load_file(gt::resolve_deck(a.preset));
-  gt::ModelConfig mc = cfg.model;
-  mc.seq_len = a.T;
+  gt::ModelConfig mc = preset_model(a);
   if (a.ledger_only) {
     mc.attention = a.attention;
     const gt::plan::MemoryBreakdown pm = ledger(a, mc);

@@ -81,11 +81,9 @@ int main(int argc, char** argv) {
       ef.take(idx.data(), k, val.data());
     }, self);
     if (rank == 0) std::printf("%8.3f %12.3f %12.3f %10zu %14.3f\n", d, te * 1e3, ts * 1e3, ks, tt * 1e3);
-    char row[256];
-    std::snprintf(row, sizeof row, "%s{\"density\":%g,\"k\":%zu,\"exact_s\":%.6g,\"sampled_s\":%.6g,\"sampled_k\":%zu,\"ef_s\":%.6g}",
-                  first ? "" : ",", d, k, te, ts, ks, tt);
-    json += row;
-    first = false;
+    gt::bench::append_row(json, first,
+                          "{\"density\":%g,\"k\":%zu,\"exact_s\":%.6g,\"sampled_s\":%.6g,\"sampled_k\":%zu,\"ef_s\":%.6g}",
+                          d, k, te, ts, ks, tt);
   }
   json += "],\"allreduce\":[";
   if (p > 1) {

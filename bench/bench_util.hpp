@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers shared by the benchmark programs: run a shell command for a figure of the machine (load
-// average, dd, date) and escape text for the JSON files the programs write.
+// average, dd, date), and write the JSON files the programs write (rows of an array, escaped text).
+#include <cstdarg>
 #include <cstdio>
 #include <string>
 
@@ -29,6 +30,19 @@ inline void write_text(const std::string& path, const std::string& text, const c
   } else {
     std::fprintf(stderr, "%s: cannot write %s\n", program, path.c_str());
   }
+}
+
+// Appends one element, printf-formatted (at most 255 characters), to the JSON array being written at the end of
+// json: a comma before every element but the first (first is cleared).
+__attribute__((format(printf, 3, 4))) inline void append_row(std::string& json, bool& first, const char* fmt, ...) {
+  char row[256];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(row, sizeof row, fmt, args);
+  va_end(args);
+  if (!first) json += ",";
+  json += row;
+  first = false;
 }
 
 using ::gt::json_escape;  // src/core/json.hpp: one escape for every JSON this project writes

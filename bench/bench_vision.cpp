@@ -94,6 +94,17 @@ double evaluate(ResNet& net, const IdxImages& img, const std::vector<std::uint8_
   return double(correct) / n;
 }
 
+// One training step on the batch (x, y): forward, backward, SGD with momentum per tensor; returns the loss.
+double train_step(ResNet& net, int batch, const std::vector<float>& x, const std::vector<int>& y,
+                  const SgdParams& sgd, std::vector<float>& velocity) {
+  const double loss = net.forward(batch, x.data(), y.data(), true).loss;
+  net.backward();
+  for (const auto& t : net.tensors())
+    sgd_step(sgd, t.decay, t.size, net.params().data() + t.offset, net.grads().data() + t.offset,
+             velocity.data() + t.offset);
+  return loss;
+}
+
 // --synthetic: img/s of the training step of a preset on ImageNet-shaped noise (see the header).
 int run_synthetic(const Options& o) {
   ResNetConfig cfg = resnet_preset(o.model, o.image, o.image, 3, o.classes);
@@ -117,11 +128,7 @@ int run_synthetic(const Options& o) {
   for (int step = 0; step <= o.steps; ++step) {  // step 0: the warm-up, not timed
     const double c0 = cpu_now();
     const auto t0 = std::chrono::steady_clock::now();
-    loss = net.forward(o.batch, x.data(), y.data(), true).loss;
-    net.backward();
-    for (const auto& t : net.tensors())
-      sgd_step(sgd, t.decay, t.size, net.params().data() + t.offset, net.grads().data() + t.offset,
-               velocity.data() + t.offset);
+    loss = train_step(net, o.batch, x, y, sgd, velocity);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double c = cpu_now() - c0;
     if (step > 0) {
@@ -177,11 +184,7 @@ int main(int argc, char** argv) try {
     if (step >= o.steps * 3 / 4) sgd.lr *= 0.1f;
     fill(train, train_lab, aug, true, long(step) * o.batch, o.batch, x, y);
     const auto t0 = std::chrono::steady_clock::now();
-    last_loss = net.forward(o.batch, x.data(), y.data(), true).loss;
-    net.backward();
-    for (const auto& t : net.tensors())
-      sgd_step(sgd, t.decay, t.size, net.params().data() + t.offset, net.grads().data() + t.offset,
-               velocity.data() + t.offset);
+    last_loss = train_step(net, o.batch, x, y, sgd, velocity);
     train_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (step % 50 == 0) std::printf("step %d loss %.4f lr %.4f\n", step, last_loss, sgd.lr);
   }

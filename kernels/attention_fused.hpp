@@ -288,6 +288,27 @@ KOKKOS_INLINE_FUNCTION void fa_team_load(const FaTeam& tm, A* dst, const T* src,
   });
 }
 
+// A team's scratch handed out piece by piece, in the order fa_device_tile_elems counts the pieces.
+template <class A>
+struct FaScratch {
+  A* next;
+  KOKKOS_INLINE_FUNCTION A* take(long n) {
+    A* p = next;
+    next += n;
+    return p;
+  }
+};
+
+// L, Dq (nr, scratch) = the backward's per-query statistics lse and D of nr query rows, from index at.
+template <class A>
+KOKKOS_INLINE_FUNCTION void fa_team_load_stats(const FaTeam& tm, A* L, A* Dq, const A* lse, const A* D, long at,
+                                               int nr) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr), [&](int i) {
+    L[i] = lse[at + i];
+    Dq[i] = D[at + i];
+  });
+}
+
 template <class A>
 KOKKOS_INLINE_FUNCTION A fa_dot(const A* x, const A* y, int n) {
   A s = A(0);
@@ -307,14 +328,9 @@ void fa_forward_device(T* out, acc_t<T>* lse, const T* qkv, int B, int T_, FaHea
                        KOKKOS_LAMBDA(const FaTeam& tm) {
     const int qt = tm.league_rank() % tiles, bh = tm.league_rank() / tiles, h = bh % NH, b = bh / NH;
     const int r0 = qt * Bt, nr = T_ - r0 < Bt ? T_ - r0 : Bt, kvh = h / hs.group();
-    A* Q = static_cast<A*>(tm.team_scratch(0).get_shmem(size_t(elems) * sizeof(A)));
-    A* O = Q + Bt * hd;
-    A* K = O + Bt * hd;
-    A* V = K + Bt * hd;
-    A* S = V + Bt * hd;
-    A* m = S + Bt * Bt;
-    A* l = m + Bt;
-    A* alpha = l + Bt;
+    FaScratch<A> sc{static_cast<A*>(tm.team_scratch(0).get_shmem(size_t(elems) * sizeof(A)))};
+    A *Q = sc.take(Bt * hd), *O = sc.take(Bt * hd), *K = sc.take(Bt * hd), *V = sc.take(Bt * hd);
+    A *S = sc.take(Bt * Bt), *m = sc.take(Bt), *l = sc.take(Bt), *alpha = sc.take(Bt);
     const T* row0 = qkv + long(b) * T_ * ld;
     fa_team_load(tm, Q, row0 + hs.q(h), r0, nr, hd, ld);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr * hd), [&](int e) { O[e] = A(0); });
@@ -409,16 +425,10 @@ void fa_backward_dkdv_device(T* dqkv, const acc_t<T>* D, const T* dout, const T*
                        KOKKOS_LAMBDA(const FaTeam& tm) {
     const int kt = tm.league_rank() % tiles, bk = tm.league_rank() / tiles, kvh = bk % NKV, b = bk / NKV;
     const int c0 = kt * Bt, nc = T_ - c0 < Bt ? T_ - c0 : Bt;
-    A* K = static_cast<A*>(tm.team_scratch(0).get_shmem(size_t(elems) * sizeof(A)));
-    A* V = K + Bt * hd;
-    A* dK = V + Bt * hd;
-    A* dV = dK + Bt * hd;
-    A* Q = dV + Bt * hd;
-    A* dO = Q + Bt * hd;
-    A* P = dO + Bt * hd;
-    A* dS = P + Bt * Bt;
-    A* L = dS + Bt * Bt;
-    A* Dq = L + Bt;
+    FaScratch<A> sc{static_cast<A*>(tm.team_scratch(0).get_shmem(size_t(elems) * sizeof(A)))};
+    A *K = sc.take(Bt * hd), *V = sc.take(Bt * hd), *dK = sc.take(Bt * hd), *dV = sc.take(Bt * hd);
+    A *Q = sc.take(Bt * hd), *dO = sc.take(Bt * hd), *P = sc.take(Bt * Bt), *dS = sc.take(Bt * Bt);
+    A *L = sc.take(Bt), *Dq = sc.take(Bt);
     const T* row0 = qkv + long(b) * T_ * ld;
     fa_team_load(tm, K, row0 + hs.k(kvh), c0, nc, hd, ld);
     fa_team_load(tm, V, row0 + hs.v(kvh), c0, nc, hd, ld);
@@ -429,10 +439,7 @@ void fa_backward_dkdv_device(T* dqkv, const acc_t<T>* D, const T* dout, const T*
         tm.team_barrier();  // the previous tile's Q, dO, P, dS are read no more
         fa_team_load(tm, Q, row0 + hs.q(h), r0, nr, hd, ld);
         fa_team_load(tm, dO, dout + long(b) * T_ * ldo + long(h) * hd, r0, nr, hd, ldo);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr), [&](int i) {
-          L[i] = lse[(long(b) * NH + h) * T_ + r0 + i];
-          Dq[i] = D[(long(b) * NH + h) * T_ + r0 + i];
-        });
+        fa_team_load_stats(tm, L, Dq, lse, D, (long(b) * NH + h) * T_ + r0, nr);
         tm.team_barrier();
         fa_team_p_ds(tm, P, dS, Q, dO, K, V, L, Dq, r0, nr, c0, nc, Bt, hd, scale);
         tm.team_barrier();
@@ -470,22 +477,14 @@ void fa_backward_dq_device(T* dqkv, const acc_t<T>* D, const T* dout, const T* q
                        KOKKOS_LAMBDA(const FaTeam& tm) {
     const int qt = tm.league_rank() % tiles, bh = tm.league_rank() / tiles, h = bh % NH, b = bh / NH;
     const int r0 = qt * Bt, nr = T_ - r0 < Bt ? T_ - r0 : Bt, kvh = h / hs.group();
-    A* Q = static_cast<A*>(tm.team_scratch(0).get_shmem(size_t(elems) * sizeof(A)));
-    A* dO = Q + Bt * hd;
-    A* dQ = dO + Bt * hd;
-    A* K = dQ + Bt * hd;
-    A* V = K + Bt * hd;
-    A* dS = V + Bt * hd;
-    A* L = dS + Bt * Bt;
-    A* Dq = L + Bt;
+    FaScratch<A> sc{static_cast<A*>(tm.team_scratch(0).get_shmem(size_t(elems) * sizeof(A)))};
+    A *Q = sc.take(Bt * hd), *dO = sc.take(Bt * hd), *dQ = sc.take(Bt * hd), *K = sc.take(Bt * hd);
+    A *V = sc.take(Bt * hd), *dS = sc.take(Bt * Bt), *L = sc.take(Bt), *Dq = sc.take(Bt);
     const T* row0 = qkv + long(b) * T_ * ld;
     fa_team_load(tm, Q, row0 + hs.q(h), r0, nr, hd, ld);
     fa_team_load(tm, dO, dout + long(b) * T_ * ldo + long(h) * hd, r0, nr, hd, ldo);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr * hd), [&](int e) { dQ[e] = A(0); });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(tm, nr), [&](int i) {
-      L[i] = lse[(long(b) * NH + h) * T_ + r0 + i];
-      Dq[i] = D[(long(b) * NH + h) * T_ + r0 + i];
-    });
+    fa_team_load_stats(tm, L, Dq, lse, D, (long(b) * NH + h) * T_ + r0, nr);
     for (int c0 = 0; c0 < r0 + nr; c0 += Bt) {
       const int nc = T_ - c0 < Bt ? T_ - c0 : Bt;
       tm.team_barrier();  // the previous tile's K, V, dS are read no more

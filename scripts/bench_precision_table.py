@@ -43,23 +43,35 @@ scaling = {"wall_ms_dp1": d1["ms_per_step"], "wall_ms_dp2": d2["ms_per_step"],
            "wall_efficiency": d1["ms_per_step"] / d2["ms_per_step"],
            "cpu_s_dp1": cpu("gt_small_bf16_dp1"), "cpu_s_dp2_per_rank": (float(t2[0]) + float(t2[1])) / 2}
 json.dump({"rows": rows, "dp2_bf16_small": scaling}, open(f"{out}/precision.json", "w"), indent=1)
-print("| preset | round | gt fp32 | gt bf16 | PyTorch fp32 | PyTorch bf16 autocast | gt bf16 speed-up over gt fp32 "
-      "| gt/PyTorch fp32 | gt/PyTorch bf16 | gt GFLOP/s fp32, bf16 (CPU time) | wall ms gt fp32, bf16 |")
-print("|" + "---|" * 11)
-for x in rows:
-    print(f"| {x['preset']} | {x['round']} | {x['gt_fp32_cpu_ms']:.0f} | {x['gt_bf16_cpu_ms']:.0f} | {x['pt_fp32_cpu_ms']:.0f} | "
-          f"{x['pt_bf16_cpu_ms']:.0f} | {x['bf16_speedup_cpu']:.2f}x | {x['gt_vs_pt_fp32_cpu']:.2f}x | {x['gt_vs_pt_bf16_cpu']:.2f}x | "
-          f"{x['gflops_fp32_cpu']:.0f}, {x['gflops_bf16_cpu']:.0f} | {x['gt_fp32_wall_ms']:.0f}, {x['gt_bf16_wall_ms']:.0f} |")
-print()
-print("| preset | round | activation ledger fp32 / bf16 MiB (ratio) | peak RSS fp32 / bf16 MiB | state ledger fp32 / bf16 MiB "
-      "| RSS - state - baseline fp32 / bf16 MiB (ratio) | PyTorch peak RSS fp32 / bf16 MiB |")
-print("|" + "---|" * 7)
-for x in rows:
-    print(f"| {x['preset']} | {x['round']} | {x['ledger_act_fp32_mb']:.0f} / {x['ledger_act_bf16_mb']:.0f} ({x['ledger_act_ratio']:.2f}) | "
-          f"{x['rss_fp32_mb']:.0f} / {x['rss_bf16_mb']:.0f} | {x['state_fp32_mb']:.0f} / {x['state_bf16_mb']:.0f} | "
-          f"{x['rss_act_fp32_mb']:.0f} / {x['rss_act_bf16_mb']:.0f} ({x['rss_act_ratio']:.2f}) | "
-          f"{x['pt_rss_fp32_mb']:.0f} / {x['pt_rss_bf16_mb']:.0f} |")
-print()
+
+
+def table(columns, cells):
+    """A Markdown table of rows: the header of the given columns, then one line per row, cells(row) its cells."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for x in rows:
+        print("| " + " | ".join(cells(x)) + " |")
+    print()
+
+
+table(["preset", "round", "gt fp32", "gt bf16", "PyTorch fp32", "PyTorch bf16 autocast",
+       "gt bf16 speed-up over gt fp32", "gt/PyTorch fp32", "gt/PyTorch bf16", "gt GFLOP/s fp32, bf16 (CPU time)",
+       "wall ms gt fp32, bf16"],
+      lambda x: [x['preset'], str(x['round']), f"{x['gt_fp32_cpu_ms']:.0f}", f"{x['gt_bf16_cpu_ms']:.0f}",
+                 f"{x['pt_fp32_cpu_ms']:.0f}", f"{x['pt_bf16_cpu_ms']:.0f}", f"{x['bf16_speedup_cpu']:.2f}x",
+                 f"{x['gt_vs_pt_fp32_cpu']:.2f}x", f"{x['gt_vs_pt_bf16_cpu']:.2f}x",
+                 f"{x['gflops_fp32_cpu']:.0f}, {x['gflops_bf16_cpu']:.0f}",
+                 f"{x['gt_fp32_wall_ms']:.0f}, {x['gt_bf16_wall_ms']:.0f}"])
+table(["preset", "round", "activation ledger fp32 / bf16 MiB (ratio)", "peak RSS fp32 / bf16 MiB",
+       "state ledger fp32 / bf16 MiB", "RSS - state - baseline fp32 / bf16 MiB (ratio)",
+       "PyTorch peak RSS fp32 / bf16 MiB"],
+      lambda x: [x['preset'], str(x['round']),
+                 f"{x['ledger_act_fp32_mb']:.0f} / {x['ledger_act_bf16_mb']:.0f} "
+                 f"({x['ledger_act_ratio']:.2f})",
+                 f"{x['rss_fp32_mb']:.0f} / {x['rss_bf16_mb']:.0f}",
+                 f"{x['state_fp32_mb']:.0f} / {x['state_bf16_mb']:.0f}",
+                 f"{x['rss_act_fp32_mb']:.0f} / {x['rss_act_bf16_mb']:.0f} ({x['rss_act_ratio']:.2f})",
+                 f"{x['pt_rss_fp32_mb']:.0f} / {x['pt_rss_bf16_mb']:.0f}"])
 print(f"dp=2 weak scaling, small bf16: wall {scaling['wall_ms_dp1']:.0f} ms (1 rank) vs {scaling['wall_ms_dp2']:.0f} ms "
       f"(2 ranks): {100 * scaling['wall_efficiency']:.0f}%; CPU s per rank (whole run) {scaling['cpu_s_dp1']:.1f} vs "
       f"{scaling['cpu_s_dp2_per_rank']:.1f}")

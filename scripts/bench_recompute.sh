@@ -13,11 +13,8 @@ STEPS=${STEPS:-2}
 source "$(dirname "$0")/bench_lib.sh"
 bench_setup
 field() { json_field "$1" "$2" 1; }
-{
-  echo "# gpt2-124m seq_len 1024, micro-batch $B, $STEPS steps, one rank, OMP_NUM_THREADS=$OMP_NUM_THREADS ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))"
-  echo "| recompute | kept activations MiB | work MiB | peak RSS MiB | ms/step | forward ms | backward ms | step x none |"
-  echo "|---|---|---|---|---|---|---|---|"
-} | tee "$out"
+table_head "gpt2-124m seq_len 1024, micro-batch $B, $STEPS steps, one rank, OMP_NUM_THREADS=$OMP_NUM_THREADS ($(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg))" \
+  recompute "kept activations MiB" "work MiB" "peak RSS MiB" ms/step "forward ms" "backward ms" "step x none"
 base=""
 for rc in none selective full; do
   d="$work/$rc"
@@ -29,6 +26,6 @@ for rc in none selective full; do
   kept=$(echo "$act" | awk '{print $2}' | tr -d ,); wrk=$(echo "$act" | awk '{print $4}')
   ms=$(field "$s" ms_per_step)
   [ -n "$base" ] || base=$ms
-  r=$(python3 -c "print('%.2f' % ($ms / $base))")
-  echo "| $rc | $kept | $wrk | $(field "$s" peak_rss_mb) | $ms | $(field "$s" forward_ms) | $(field "$s" backward_ms) | $r |" | tee -a "$out"
+  table_row "$rc" "$kept" "$wrk" "$(field "$s" peak_rss_mb)" "$ms" "$(field "$s" forward_ms)" "$(field "$s" backward_ms)" \
+    "$(ratio "$ms" "$base")"
 done

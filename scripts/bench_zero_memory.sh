@@ -12,11 +12,8 @@ out=${OUT:-bench_zero_memory.txt}
 source "$(dirname "$0")/bench_lib.sh"
 bench_setup
 field() { json_field "$1" "$2" 1; }
-{
-  echo "# gpt2-124m (seq_len 64), per-rank model state (MiB, allocated by the TrainState; largest over ranks) and peak RSS"
-  echo "| dp | zero | params | grads | optimizer | model state | x zero 0 | peak RSS | PSS at end |"
-  echo "|---|---|---|---|---|---|---|---|---|"
-} | tee "$out"
+table_head "gpt2-124m (seq_len 64), per-rank model state (MiB, allocated by the TrainState; largest over ranks) and peak RSS" \
+  dp zero params grads optimizer "model state" "x zero 0" "peak RSS" "PSS at end"
 for dp in ${DPS:-1 2 4}; do
   base=""
   for z in 0 1 2 3; do
@@ -28,7 +25,6 @@ for dp in ${DPS:-1 2 4}; do
     p=$(field "$s" state_params_mb); g=$(field "$s" state_grads_mb); o=$(field "$s" state_optimizer_mb)
     t=$(python3 -c "print('%.1f' % ($p + $g + $o))")
     [ -n "$base" ] || base=$t
-    r=$(python3 -c "print('%.2f' % ($t / $base))")
-    echo "| $dp | $z | $p | $g | $o | $t | $r | $(field "$s" peak_rss_mb) | $(field "$s" pss_end_mb) |" | tee -a "$out"
+    table_row "$dp" "$z" "$p" "$g" "$o" "$t" "$(ratio "$t" "$base")" "$(field "$s" peak_rss_mb)" "$(field "$s" pss_end_mb)"
   done
 done

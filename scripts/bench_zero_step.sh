@@ -10,11 +10,8 @@ STEPS=${STEPS:-8}
 source "$(dirname "$0")/bench_lib.sh"
 bench_setup
 field() { json_field "$1" "$2" 3; }
-{
-  echo "# small, dp=2, $STEPS steps ($(date -u +%FT%TZ), load before $(cut -d' ' -f1-3 /proc/loadavg))"
-  echo "| zero | ms/step | x zero 0 | exposed comm share | comm dp ms | compute ms |"
-  echo "|---|---|---|---|---|---|"
-} | tee "$out"
+table_head "small, dp=2, $STEPS steps ($(date -u +%FT%TZ), load before $(cut -d' ' -f1-3 /proc/loadavg))" \
+  zero ms/step "x zero 0" "exposed comm share" "comm dp ms" "compute ms"
 base=""
 for z in 0 1 2 3; do
   d="$work/z$z"
@@ -24,5 +21,6 @@ for z in 0 1 2 3; do
   s="$d/summary.json"
   ms=$(field "$s" ms_per_step)
   [ -n "$base" ] || base=$ms
-  echo "| $z | $ms | $(python3 -c "print('%.2f' % ($ms / $base))") | $(field "$s" exposed_comm_share) | $(field "$s" comm_dp_ms) | $(field "$s" compute_ms) |" | tee -a "$out"
+  table_row "$z" "$ms" "$(ratio "$ms" "$base")" "$(field "$s" exposed_comm_share)" "$(field "$s" comm_dp_ms)" \
+    "$(field "$s" compute_ms)"
 done

@@ -408,20 +408,14 @@ class MpiComm : public Comm {
     MPI_Recv(buf, mpi_count(n, "recv"), mpi_type(t), peer, tag, comm_, MPI_STATUS_IGNORE);
   }
   RequestPtr isend(const void* buf, size_t n, DType t, int peer, int tag) override {
-    stats_.bytes += double(n) * dtype_size(t);
-    stats_.calls += 1;
-    check_peer(peer, "isend peer");
-    MPI_Request r;
-    MPI_Isend(buf, mpi_count(n, "isend"), mpi_type(t), peer, tag, comm_, &r);
-    return std::make_unique<MpiRequest>(r, stats_, "isend", &group_);
+    return start_p2p(n, t, peer, "isend", "isend peer", [&](int count, MPI_Datatype type, MPI_Request* r) {
+      MPI_Isend(buf, count, type, peer, tag, comm_, r);
+    });
   }
   RequestPtr irecv(void* buf, size_t n, DType t, int peer, int tag) override {
-    stats_.bytes += double(n) * dtype_size(t);
-    stats_.calls += 1;
-    check_peer(peer, "irecv peer");
-    MPI_Request r;
-    MPI_Irecv(buf, mpi_count(n, "irecv"), mpi_type(t), peer, tag, comm_, &r);
-    return std::make_unique<MpiRequest>(r, stats_, "irecv", &group_);
+    return start_p2p(n, t, peer, "irecv", "irecv peer", [&](int count, MPI_Datatype type, MPI_Request* r) {
+      MPI_Irecv(buf, count, type, peer, tag, comm_, r);
+    });
   }
   void barrier() override {
     Timer tm(stats_, 0, "barrier", &group_);
@@ -462,6 +456,17 @@ class MpiComm : public Comm {
   const void* in_place(const void* send, const void* recv, size_t sc, DType t) const {
     const char* own = static_cast<const char*>(recv) + size_t(rank_) * sc * dtype_size(t);
     return send == own ? MPI_IN_PLACE : send;
+  }
+  // isend and irecv: the call counted, the peer checked, then post(count, type, &request) starts it (what: its
+  // name in errors and the watchdog's report).
+  template <class Post>
+  RequestPtr start_p2p(size_t n, DType t, int peer, const char* what, const char* peer_what, Post&& post) {
+    stats_.bytes += double(n) * dtype_size(t);
+    stats_.calls += 1;
+    check_peer(peer, peer_what);
+    MPI_Request r;
+    post(mpi_count(n, what), mpi_type(t), &r);
+    return std::make_unique<MpiRequest>(r, stats_, what, &group_);
   }
   void check_peer(int peer, const char* what) const {
     if (peer < 0 || peer >= size_)

@@ -58,6 +58,17 @@ inline const char* value(const char* name) {
   return v && *v ? v : nullptr;
 }
 
+// A hook's list cut at every sep: "a,b," is "a", "b", "" (an empty item, which the parsers reject).
+inline std::vector<std::string> items(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t end = std::min(text.find(sep, at), text.size());
+    out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 // GRIDTRAIN_TEST_FAIL_RANK / _STEP: the world rank that fails, and whether it fails as a step begins (which)
 // or before the trainer (in cmd_train).
 struct FailHook {
@@ -154,17 +165,13 @@ inline std::vector<LayoutFactor> layout_predict_factors() {
   const char* e = value("GRIDTRAIN_TEST_LAYOUT_PREDICT");
   if (!e) return out;
   const std::string text = e;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t end = std::min(text.find(';', at), text.size());
-    const std::string part = text.substr(at, end - at);
+  for (const std::string& part : items(text, ';')) {
     LayoutFactor f;
     char tail = 0;
     if (std::sscanf(part.c_str(), "%d,%d,%d:%lf%c", &f.tp, &f.pp, &f.dp, &f.factor, &tail) != 4 || f.tp < 1 ||
         f.pp < 1 || f.dp < 1 || !(f.factor > 0))
       throw Error("GRIDTRAIN_TEST_LAYOUT_PREDICT expects TP,PP,DP:FACTOR[;...] (each >= 1, FACTOR > 0), got '" + text + "'");
     out.push_back(f);
-    at = end + 1;
   }
   return out;
 }
@@ -175,15 +182,11 @@ inline std::vector<std::pair<int, double>> slow_blocks() {
   const char* e = value(kSlowBlock);
   if (!e) return out;
   const std::string text = e;
-  size_t p = 0;
-  while (p <= text.size()) {
-    const size_t end = std::min(text.find(',', p), text.size());
-    const std::string item = text.substr(p, end - p);
+  for (const std::string& item : items(text, ',')) {
     const size_t colon = item.find(':');
     if (colon == std::string::npos || colon == 0)
       throw Error("GRIDTRAIN_TEST_SLOW_BLOCK expects BLOCK:MS[,BLOCK:MS], got '" + text + "'");
     out.emplace_back(std::atoi(item.substr(0, colon).c_str()), std::atof(item.substr(colon + 1).c_str()) * 1e-3);
-    p = end + 1;
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Counter-based hashing used by the data code: splitmix64 (a bijective 64-bit mixer, so "random" values are
-// pure functions of their coordinates, with no sequential RNG state) and FNV-1a 64 for file checksums.
+// Counter-based hashing used by the data code and the parameter initialisation (src/model/init.hpp): splitmix64
+// (a bijective 64-bit mixer, so "random" values are pure functions of their coordinates, with no sequential RNG
+// state) and FNV-1a 64 for file checksums and tensor names.
 #include <cstddef>
 #include <cstdint>
 

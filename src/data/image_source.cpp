@@ -7,7 +7,7 @@
 
 #include "src/core/config.hpp"
 #include "src/core/error.hpp"
-#include "src/model/init.hpp"
+#include "src/data/hash.hpp"
 
 namespace gt {
 namespace {
@@ -92,12 +92,12 @@ void SyntheticImageSource::read(Split split, const int64_t* samples, int n, int3
   std::vector<float> scratch;
   const uint64_t stream = split == Split::Train ? kTrainStream : kTestStream;
   for (int i = 0; i < n; ++i) {
-    const uint64_t key = splitmix64(spec_.seed ^ splitmix64(stream ^ splitmix64(uint64_t(samples[i]))));
+    const uint64_t key = mix64(spec_.seed ^ mix64(stream ^ mix64(uint64_t(samples[i]))));
     for (size_t k = 0; k < per; k += 8) {
-      const uint64_t bits = splitmix64(key + k);
+      const uint64_t bits = mix64(key + k);
       for (size_t j = 0; j < 8 && k + j < per; ++j) pixels[k + j] = uint8_t(bits >> (8 * j));
     }
-    const int label = int(splitmix64(key ^ 0x6c6162656cull) % uint64_t(spec_.classes));
+    const int label = int(mix64(key ^ 0x6c6162656cull) % uint64_t(spec_.classes));
     write_row(aug_, spec_.augment && split == Split::Train, 0, uint64_t(samples[i]), spec_, pixels.data(), label,
               scratch, rows + size_t(i) * size_t(spec_.row_elems()));
   }

@@ -44,10 +44,7 @@ void load_checkpoint(MPI_Comm comm, const std::string& path, std::vector<TensorS
       H5Handle dset(h5check(H5Dopen2(file.get(), e.name.c_str(), H5P_DEFAULT),
                             path + ": cannot open dataset '" + e.name + "'"));
       H5Handle space(h5check(H5Dget_space(dset.get()), path + ": cannot read dataspace of '" + e.name + "'"));
-      io::select_shard(space.get(), mine ? *t : TensorShard{}, mine);
-      const hsize_t n = mine ? static_cast<hsize_t>(io::shard_elements(*t)) : 1;
-      H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
-      if (!mine) H5Sselect_none(mem.get());
+      H5Handle mem = io::select_shard_transfer(space.get(), mine ? t : nullptr);
       h5check(H5Dread(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), collective ? coll.get() : indep.get(),
                       mine ? t->data : &dummy),
               path + ": cannot read dataset '" + e.name + "'");

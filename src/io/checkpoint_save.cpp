@@ -135,10 +135,7 @@ void write_contents(MPI_Comm comm, const CheckpointOptions& opt, int64_t step, c
     const bool mine = t && t->writer && io::shard_elements(*t) > 0;
     if (!mine && !collective) continue;
     errors.attempt([&] {
-      io::select_shard(space.get(), mine ? *t : TensorShard{}, mine);
-      const hsize_t n = mine ? static_cast<hsize_t>(io::shard_elements(*t)) : 1;
-      H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
-      if (!mine) H5Sselect_none(mem.get());
+      H5Handle mem = io::select_shard_transfer(space.get(), mine ? t : nullptr);
       h5check(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, mem.get(), space.get(), collective ? coll.get() : indep.get(),
                        mine ? t->data : &dummy),
               tmp + ": cannot write dataset '" + e.name + "'");

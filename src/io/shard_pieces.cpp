@@ -84,4 +84,12 @@ void select_shard(hid_t space, const TensorShard& t, bool select) {
   }
 }
 
+H5Handle select_shard_transfer(hid_t space, const TensorShard* t) {
+  select_shard(space, t ? *t : TensorShard{}, t != nullptr);
+  const hsize_t n = t ? static_cast<hsize_t>(shard_elements(*t)) : 1;
+  H5Handle mem(h5check(H5Screate_simple(1, &n, nullptr), "cannot create dataspace"));
+  if (!t) H5Sselect_none(mem.get());
+  return mem;
+}
+
 }  // namespace gt::io

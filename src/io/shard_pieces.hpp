@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/io/checkpoint.hpp"
+#include "src/io/h5_util.hpp"
 
 namespace gt::io {
 
@@ -26,5 +27,9 @@ std::vector<Box> shard_boxes(const TensorShard& t);
 uint64_t shard_checksum(const TensorShard& t);
 // Selects the shard's elements in `space` (none when !select or the shard is empty).
 void select_shard(hid_t space, const TensorShard& t, bool select);
+// One rank's part of a dataset read or write: selects the shard's elements in the file's `space` and returns the
+// matching memory space. t = nullptr: the rank moves nothing but takes part in a collective call (nothing
+// selected, a one-element memory space with nothing selected either).
+H5Handle select_shard_transfer(hid_t space, const TensorShard* t);
 
 }  // namespace gt::io

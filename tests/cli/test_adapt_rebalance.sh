@@ -20,9 +20,8 @@
 #   test_adapt_rebalance.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_adapt_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=adapt
+source "$(dirname "$0")/../common/scratch.sh"  # $work, fail
 steps=34
 common=(train --config tiny model.d_model=64 model.seq_len=32 train.micro_batch_size=4 train.micro_batches=4
         train.steps=$steps output.peak_gflops=1

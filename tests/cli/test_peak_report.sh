@@ -7,8 +7,6 @@
 #     (every rank agrees), and a later run does not lower it: the cache keeps the best figure;
 #   - an unwritable cache is no error: the run says it did not cache, and still reports MFU.
 #   test_peak_report.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny train.steps=3 output.log_every=1 checkpoint.save_final=false)
 TAG=peak
 source "$(dirname "$0")/../common/train_runs.sh"

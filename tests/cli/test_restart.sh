@@ -39,6 +39,17 @@ sys.exit(1 if bad or not b else 0)' "$1" "$2" "$3"; }
 final_ckpt() { ls "$1"/checkpoints/step_*.h5 | sort | tail -1; }
 # the tiny model as Llama blocks (model.arch = llama): 4 heads on 2 key/value heads, SwiGLU 88 wide
 llama=(model.arch=llama model.n_kv_head=2 model.ffn_hidden=88)
+# resume_to NAME RANKS CHECKPOINT STEPS overrides...: the run NAME resumes CHECKPOINT on RANKS ranks and must
+# succeed; its STEPS losses (in $work/NAME.l) within 1e-5 of the uninterrupted run's ($work/a): fp32, where the
+# TP sums and a changed layout only reorder additions.
+resume_to() {
+  local name=$1 n=$2 from=$3 steps=$4; shift 4
+  run "$n" "$work/$name" "$@" checkpoint.resume="$from" || fail "$name ($*) failed: $(tail -3 "$work/$name.log")"
+  losses "$work/$name" >"$work/$name.l"
+  [ "$(wc -l <"$work/$name.l")" -eq "$steps" ] || fail "$name: expected $steps resumed steps"
+  close "$work/a" "$work/$name.l" 1e-5 || fail "$name ($*): losses not within 1e-5 of the uninterrupted run"
+  echo "ok: $name ($*)"
+}
 
 bitwise() {  # ranks layout...
   local n=$1; shift
@@ -77,18 +88,10 @@ case $case in
     h5diff -d 0 "$(final_ckpt "$work/full")" "$(final_ckpt "$work/part")" /adam_v >/dev/null || fail "tp=4 final adam_v differs"
     echo "ok: tp=4 (each key/value head on 2 ranks) resumed bit for bit"
     # resharded: the tp=4 checkpoint at tp=2 and one rank; a tp=2 one at tp=4
-    reshard_to() {  # name ranks checkpoint layout...
-      local name=$1 n=$2 from=$3; shift 3
-      run "$n" "$work/$name" "$@" "${short[@]}" checkpoint.resume="$from" || fail "$name failed: $(tail -3 "$work/$name.log")"
-      losses "$work/$name" >"$work/$name.l"
-      [ "$(wc -l <"$work/$name.l")" -eq 3 ] || fail "$name: expected 3 resumed steps"
-      close "$work/a" "$work/$name.l" 1e-5 || fail "$name: losses not within 1e-5 of the uninterrupted tp=4 run"
-      echo "ok: $name"
-    }
-    reshard_to tp4_to_tp2 2 "$work/part/$ck" parallel.tp=2
-    reshard_to tp4_to_one 1 "$work/part/$ck" parallel.tp=1
+    resume_to tp4_to_tp2 2 "$work/part/$ck" 3 parallel.tp=2 "${short[@]}"
+    resume_to tp4_to_one 1 "$work/part/$ck" 3 parallel.tp=1 "${short[@]}"
     run 2 "$work/src2" parallel.tp=2 "${short[@]}" train.max_steps_per_run=3; [ $? -eq 75 ] || fail "tp=2 first half"
-    reshard_to tp2_to_tp4 4 "$work/src2/$ck" parallel.tp=4 ;;  # ZeRO-1 at tp=4 dp=2: test_zero_tp4_..._llama
+    resume_to tp2_to_tp4 4 "$work/src2/$ck" 3 parallel.tp=4 "${short[@]}" ;;  # ZeRO-1 at tp=4 dp=2: test_zero_tp4_..._llama
   cross_model)  # a llama checkpoint given to a gpt2 run of the same size, and a gpt2 one to a llama run
     run 1 "$work/l" "${llama[@]}" train.steps=2 || fail "llama run failed: $(tail -3 "$work/l.log")"
     run 1 "$work/g" train.steps=2 || fail "gpt2 run failed: $(tail -3 "$work/g.log")"
@@ -145,15 +148,9 @@ case $case in
     # The global batch (micro_batch_size x micro_batches x dp) is kept: one rank takes 8 micro-batches.
     for target in "4 parallel.tp=1 parallel.pp=2 parallel.dp=2" "1 parallel.tp=1 parallel.dp=1 train.micro_batches=8"; do
       set -- $target; n=$1; shift
-      dir="$work/to$n"
-      run "$n" "$dir" "$@" checkpoint.resume="$work/src/checkpoints/step_00000010.h5" \
-        || fail "resume on $n ranks ($*) failed: $(tail -3 "$dir.log")"
-      grep -q "written on tp=2 pp=1 dp=2" "$dir.log" || fail "resume did not report the writing grid"
-      ! grep -q "warning: global batch" "$dir.log" || fail "the global batch changed on resume"
-      losses "$dir" >"$work/b$n"
-      [ "$(wc -l <"$work/b$n")" -eq 10 ] || fail "expected 10 resumed steps"
-      close "$work/a" "$work/b$n" 1e-5 || fail "losses after resharding to $n ranks ($*) are not within 1e-5"
-      echo "ok: resharded tp=2 dp=2 -> $n ranks ($*)"
+      resume_to "to$n" "$n" "$work/src/checkpoints/step_00000010.h5" 10 "$@"  # resharded tp=2 dp=2 -> n ranks
+      grep -q "written on tp=2 pp=1 dp=2" "$work/to$n.log" || fail "resume did not report the writing grid"
+      ! grep -q "warning: global batch" "$work/to$n.log" || fail "the global batch changed on resume"
     done ;;
   reshard_sp)
     # Sequence parallelism changes where activations live, not the parameters: a Llama run saved at tp=2 with it
@@ -164,14 +161,8 @@ case $case in
     losses "$work/full" >"$work/a"
     for target in "2 parallel.tp=2 parallel.sequence_parallel=false" "1 parallel.tp=1"; do
       set -- $target; n=$1; shift
-      dir="$work/to$n"
-      run "$n" "$dir" "${llama[@]}" "$@" checkpoint.resume="$work/src/checkpoints/step_00000010.h5" \
-        || fail "resume on $n ranks ($*) failed: $(tail -3 "$dir.log")"
-      losses "$dir" >"$work/b$n"
-      [ "$(wc -l <"$work/b$n")" -eq 10 ] || fail "expected 10 resumed steps"
-      # 1e-5: the reshard case's bound (fp32; the TP sums and the sequence split only reorder additions)
-      close "$work/a" "$work/b$n" 1e-5 || fail "losses after resuming a sequence-parallel run on $n ranks ($*) are not within 1e-5"
-      echo "ok: tp=2 sequence parallel -> $n ranks ($*)"
+      # 1e-5 as for reshard: the sequence split, too, only reorders additions
+      resume_to "sp_to$n" "$n" "$work/src/checkpoints/step_00000010.h5" 10 "${llama[@]}" "$@"
     done ;;
   sigkill)
     run 1 "$work/full" checkpoint.every=10 || fail "uninterrupted run failed"

@@ -12,9 +12,8 @@
 #   test_straggler.sh GRIDTRAIN MPIEXEC
 set -u
 bin=$1 mpiexec=$2
-work=$(mktemp -d "${TMPDIR:-/tmp}/gridtrain_straggler_XXXXXX")
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+TAG=straggler
+source "$(dirname "$0")/../common/scratch.sh"  # $work, fail
 steps=10
 common=(train --config tiny parallel.dp=2 parallel.allreduce=mpi parallel.adapt=monitor train.steps=$steps
         output.peak_gflops=1 output.log_every=100 checkpoint.save_final=false)

@@ -51,4 +51,18 @@ inline gt::Config tiny_config(const std::string& out_dir) {
   return c;
 }
 
+// tiny_config on the learnable synthetic task: 2 layers, 64 wide, 32-token sequences with 10% noise in the data
+// (SyntheticSource::optimal_loss is the loss to approach).
+inline gt::Config learnable_config(const std::string& out_dir) {
+  gt::Config c = tiny_config(out_dir);
+  c.model.n_layer = 2;
+  c.model.d_model = 64;
+  c.model.seq_len = 32;
+  c.train.micro_batch_size = 8;
+  c.train.lr = 3e-3;
+  c.train.min_lr = 3e-4;
+  c.data.synthetic_noise = 0.1;
+  return c;
+}
+
 }  // namespace gt_test

@@ -1,5 +1,8 @@
-# Sourced by the training shell tests: the scratch folder and fail of scratch.sh, and runs of the trainer.
-# Needs: bin (gridtrain), mpiexec, common (array: the arguments every run shares), TAG (the scratch name).
+# Sourced by the training shell tests: the scratch folder and fail of scratch.sh, and runs of the trainer. Takes
+# the test's own arguments GRIDTRAIN MPIEXEC as bin and mpiexec (sourced, it sees them as $1 $2), and set -u.
+# Needs: common (array: the arguments every run shares), TAG (the scratch name).
+set -u
+bin=$1 mpiexec=$2
 source "$(dirname "${BASH_SOURCE[0]}")/scratch.sh"
 # run_np NP NAME overrides...: a run that must succeed; its output in $work/NAME, its log in $work/NAME.log.
 run_np() {

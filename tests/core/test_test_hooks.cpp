@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 
 #include "src/core/error.hpp"
 #include "src/core/test_hooks.hpp"
@@ -18,6 +19,15 @@ struct Env {  // sets a variable for one test, removes it after
   Env(const char* n, const char* v) : name(n) { ::setenv(n, v, 1); }
   ~Env() { ::unsetenv(name); }
 };
+
+// Each value in bad, set in variable var, makes parse() throw gt::Error.
+template <class Parse>
+void expect_rejected(const char* var, std::initializer_list<const char*> bad, Parse parse) {
+  for (const char* b : bad) {
+    Env s(var, b);
+    EXPECT_THROW(parse(), gt::Error) << b;
+  }
+}
 
 TEST(TestHooks, UnsetAndEmptyMeanProduction) {
   EXPECT_FALSE(th::fail_hook().armed);
@@ -87,10 +97,7 @@ TEST(TestHooks, SlowBlocks) {
     EXPECT_EQ(b[1].first, 3);
     EXPECT_DOUBLE_EQ(b[1].second, 0.04);
   }
-  for (const char* bad : {"3", ":40", "1:5,"}) {
-    Env s("GRIDTRAIN_TEST_SLOW_BLOCK", bad);
-    EXPECT_THROW(th::slow_blocks(), gt::Error) << bad;
-  }
+  expect_rejected("GRIDTRAIN_TEST_SLOW_BLOCK", {"3", ":40", "1:5,"}, th::slow_blocks);
 }
 
 TEST(TestHooks, SlowRank) {
@@ -100,10 +107,7 @@ TEST(TestHooks, SlowRank) {
     EXPECT_EQ(th::slow_rank().rank, 1);
     EXPECT_DOUBLE_EQ(th::slow_rank().factor, 3.0);
   }
-  for (const char* bad : {"1", ":3", "1:0.5", "-1:2", "x:2", "1:"}) {
-    Env s("GRIDTRAIN_TEST_SLOW_RANK", bad);
-    EXPECT_THROW(th::slow_rank(), gt::Error) << bad;
-  }
+  expect_rejected("GRIDTRAIN_TEST_SLOW_RANK", {"1", ":3", "1:0.5", "-1:2", "x:2", "1:"}, th::slow_rank);
 }
 
 TEST(TestHooks, LayoutPredictFactors) {
@@ -117,10 +121,8 @@ TEST(TestHooks, LayoutPredictFactors) {
     EXPECT_EQ(f[1].tp, 2);
     EXPECT_DOUBLE_EQ(f[1].factor, 4.0);
   }
-  for (const char* bad : {"1,2,1", "1,2:0.5", "1,2,1:0", "0,2,1:1", "1,2,1:2;", "1,2,1:2x"}) {
-    Env s("GRIDTRAIN_TEST_LAYOUT_PREDICT", bad);
-    EXPECT_THROW(th::layout_predict_factors(), gt::Error) << bad;
-  }
+  expect_rejected("GRIDTRAIN_TEST_LAYOUT_PREDICT", {"1,2,1", "1,2:0.5", "1,2,1:0", "0,2,1:1", "1,2,1:2;", "1,2,1:2x"},
+                  th::layout_predict_factors);
 }
 
 }  // namespace

@@ -27,13 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = gt::fuzz::write_input("checkpoint", data, size);
   std::vector<std::vector<float>> store;
   std::vector<gt::TensorShard> shards = gt::fuzz::seed_shards(store);
-  bool verified = false;
-  try {
+  const bool verified = gt::fuzz::accepted([&] {
     gt::read_checkpoint_meta(MPI_COMM_SELF, path);
     gt::verify_checkpoint(MPI_COMM_SELF, path, gt::training_requirements(shards, gt::fuzz::kSeedModel));
-    verified = true;
-  } catch (const gt::Error&) {
-  }
+  });
   if (verified) {
     gt::CheckpointMeta meta;
     try {
@@ -43,11 +40,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
     }
   }
-  try {
+  gt::fuzz::accepted([&] {
     std::ostringstream os;
     gt::inspect_checkpoint(path, os);
-  } catch (const gt::Error&) {
-  }
+  });
   gt::fuzz::check_no_open_hdf5_objects();
   return 0;
 }

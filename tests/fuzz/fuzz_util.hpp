@@ -10,7 +10,21 @@
 #include <cstdlib>
 #include <string>
 
+#include "src/core/error.hpp"
+
 namespace gt::fuzz {
+
+// Runs f on the input: true if it ran through, false if it rejected the input with gt::Error. Any other exception
+// propagates (a finding).
+template <class F>
+bool accepted(F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const gt::Error&) {
+    return false;
+  }
+}
 
 // <TMPDIR>/gt_fuzz_<tag>_<pid>: the same file for every input of this process (overwritten each time).
 inline const std::string& scratch_path(const char* tag) {

@@ -9,8 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
+
+#include "tests/common/text_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -37,10 +38,7 @@ Result run_job(const std::string& args, const std::string& crash_step = "") {
   return r;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+using gt_test::read_text;
 
 }  // namespace
 
@@ -56,7 +54,7 @@ TEST(CheckpointCrash, KilledSaveLeavesPreviousCheckpoint) {
   EXPECT_NE(crashed.rc, 0) << "the crash hook did not fire";
   EXPECT_FALSE(fs::exists(twenty));
   EXPECT_TRUE(fs::exists(twenty + ".tmp")) << "the kill should come halfway through the write";
-  EXPECT_EQ(slurp(dir + "/latest"), "step_00000010.h5\n");
+  EXPECT_EQ(read_text(dir + "/latest"), "step_00000010.h5\n");
 
   Result latest = run_job("latest " + dir);
   EXPECT_EQ(latest.rc, 0);

@@ -7,6 +7,7 @@
 #include "src/io/checkpoint.hpp"
 #include "src/io/inspect.hpp"
 #include "tests/io/io_test_util.hpp"
+#include "tests/common/text_file.hpp"
 
 using namespace iotest;
 namespace fs = std::filesystem;
@@ -29,10 +30,7 @@ std::vector<std::string> names_in(const std::string& dir) {
   return out;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+using gt_test::read_text;
 
 }  // namespace
 
@@ -94,7 +92,7 @@ TEST(CheckpointMeta, KeepLatestAndPruning) {
   if (rank == 0) {
     EXPECT_EQ(names_in(dir), (std::vector<std::string>{"latest", "notes.txt", "step_00000003.h5", "step_00000004.h5",
                                                        "step_1.h5"}));
-    EXPECT_EQ(slurp(dir + "/latest"), "step_00000004.h5\n");
+    EXPECT_EQ(read_text(dir + "/latest"), "step_00000004.h5\n");
   }
   EXPECT_EQ(gt::find_latest_checkpoint(MPI_COMM_WORLD, dir), last);
   // `latest` is the commit record: it wins over a newer-numbered file...

@@ -11,13 +11,23 @@ using namespace iotest;
 
 namespace {
 
-// Sub-communicator of the first n ranks of world (MPI_COMM_NULL on the others).
-MPI_Comm first_ranks(int n) {
-  MPI_Comm c;
-  const int rank = comm_rank(MPI_COMM_WORLD);
-  MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &c);
-  return c;
-}
+// Sub-communicator of the first n ranks of world (MPI_COMM_NULL on the others), freed when it goes out of scope.
+class FirstRanks {
+ public:
+  explicit FirstRanks(int n) {
+    const int rank = comm_rank(MPI_COMM_WORLD);
+    MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &c_);
+  }
+  ~FirstRanks() {
+    if (c_ != MPI_COMM_NULL) MPI_Comm_free(&c_);
+  }
+  FirstRanks(const FirstRanks&) = delete;
+  FirstRanks& operator=(const FirstRanks&) = delete;
+  operator MPI_Comm() const { return c_; }  // NOLINT: used where the communicator is
+
+ private:
+  MPI_Comm c_ = MPI_COMM_NULL;
+};
 
 // Tensors of at least this many bytes go through collective MPI-IO, the rest independent (see
 // CheckpointOptions); the default is far above these test tensors, so the tests also run with 0 and a mix.
@@ -52,12 +62,10 @@ TEST(CheckpointRoundTrip, WorldRowsReadByHalfColumnsAndOneRank) {
   const int world = comm_size(MPI_COMM_WORLD);
   const std::string dir = scratch_dir(MPI_COMM_WORLD, "rows");
   write_with(MPI_COMM_WORLD, dir, Layout::Rows, 7, 11);
-  MPI_Comm half = first_ranks(std::max(1, world / 2)), one = first_ranks(1);
+  const FirstRanks half(std::max(1, world / 2)), one(1);
   EXPECT_EQ(read_with(half, path_of(dir), Layout::Cols, 11), 0);
   EXPECT_EQ(read_with(one, path_of(dir), Layout::WholeAllWriters, 11), 0);
   EXPECT_EQ(read_with(MPI_COMM_WORLD, path_of(dir), Layout::TpDp, 11), 0);
-  for (MPI_Comm* c : {&half, &one})
-    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
 // The same round trips with every tensor collective, and with a mix (wte 240 B and qkv 336 B collective,
@@ -69,12 +77,11 @@ TEST(CheckpointRoundTrip, FlatRangesCutMidRow) {
   for (int64_t min : {int64_t(0), int64_t(1) << 40}) {  // collective and independent transfers
     g_collective_min = min;
     write_with(MPI_COMM_WORLD, dir, Layout::TpZero, 7, 17);
-    MPI_Comm one = first_ranks(1);
+    const FirstRanks one(1);
     EXPECT_EQ(read_with(one, path_of(dir), Layout::WholeAllWriters, 17), 0);
     EXPECT_EQ(read_with(MPI_COMM_WORLD, path_of(dir), Layout::Rows, 17), 0);
     write_with(MPI_COMM_WORLD, dir, Layout::Cols, 7, 18);
     EXPECT_EQ(read_with(MPI_COMM_WORLD, path_of(dir), Layout::TpZero, 18), 0);
-    if (one != MPI_COMM_NULL) MPI_Comm_free(&one);
   }
   g_collective_min = gt::CheckpointOptions{}.collective_min_bytes;
 }
@@ -89,10 +96,9 @@ TEST(CheckpointRoundTrip, CollectiveAndIndependentTransfers) {
     g_collective_min = c[0];
     write_with(MPI_COMM_WORLD, dir, Layout::Rows, 7, 21);
     g_collective_min = c[1];
-    MPI_Comm half = first_ranks(std::max(1, world / 2));
+    const FirstRanks half(std::max(1, world / 2));
     EXPECT_EQ(read_with(half, path_of(dir), Layout::Cols, 21), 0) << "write min " << c[0] << " read min " << c[1];
     EXPECT_EQ(read_with(MPI_COMM_WORLD, path_of(dir), Layout::TpDp, 21), 0);
-    if (half != MPI_COMM_NULL) MPI_Comm_free(&half);
   }
   g_collective_min = saved;
 }
@@ -100,13 +106,11 @@ TEST(CheckpointRoundTrip, CollectiveAndIndependentTransfers) {
 TEST(CheckpointRoundTrip, TwoRanksReadByOne) {
   if (comm_size(MPI_COMM_WORLD) < 2) GTEST_SKIP() << "needs 2 ranks";
   const std::string dir = scratch_dir(MPI_COMM_WORLD, "two");
-  MPI_Comm two = first_ranks(2), one = first_ranks(1);
+  const FirstRanks two(2), one(1);
   write_with(two, dir, Layout::Rows, 7, 12);
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_EQ(read_with(one, path_of(dir), Layout::WholeWriter0, 12), 0);
   EXPECT_EQ(read_with(MPI_COMM_WORLD, path_of(dir), Layout::Rows, 12), 0);
-  for (MPI_Comm* c : {&two, &one})
-    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
 // Replicas (writer=false) must not be written twice, and every layout reads the file back.

@@ -185,6 +185,23 @@ inline double gelu_grad(double x) {
   return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * k * (1.0 + 3.0 * 0.044715 * x * x);
 }
 
+// Elementwise: y = gelu(x), dx = gelu'(x) * dout.
+inline void gelu_forward_backward(Vec& y, Vec& dx, const Vec& x, const Vec& dout) {
+  y.resize(x.size());
+  dx.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    y[i] = gelu(x[i]);
+    dx[i] = gelu_grad(x[i]) * dout[i];
+  }
+}
+
+// The MLP's fc layer with its GELU: pre = x W^T (+ b), out = gelu(pre), dpre = gelu'(pre) * dout.
+inline void linear_gelu(Vec& pre, Vec& out, Vec& dpre, const Vec& x, const Vec& w, const Vec* b, const Vec& dout,
+                        int N, int IN, int OUT) {
+  linear_forward(pre, x, w, b, N, IN, OUT);
+  gelu_forward_backward(out, dpre, pre, dout);
+}
+
 // Full-vocabulary cross-entropy: loss (N) and dlogits (N,V) = scale * (softmax - onehot)
 inline void crossentropy(Vec& loss, Vec& dlogits, const Vec& logits, const std::vector<int32_t>& tgt, int N, int V,
                          double scale) {

@@ -30,7 +30,9 @@
 #include "tests/kernels/reference.hpp"
 #include "tests/kernels/test_util.hpp"
 
+using kt::exact_in;
 using kt::rel_err;
+using kt::to;
 using kt::Vec;
 
 namespace {
@@ -129,19 +131,6 @@ Tol tolerances() {
   else return {unit_roundoff<T>() + 1e-5, 1e-5, 2 * unit_roundoff<T>()};  // out: 1 u (measured <= 0.5 u)
 }
 
-// Values in [lo, hi) that T holds exactly (rounded through T), so that kernel and reference see the same inputs.
-template <class T>
-Vec exact_in(std::mt19937_64& rng, size_t n, double lo, double hi) {
-  Vec v = kt::random_vec(rng, n, lo, hi);
-  for (auto& x : v) x = double(float(T(float(x))));
-  return v;
-}
-template <class T>
-kt::DVec<T> to(const Vec& v) {
-  std::vector<T> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = T(float(v[i]));
-  return h;
-}
 
 template <class T>
 class FusedAttention : public ::testing::Test {

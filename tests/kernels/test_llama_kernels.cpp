@@ -35,23 +35,9 @@ template <class T>
 double tol_acc() {  // results held in A (fp32 or double)
   return std::is_same_v<T, double> ? 1e-13 : std::is_same_v<T, float> ? 2e-6 : 1e-5;
 }
-template <class T>
-Vec exact_in(std::mt19937_64& rng, size_t n, double lo = -1.0, double hi = 1.0) {
-  Vec v = kt::random_vec(rng, n, lo, hi);
-  if constexpr (!std::is_same_v<T, double>)
-    for (auto& x : v) x = double(float(T(float(x))));
-  return v;
-}
-template <class T>
-kt::DVec<T> to(const Vec& v) {
-  std::vector<T> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = T(v[i]);
-  return h;
-}
-template <class T>
-kt::DVec<T> nan_buf(size_t n) {
-  return kt::DVec<T>(n, T(NAN));
-}
+// kt::exact_in and kt::to for every T (double too: random_vec's values are floats, which double holds exactly)
+using kt::exact_in;
+using kt::to;
 
 template <class T>
 class LlamaKernels : public ::testing::Test {
@@ -86,9 +72,9 @@ TYPED_TEST(LlamaKernels, RmsNorm) {
     for (int c = 0; c < C; ++c) dw[c] += dy[i * C + c] * x[i * C + c] * r[i];
   }
   auto x_t = to<T>(x), w_t = to<T>(w), dy_t = to<T>(dy), dx_t = to<T>(dx0);
-  auto y_t = nan_buf<T>(y.size());
-  auto r_t = nan_buf<A>(N);
-  kt::DVec<A> dw_t = to<A>(dw0), part = nan_buf<A>(size_t(gt::colsum_partials_elems(N, C)));
+  auto y_t = kt::nan_filled<T>(y.size());
+  auto r_t = kt::nan_filled<A>(N);
+  kt::DVec<A> dw_t = to<A>(dw0), part = kt::nan_filled<A>(size_t(gt::colsum_partials_elems(N, C)));
   gt::rmsnorm_forward(y_t.data(), r_t.data(), x_t.data(), w_t.data(), N, C, A(eps));
   EXPECT_LT(rel_err(y_t, y), u<T>() + tol_acc<T>());
   EXPECT_LT(rel_err(r_t, r), tol_acc<T>());
@@ -116,7 +102,7 @@ TYPED_TEST(LlamaKernels, SwiGlu) {
       dgu[r * 2 * F + j] = d * u * (s + g * s * (1.0 - s));
     }
   auto gu_t = to<T>(gu), dout_t = to<T>(dout);
-  auto out_t = nan_buf<T>(out.size()), dgu_t = nan_buf<T>(dgu.size());
+  auto out_t = kt::nan_filled<T>(out.size()), dgu_t = kt::nan_filled<T>(dgu.size());
   gt::swiglu_forward(out_t.data(), gu_t.data(), N, F);
   gt::swiglu_backward(dgu_t.data(), dout_t.data(), gu_t.data(), N, F);
   EXPECT_LT(rel_err(out_t, out), u<T>() + tol_acc<T>());

@@ -11,6 +11,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/tp_epilogue.hpp"
 #include "tests/kernels/reference.hpp"
+#include "tests/kernels/sharded_ce.hpp"
 #include "tests/kernels/test_util.hpp"
 
 using kt::cast;
@@ -202,13 +203,8 @@ TYPED_TEST(KernelRef, LinearGeluForwardBackward) {
   const Vec dout = kt::random_vec(this->rng, static_cast<size_t>(N) * OUT);
   auto x_t = cast<T>(x), w_t = cast<T>(w), b_t = cast<T>(b), dout_t = cast<T>(dout);
   for (bool with_bias : {true, false}) {
-    Vec pre;
-    ref::linear_forward(pre, x, w, with_bias ? &b : nullptr, N, IN, OUT);
-    Vec out(pre.size()), dpre(pre.size());
-    for (size_t e = 0; e < pre.size(); ++e) {
-      out[e] = ref::gelu(pre[e]);
-      dpre[e] = ref::gelu_grad(pre[e]) * dout[e];
-    }
+    Vec pre, out, dpre;
+    ref::linear_gelu(pre, out, dpre, x, w, with_bias ? &b : nullptr, dout, N, IN, OUT);
     auto pre_t = kt::poisoned<T>(pre.size()), out_t = kt::poisoned<T>(pre.size()), dpre_t = kt::poisoned<T>(pre.size());
     gt::linear_gelu_forward(pre_t.data(), out_t.data(), x_t.data(), w_t.data(), with_bias ? b_t.data() : nullptr, N,
                             IN, OUT);
@@ -334,11 +330,8 @@ TYPED_TEST(KernelRef, GeluForwardBackward) {
   const double edges[] = {0.0, -0.0, 1e-30, -1e-30, 12.0, -12.0, 30.0, -30.0, 1e4, -1e4};
   for (size_t k = 0; k < sizeof(edges) / sizeof(edges[0]); ++k) x[k] = edges[k];
   const Vec dout = kt::random_vec(this->rng, N);
-  Vec y(N), dx(N);
-  for (long i = 0; i < N; ++i) {
-    y[i] = ref::gelu(x[i]);
-    dx[i] = ref::gelu_grad(x[i]) * dout[i];
-  }
+  Vec y, dx;
+  ref::gelu_forward_backward(y, dx, x, dout);
   auto x_t = cast<T>(x), dout_t = cast<T>(dout);
   auto y_t = kt::poisoned<T>(N), dx_t = kt::poisoned<T>(N);
   gt::gelu_forward(y_t.data(), x_t.data(), N);
@@ -403,42 +396,18 @@ TYPED_TEST(KernelRef, CrossEntropyVocabParallel) {
   Vec loss, dlogits;
   ref::crossentropy(loss, dlogits, logits, tgt, N, V, scale);
 
-  const int S = 3;
-  std::vector<kt::DVec<T>> shard(S), rowmax(S), sumexp(S), tlogit(S);
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - bounds[s];
-    std::vector<T> h;
-    for (int i = 0; i < N; ++i)
-      for (int j = 0; j < Vl; ++j) h.push_back(T(logits[static_cast<size_t>(i) * V + v0 + j]));
-    shard[s] = h;
-    rowmax[s] = kt::poisoned<T>(N);
-    gt::ce_row_max(rowmax[s].data(), shard[s].data(), N, Vl);
-  }
-  kt::DVec<T> gmax(N), gsum(N, T(0)), gt_logit(N, T(0));
-  for (int i = 0; i < N; ++i) {
-    gmax[i] = rowmax[0][i];
-    for (int s = 1; s < S; ++s) gmax[i] = std::max(gmax[i], rowmax[s][i]);
-  }
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - bounds[s];
-    sumexp[s] = kt::poisoned<T>(N);
-    tlogit[s] = kt::poisoned<T>(N);
-    gt::ce_row_sumexp(sumexp[s].data(), tlogit[s].data(), shard[s].data(), gmax.data(), tgt.data(), N, Vl, v0);
-    for (int i = 0; i < N; ++i) {
-      gsum[i] += sumexp[s][i];
-      gt_logit[i] += tlogit[s][i];
-    }
-  }
+  // the logits are floats (random_vec), which T holds exactly
+  kt::ShardedCe<T> ce(logits, {bounds, bounds + 4}, tgt, N);
   auto loss_t = kt::poisoned<T>(N);
-  gt::ce_loss(loss_t.data(), gsum.data(), gmax.data(), gt_logit.data(), N);
+  gt::ce_loss(loss_t.data(), ce.gsum.data(), ce.gmax.data(), ce.glogit.data(), N);
   EXPECT_LT(rel_err(loss_t, loss), kt::tol<T>());
   // The device-side sum of the token losses (ce_loss_accumulate), called twice as for two micro-batches, into an
   // accumulator that starts at 0.5 (it adds, it never overwrites): against the reference's double sum. Each token
   // loss carries a relative error below kt::tol<T>() (checked just above) and all are positive (a log-sum-exp
   // above the target logit), so the sum's relative error is below it too.
   kt::DVec<double> acc(1, 0.5);
-  gt::ce_loss_accumulate(acc.data(), gsum.data(), gmax.data(), gt_logit.data(), N);
-  gt::ce_loss_accumulate(acc.data(), gsum.data(), gmax.data(), gt_logit.data(), N);
+  gt::ce_loss_accumulate(acc.data(), ce.gsum.data(), ce.gmax.data(), ce.glogit.data(), N);
+  gt::ce_loss_accumulate(acc.data(), ce.gsum.data(), ce.gmax.data(), ce.glogit.data(), N);
   double ref_sum = 0;
   for (double l : loss) ref_sum += l;
   EXPECT_NEAR(acc[0] - 0.5, 2 * ref_sum, 2 * ref_sum * kt::tol<T>());
@@ -447,14 +416,7 @@ TYPED_TEST(KernelRef, CrossEntropyVocabParallel) {
     for (int i = 0; i < N; ++i) host_sum += static_cast<double>(loss_t[i]);
     EXPECT_EQ(acc[0], (0.5 + host_sum) + host_sum);
   }
-  Vec dl(static_cast<size_t>(N) * V);
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - bounds[s];
-    gt::ce_backward_inplace(shard[s].data(), gmax.data(), gsum.data(), tgt.data(), N, Vl, v0, T(scale));
-    for (int i = 0; i < N; ++i)
-      for (int j = 0; j < Vl; ++j) dl[static_cast<size_t>(i) * V + v0 + j] = shard[s][static_cast<size_t>(i) * Vl + j];
-  }
-  EXPECT_LT(rel_err(dl, dlogits), kt::tol<T>());
+  EXPECT_LT(rel_err(ce.backward(tgt, T(scale)), dlogits), kt::tol<T>());
 }
 
 TYPED_TEST(KernelRef, AdamWStepAndClipScale) {

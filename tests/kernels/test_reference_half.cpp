@@ -19,9 +19,13 @@
 #include "kernels/kernels.hpp"
 #include "kernels/tp_epilogue.hpp"
 #include "tests/kernels/reference.hpp"
+#include "tests/kernels/sharded_ce.hpp"
 #include "tests/kernels/test_util.hpp"
 
+using kt::exact_in;
+using kt::nan_filled;
 using kt::rel_err;
+using kt::to;
 using kt::Vec;
 
 namespace {
@@ -31,24 +35,6 @@ constexpr double kF32 = 1e-5;  // fp32 results computed from T inputs
 template <class T>
 double u() {
   return std::is_same_v<T, gt::bf16_t> ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-}
-// Random values in [lo, hi) rounded to T: what the kernel and the reference both see.
-template <class T>
-Vec rnd(std::mt19937_64& rng, size_t n, double lo = -1.0, double hi = 1.0) {
-  Vec v = kt::random_vec(rng, n, lo, hi);
-  for (auto& x : v) x = double(float(T(float(x))));
-  return v;
-}
-template <class T>
-kt::DVec<T> to(const Vec& v) {
-  std::vector<T> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = T(float(v[i]));
-  return h;
-}
-// The 16-bit types have no numeric_limits: kt::poisoned would fill them with zeros.
-template <class T>
-kt::DVec<T> nan_filled(size_t n) {
-  return kt::DVec<T>(n, T(NAN));
 }
 
 template <class T>
@@ -70,7 +56,7 @@ TYPED_TEST(KernelRefHalf, Embedding) {
   const int B = 2, T_ = 9, C = 70, v0 = 3, Vl = 6, V = 12, BT = B * T_;  // C > 64: two column blocks
   auto tok = kt::random_tokens(this->rng, BT, 0, V);
   tok[4] = tok[5] = tok[6] = v0 + 2;  // repeated ids: the backward accumulates
-  const Vec wte = rnd<T>(this->rng, size_t(Vl) * C), wpe = rnd<T>(this->rng, size_t(T_) * C);
+  const Vec wte = exact_in<T>(this->rng, size_t(Vl) * C), wpe = exact_in<T>(this->rng, size_t(T_) * C);
   Vec out;
   ref::embedding_forward(out, tok, wte, &wpe, BT, T_, C, v0, Vl);
   auto out_t = nan_filled<T>(out.size());
@@ -78,7 +64,7 @@ TYPED_TEST(KernelRefHalf, Embedding) {
   gt::embedding_forward(out_t.data(), tok.data(), wte_t.data(), wpe_t.data(), BT, T_, C, v0, Vl);
   EXPECT_LT(rel_err(out_t, out), u<T>());  // wte + wpe in fp32, rounded once
   // backward: fp32 gradients, accumulated onto what is there
-  const Vec dout = rnd<T>(this->rng, size_t(BT) * C);
+  const Vec dout = exact_in<T>(this->rng, size_t(BT) * C);
   const Vec dwte0 = kt::random_vec(this->rng, wte.size()), dwpe0 = kt::random_vec(this->rng, wpe.size());
   Vec dwte = dwte0, dwpe = dwpe0;
   ref::embedding_backward(dwte, &dwpe, dout, tok, BT, T_, C, v0, Vl);
@@ -92,8 +78,8 @@ TYPED_TEST(KernelRefHalf, Embedding) {
 TYPED_TEST(KernelRefHalf, LayerNorm) {
   using T = typename TypeParam::value_type;
   const int N = 2 * 64 + 13, C = 70;  // rows: two full chunks of the device split's column sums and a partial one
-  const Vec x = rnd<T>(this->rng, size_t(N) * C, 2.0, 4.0);  // offset mean: centring must happen in fp32
-  const Vec w = rnd<T>(this->rng, C), b = rnd<T>(this->rng, C);
+  const Vec x = exact_in<T>(this->rng, size_t(N) * C, 2.0, 4.0);  // offset mean: centring must happen in fp32
+  const Vec w = exact_in<T>(this->rng, C), b = exact_in<T>(this->rng, C);
   Vec out, mean, rstd;
   ref::layernorm_forward(out, mean, rstd, x, w, b, N, C);
   auto out_t = nan_filled<T>(out.size());
@@ -103,8 +89,9 @@ TYPED_TEST(KernelRefHalf, LayerNorm) {
   EXPECT_LT(rel_err(out_t, out), u<T>() + kF32);  // fp32 statistics, one rounding of the output
   EXPECT_LT(rel_err(mean_t, mean), kF32);
   EXPECT_LT(rel_err(rstd_t, rstd), 4 * kF32);  // centring an offset mean costs ~2 bits in fp32
-  const Vec dout = rnd<T>(this->rng, x.size());
-  const Vec dx0 = rnd<T>(this->rng, x.size()), dw0 = kt::random_vec(this->rng, C), db0 = kt::random_vec(this->rng, C);
+  const Vec dout = exact_in<T>(this->rng, x.size());
+  const Vec dx0 = exact_in<T>(this->rng, x.size()), dw0 = kt::random_vec(this->rng, C);
+  const Vec db0 = kt::random_vec(this->rng, C);
   Vec dx = dx0, dw = dw0, db = db0;
   ref::layernorm_backward(dx, dw, db, dout, x, w, N, C);
   auto dx_t = to<T>(dx0);
@@ -121,8 +108,8 @@ TYPED_TEST(KernelRefHalf, LayerNorm) {
 TYPED_TEST(KernelRefHalf, Linear) {
   using T = typename TypeParam::value_type;
   const int N = 2 * 64 + 13, IN = 67, OUT = 70;  // odd sizes, above the 64 blocking and the 64-row chunk
-  const Vec x = rnd<T>(this->rng, size_t(N) * IN), w = rnd<T>(this->rng, size_t(OUT) * IN),
-            b = rnd<T>(this->rng, OUT);
+  const Vec x = exact_in<T>(this->rng, size_t(N) * IN), w = exact_in<T>(this->rng, size_t(OUT) * IN),
+            b = exact_in<T>(this->rng, OUT);
   auto x_t = to<T>(x), w_t = to<T>(w), b_t = to<T>(b);
   for (bool with_bias : {true, false}) {
     Vec out;
@@ -132,7 +119,7 @@ TYPED_TEST(KernelRefHalf, Linear) {
     // the GEMM accumulates in fp32 and the bias joins in fp32 or as a second rounding: at most 2 u
     EXPECT_LT(rel_err(out_t, out), 2 * u<T>()) << "with_bias=" << with_bias;
   }
-  const Vec dout = rnd<T>(this->rng, size_t(N) * OUT);
+  const Vec dout = exact_in<T>(this->rng, size_t(N) * OUT);
   const Vec dw0 = kt::random_vec(this->rng, w.size()), db0 = kt::random_vec(this->rng, OUT);
   Vec dx, dw = dw0, db = db0;
   ref::linear_backward(dx, dw, &db, dout, x, w, N, IN, OUT);
@@ -154,17 +141,12 @@ TYPED_TEST(KernelRefHalf, Linear) {
 TYPED_TEST(KernelRefHalf, LinearGelu) {
   using T = typename TypeParam::value_type;
   const int N = 2 * 64 + 13, IN = 67, OUT = 70;
-  const Vec x = rnd<T>(this->rng, size_t(N) * IN), w = rnd<T>(this->rng, size_t(OUT) * IN),
-            b = rnd<T>(this->rng, OUT), dout = rnd<T>(this->rng, size_t(N) * OUT);
+  const Vec x = exact_in<T>(this->rng, size_t(N) * IN), w = exact_in<T>(this->rng, size_t(OUT) * IN),
+            b = exact_in<T>(this->rng, OUT), dout = exact_in<T>(this->rng, size_t(N) * OUT);
   auto x_t = to<T>(x), w_t = to<T>(w), b_t = to<T>(b), dout_t = to<T>(dout);
   for (bool with_bias : {true, false}) {
-    Vec pre;
-    ref::linear_forward(pre, x, w, with_bias ? &b : nullptr, N, IN, OUT);
-    Vec out(pre.size()), dpre(pre.size());
-    for (size_t e = 0; e < pre.size(); ++e) {
-      out[e] = ref::gelu(pre[e]);
-      dpre[e] = ref::gelu_grad(pre[e]) * dout[e];
-    }
+    Vec pre, out, dpre;
+    ref::linear_gelu(pre, out, dpre, x, w, with_bias ? &b : nullptr, dout, N, IN, OUT);
     auto pre_t = nan_filled<T>(pre.size()), out_t = nan_filled<T>(pre.size()), dpre_t = nan_filled<T>(pre.size());
     gt::linear_gelu_forward(pre_t.data(), out_t.data(), x_t.data(), w_t.data(), with_bias ? b_t.data() : nullptr, N,
                             IN, OUT);
@@ -180,8 +162,8 @@ TYPED_TEST(KernelRefHalf, Attention) {
   struct Shape { int B, T_, NH, hd; };
   for (Shape s : {Shape{2, 5, 3, 4}, Shape{2, 70, 2, 5}}) {
     const int Cl = s.NH * s.hd;
-    const Vec qkv = rnd<T>(this->rng, size_t(s.B) * s.T_ * 3 * Cl, -2.0, 2.0);
-    const Vec dout = rnd<T>(this->rng, size_t(s.B) * s.T_ * Cl);
+    const Vec qkv = exact_in<T>(this->rng, size_t(s.B) * s.T_ * 3 * Cl, -2.0, 2.0);
+    const Vec dout = exact_in<T>(this->rng, size_t(s.B) * s.T_ * Cl);
     Vec out, att, dqkv;
     ref::attention_forward(out, att, qkv, s.B, s.T_, s.NH, s.hd);
     ref::attention_backward(dqkv, dout, qkv, s.B, s.T_, s.NH, s.hd);
@@ -205,12 +187,9 @@ TYPED_TEST(KernelRefHalf, Attention) {
 TYPED_TEST(KernelRefHalf, Gelu) {
   using T = typename TypeParam::value_type;
   const long N = 2 * 4096 + 37;  // three chunks, the last one partial
-  const Vec x = rnd<T>(this->rng, N, -6.0, 6.0), dout = rnd<T>(this->rng, N);
-  Vec y(N), dx(N);
-  for (long i = 0; i < N; ++i) {
-    y[i] = ref::gelu(x[i]);
-    dx[i] = ref::gelu_grad(x[i]) * dout[i];
-  }
+  const Vec x = exact_in<T>(this->rng, N, -6.0, 6.0), dout = exact_in<T>(this->rng, N);
+  Vec y, dx;
+  ref::gelu_forward_backward(y, dx, x, dout);
   auto x_t = to<T>(x), dout_t = to<T>(dout);
   auto y_t = nan_filled<T>(N), dx_t = nan_filled<T>(N);
   gt::gelu_forward(y_t.data(), x_t.data(), N);
@@ -224,7 +203,7 @@ TYPED_TEST(KernelRefHalf, ElementwiseAndEpilogue) {
   using T = typename TypeParam::value_type;
   const int N = 67, C = 70;
   const long n = long(N) * C;
-  const Vec a = rnd<T>(this->rng, n), b = rnd<T>(this->rng, n), bias = rnd<T>(this->rng, C);
+  const Vec a = exact_in<T>(this->rng, n), b = exact_in<T>(this->rng, n), bias = exact_in<T>(this->rng, C);
   auto a_t = to<T>(a), b_t = to<T>(b), bias_t = to<T>(bias);
   Vec sum(n), sum3(n), scaled(n);
   for (long i = 0; i < n; ++i) {
@@ -254,7 +233,7 @@ TYPED_TEST(KernelRefHalf, ElementwiseAndEpilogue) {
   EXPECT_LT(rel_err(db_t, db), kF32);
   // positions: x[i] += wpe[i % T], with N rows of C as BT = N tokens of T_ = 5 positions
   const int T_ = 5;
-  const Vec wpe = rnd<T>(this->rng, size_t(T_) * C);
+  const Vec wpe = exact_in<T>(this->rng, size_t(T_) * C);
   Vec pos(n);
   for (long i = 0; i < n; ++i) pos[i] = double(T(float(a[i]) + float(wpe[((i / C) % T_) * C + i % C])));
   auto x = a_t;
@@ -278,46 +257,17 @@ TYPED_TEST(KernelRefHalf, ElementwiseAndEpilogue) {
 TYPED_TEST(KernelRefHalf, CrossEntropy) {
   using T = typename TypeParam::value_type;
   const int N = 6, V = 150, bounds[] = {0, 81, V};
-  const Vec logits = rnd<T>(this->rng, size_t(N) * V, -8.0, 8.0);
+  const Vec logits = exact_in<T>(this->rng, size_t(N) * V, -8.0, 8.0);
   auto tgt = kt::random_tokens(this->rng, N, 0, V);
   tgt[0] = 0;
   tgt[1] = V - 1;
   const double scale = 1.0 / N;
   Vec loss, dlogits;
   ref::crossentropy(loss, dlogits, logits, tgt, N, V, scale);
-  const int S = 2;
-  std::vector<kt::DVec<T>> shard(S);
-  std::vector<kt::DVec<float>> rowmax(S), sumexp(S), tlogit(S);
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - v0;
-    Vec h;
-    for (int i = 0; i < N; ++i)
-      for (int j = 0; j < Vl; ++j) h.push_back(logits[size_t(i) * V + v0 + j]);
-    shard[s] = to<T>(h);
-    rowmax[s] = kt::poisoned<float>(N);
-    gt::ce_row_max(rowmax[s].data(), shard[s].data(), N, Vl);
-  }
-  kt::DVec<float> gmax(N), gsum(N, 0.0f), glogit(N, 0.0f);
-  for (int i = 0; i < N; ++i) gmax[i] = std::max(rowmax[0][i], rowmax[1][i]);
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - v0;
-    sumexp[s] = kt::poisoned<float>(N);
-    tlogit[s] = kt::poisoned<float>(N);
-    gt::ce_row_sumexp(sumexp[s].data(), tlogit[s].data(), shard[s].data(), gmax.data(), tgt.data(), N, Vl, v0);
-    for (int i = 0; i < N; ++i) {
-      gsum[i] += sumexp[s][i];
-      glogit[i] += tlogit[s][i];
-    }
-  }
+  kt::ShardedCe<T> ce(logits, {bounds, bounds + 3}, tgt, N);
   auto loss_t = kt::poisoned<float>(N);
-  gt::ce_loss(loss_t.data(), gsum.data(), gmax.data(), glogit.data(), N);
+  gt::ce_loss(loss_t.data(), ce.gsum.data(), ce.gmax.data(), ce.glogit.data(), N);
   EXPECT_LT(rel_err(loss_t, loss), kF32);  // the loss stays fp32 end to end
-  Vec dl(size_t(N) * V);
-  for (int s = 0; s < S; ++s) {
-    const int v0 = bounds[s], Vl = bounds[s + 1] - v0;
-    gt::ce_backward_inplace(shard[s].data(), gmax.data(), gsum.data(), tgt.data(), N, Vl, v0, float(scale));
-    for (int i = 0; i < N; ++i)
-      for (int j = 0; j < Vl; ++j) dl[size_t(i) * V + v0 + j] = shard[s][size_t(i) * Vl + j];
-  }
-  EXPECT_LT(rel_err(dl, dlogits), u<T>() + kF32);  // softmax - onehot in fp32, rounded once into the logits
+  // softmax - onehot in fp32, rounded once into the logits
+  EXPECT_LT(rel_err(ce.backward(tgt, float(scale)), dlogits), u<T>() + kF32);
 }

@@ -98,6 +98,22 @@ inline Vec random_vec(std::mt19937_64& rng, size_t n, double lo = -1.0, double h
   return v;
 }
 
+// Random values in [lo, hi) that T holds exactly (rounded through float and T: the 16-bit types convert from
+// float only), so that the kernel and the double reference see the same inputs.
+template <class T>
+Vec exact_in(std::mt19937_64& rng, size_t n, double lo = -1.0, double hi = 1.0) {
+  Vec v = random_vec(rng, n, lo, hi);
+  for (auto& x : v) x = double(float(T(float(x))));
+  return v;
+}
+// v in T, converted through float (as exact_in rounds).
+template <class T>
+DVec<T> to(const Vec& v) {
+  std::vector<T> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = T(float(v[i]));
+  return h;
+}
+
 inline DVec<int32_t> random_tokens(std::mt19937_64& rng, size_t n, int lo, int hi) {
   std::uniform_int_distribution<int32_t> dist(lo, hi - 1);
   std::vector<int32_t> v(n);
@@ -122,6 +138,11 @@ Vec to_double(const DVec<T>& v) {
 template <class T>
 DVec<T> poisoned(size_t n) {
   return DVec<T>(n, std::numeric_limits<T>::quiet_NaN());
+}
+// The same for every T: the 16-bit types have no numeric_limits (poisoned would fill them with zeros).
+template <class T>
+DVec<T> nan_filled(size_t n) {
+  return DVec<T>(n, T(NAN));
 }
 
 // ||a - b|| / max(||a||, ||b||), +inf if anything is NaN or the sizes differ; 0 when both are 0.

@@ -77,15 +77,5 @@ TEST(FusedAttentionTraining, EqualsMaterializedWithinRounding) {
               "first loss %.3g relative\n", c.train.precision.c_str(), c.train.steps, dp, dg,
               std::fabs(fus.losses[0] / mat.losses[0] - 1));
 
-  for (const char* mode : {"selective", "full"}) {
-    gt::Config r = c;
-    r.train.recompute = mode;
-    r.output.dir = dir + "/fused_" + mode;
-    const Result got = run(r);
-    EXPECT_EQ(got.losses, fus.losses) << mode;
-    for (size_t k = 0; k < got.grads.size(); ++k) {
-      EXPECT_EQ(got.grads[k].second, fus.grads[k].second) << mode << " gradient of " << got.grads[k].first;
-      EXPECT_EQ(got.params[k].second, fus.params[k].second) << mode << " parameter " << got.params[k].first;
-    }
-  }
+  gt_test::expect_recompute_bitwise(c, fus, dir + "/fused_");
 }

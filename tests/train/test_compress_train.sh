@@ -25,8 +25,6 @@
 # after the first 12 of the 60 steps (run_short): those checks compare step by step, and the runs they are
 # compared with keep their full 60 steps for the margin and ratio checks (issue 20: the suite's time).
 #   test_compress_train.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny parallel.dp=2 train.steps=60 output.log_every=20 output.peak_gflops=1
         checkpoint.save_final=false)
 TAG=compress

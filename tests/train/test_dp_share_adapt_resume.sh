@@ -11,8 +11,6 @@
 # shares start from weights 1e-9 apart and cannot be bitwise (the test failed on this once, 2026-12-05 18:50 UTC). Resumed on dp = 4 (the same global batch:
 # 1 micro-batch per replica) the saved shares are ignored with one note.
 #   test_dp_share_adapt_resume.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=18 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false parallel.allreduce=mpi parallel.adapt_interval=3
         parallel.adapt=rebalance)

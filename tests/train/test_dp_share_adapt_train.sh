@@ -13,8 +13,6 @@
 # on a loaded CI machine the noise threshold may hold it back to step 12 or later (seen: 12), so the run has 30 steps
 # and the test asks for the evaluations that fit after the move (at least 2 when it came by step 21).
 #   test_dp_share_adapt_train.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=30 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false parallel.allreduce=mpi parallel.adapt_interval=3)
 TAG=dpshareadapt

@@ -5,8 +5,6 @@
 # measured up to 3e-9 relative over 6 AdamW steps on the tiny preset, 2026-12-05; a wrong sample offset or a
 # per-replica weighting changes it far more: the even split's offsets with 3,1 missed by 8e-4 relative at step 1).
 #   test_dp_shares_train.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=6 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false)
 TAG=dpshares

@@ -7,8 +7,6 @@
 #     reduce-scatter, tested by test_zero_wire_*.)
 # The grad_reduce_dtype=bf16 run only feeds the bitwise check: its first 12 steps against the bf16 run's.
 #   test_half_reduce_train.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny parallel.dp=2 train.steps=60 output.log_every=20 output.peak_gflops=1
         checkpoint.save_final=false)
 TAG=halfreduce

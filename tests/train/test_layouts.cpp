@@ -142,8 +142,7 @@ TEST(Layouts, MatchesTheSingleRankRun) {
     for (size_t k = 0; k < par.params.size(); ++k) {
       const auto& a = par.params[k].second;
       const auto& b = one.params[k].second;
-      double worst = 0;
-      for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+      const double worst = gt_test::max_abs_diff(a, b);
       const double d = diff_norm(a, b), nb = diff_norm(b, std::vector<float>(b.size(), 0.0f));
       if (half) {
         const double yardstick = diff_norm(b, f32.params[k].second);

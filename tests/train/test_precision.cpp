@@ -7,11 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "tests/common/run_helpers.hpp"
+#include "tests/common/text_file.hpp"
 #include "src/train/trainer.hpp"
 
 namespace {
@@ -36,25 +35,17 @@ Result train(gt::Config c) {
 }
 
 gt::Config learnable(const std::string& dir, const std::string& precision) {
-  gt::Config c = gt_test::tiny_config(dir);
-  c.model.n_layer = 2;
-  c.model.d_model = 64;
-  c.model.seq_len = 32;
-  c.train.micro_batch_size = 8;
+  gt::Config c = gt_test::learnable_config(dir);
   c.train.micro_batches = 2;  // gradients accumulate over two micro-batches in the fp32 buffer
   c.train.steps = 10;
-  c.train.lr = 3e-3;
-  c.train.min_lr = 3e-4;
   c.train.warmup_steps = 2;
-  c.data.synthetic_noise = 0.1;
   c.train.precision = precision;
   return c;
 }
 
 // A number from summary.json ("key": value), -1 when absent.
 double summary_number(const std::string& dir, const std::string& key) {
-  std::ifstream f(dir + "/summary.json");
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string text = gt_test::read_text(dir + "/summary.json");
   const size_t at = text.find("\"" + key + "\": ");
   return at == std::string::npos ? -1 : std::atof(text.c_str() + at + key.size() + 4);
 }

@@ -35,16 +35,5 @@ TEST(Recompute, EqualsNoneBitwise) {
   c.model.attention = "materialized";
   c.output.dir = dir + "/none";
   const Result none = run(c);
-  for (const char* mode : {"selective", "full"}) {
-    gt::Config r = c;
-    r.train.recompute = mode;
-    r.output.dir = dir + "/" + mode;
-    const Result got = run(r);
-    EXPECT_EQ(got.losses, none.losses) << mode;
-    ASSERT_EQ(got.grads.size(), none.grads.size());
-    for (size_t k = 0; k < got.grads.size(); ++k) {
-      EXPECT_EQ(got.grads[k].second, none.grads[k].second) << mode << " gradient of " << got.grads[k].first;
-      EXPECT_EQ(got.params[k].second, none.params[k].second) << mode << " parameter " << got.params[k].first;
-    }
-  }
+  gt_test::expect_recompute_bitwise(c, none, dir + "/");
 }

@@ -10,8 +10,6 @@
 # tp 2 (a stage's blocks become every rank's TP slices). A hook naming a layout of other size is refused at the
 # start with one line on every rank.
 #   test_relayout.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny train.steps=10 output.log_every=1 output.peak_gflops=1 checkpoint.save_final=false
         parallel.allreduce=mpi)
 TAG=relayout

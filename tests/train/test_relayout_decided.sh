@@ -24,8 +24,6 @@
 # their losses equal the undisturbed run's bitwise (evaluating only reads the figures; the hook only sleeps). One
 # rank is refused with one line.
 #   test_relayout_decided.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=19 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false parallel.allreduce=mpi parallel.adapt_interval=3)
 TAG=relayoutdecided

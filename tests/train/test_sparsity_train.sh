@@ -5,8 +5,6 @@
 #     12 L C^2 per token (qkv 3C^2 + proj C^2 + fc 4C^2 + mlp proj 4C^2 per layer), over flops_per_token;
 #   - sparsity with ZeRO and an unknown pattern are one-line errors naming the key, on every rank.
 #   test_sparsity_train.sh GRIDTRAIN MPIEXEC
-set -u
-bin=$1 mpiexec=$2
 common=(train --config tiny train.steps=60 output.log_every=20 output.peak_gflops=1 checkpoint.save_final=false)
 TAG=sparsity
 source "$(dirname "$0")/../common/train_runs.sh"

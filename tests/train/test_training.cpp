@@ -20,17 +20,10 @@ std::vector<double> train_losses(gt::Config c) {
 }
 
 gt::Config learnable(const std::string& dir) {
-  gt::Config c = gt_test::tiny_config(dir);
-  c.model.n_layer = 2;
-  c.model.d_model = 64;
-  c.model.seq_len = 32;
-  c.train.micro_batch_size = 8;
+  gt::Config c = gt_test::learnable_config(dir);
   c.train.steps = 80;
-  c.train.lr = 3e-3;
-  c.train.min_lr = 3e-4;
   c.train.warmup_steps = 5;
   c.train.weight_decay = 0.0;
-  c.data.synthetic_noise = 0.1;
   return c;
 }
 

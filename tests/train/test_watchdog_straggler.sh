@@ -42,16 +42,19 @@ hang() {
   [ -s "$d/watchdog.log" ] || fail "$1: no watchdog.log: $(tail -3 "$d.log")"
 }
 
+# names_straggler NAME RANK [REST]: rank 0's watchdog report of the job NAME names RANK as the straggler, the text
+# after "median compute" matching REST.
+names_straggler() {
+  local name=$1 rank=$2 rest=${3:-} line
+  line=$(grep -m1 '^gridtrain: error: watchdog: rank 0 ' "$work/$name/watchdog.log") ||
+    fail "$name: rank 0 did not report: $(cat "$work/$name/watchdog.log")"
+  echo "$line" | grep -q "; before the wait, stragglers: rank $rank at [0-9.]*x its peers' median compute$rest" ||
+    fail "$name: the report does not name rank $rank as the straggler: $line"
+  echo "ok: $name: $line"
+}
+
 GRIDTRAIN_TEST_SLOW_RANK=1:3 hang slow
-line=$(grep -m1 '^gridtrain: error: watchdog: rank 0 ' "$work/slow/watchdog.log") ||
-  fail "slow: rank 0 did not report: $(cat "$work/slow/watchdog.log")"
-echo "$line" | grep -q "; before the wait, stragglers: rank 1 at [0-9.]*x its peers' median compute at the last step (flagged for the last [0-9]* steps); aborting" ||
-  fail "slow: the report does not name rank 1 as the straggler: $line"
-echo "ok: slow: $line"
+names_straggler slow 1 " at the last step (flagged for the last [0-9]* steps); aborting"
 
 GRIDTRAIN_TEST_SLOW_RANK=0:3 hang slow0
-line=$(grep -m1 '^gridtrain: error: watchdog: rank 0 ' "$work/slow0/watchdog.log") ||
-  fail "slow0: rank 0 did not report: $(cat "$work/slow0/watchdog.log")"
-echo "$line" | grep -q "; before the wait, stragglers: rank 0 at [0-9.]*x its peers' median compute" ||
-  fail "slow0: the report does not name rank 0 as the straggler: $line"
-echo "ok: slow0: $line"
+names_straggler slow0 0

@@ -37,9 +37,7 @@
 namespace {
 constexpr int kGlobalBatch = 16;
 
-struct Result {
-  std::vector<double> losses, norms;
-  std::vector<std::pair<std::string, std::vector<float>>> params;
+struct Result : gt_test::RunRecord {  // losses, grad_norms, params (no gradients)
   bool full_grads = false;  // whether the TrainState held the full gradient buffer
   bool shm = false;         // whether ZeRO ran its reduce-scatters and gathers through shared memory
   size_t tied_staging = 0;  // bytes of the staging buffer for all of wte's gradient (none when wte is chunked)
@@ -47,12 +45,8 @@ struct Result {
 
 Result run(MPI_Comm comm, const gt::Config& c) {
   Result r;
-  gt_test::run_trainer(comm, c, 0, [&](gt::Trainer& t) {
-    for (const auto& s : t.history()) {
-      r.losses.push_back(s.loss);
-      r.norms.push_back(s.grad_norm);
-    }
-    r.params = t.gather_params();
+  gt_test::RunRecord& record = r;
+  record = gt_test::run_and_record(comm, c, 0, false, [&](gt::Trainer& t) {
     r.full_grads = t.state().has_buffer(gt::Buffer::Grads);
     r.shm = t.zero_in_shared_memory();
     r.tied_staging = t.state().has_buffer(gt::Buffer::GradsTied) ? t.state().buffer(gt::Buffer::GradsTied).bytes : 0;
@@ -67,23 +61,9 @@ void expect_close(const std::vector<double>& a, const std::vector<double>& b, co
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], g_rel * std::fabs(b[i])) << what << " of step " << i + 1;
 }
 
-// test_layouts' tolerance and its reasoning: Adam amplifies round-off in elements whose gradient is at the
-// level of fp32 round-off (the key bias above all), so per tensor a norm-wise relative 1e-3 and no element off
-// by more than steps * lr.
+// test_layouts' tolerance (gt_test::expect_params_close), g_rel where that is wider (bf16).
 void expect_params_close(const Result& a, const Result& b, const gt::Config& c) {
-  ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t k = 0; k < a.params.size(); ++k) {
-    const auto& x = a.params[k].second;
-    const auto& y = b.params[k].second;
-    double num = 0, den = 0, worst = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      num += double(x[i] - y[i]) * (x[i] - y[i]);
-      den += double(y[i]) * y[i];
-      worst = std::max(worst, double(std::fabs(x[i] - y[i])));
-    }
-    EXPECT_LT(std::sqrt(num / std::max(den, 1e-30)), std::max(1e-3, g_rel)) << a.params[k].first;
-    EXPECT_LT(worst, c.train.steps * c.train.lr) << a.params[k].first;
-  }
+  gt_test::expect_params_close(a.params, b.params, c, std::max(1e-3, g_rel));
 }
 
 void expect_params_equal(const Result& a, const Result& b) {
@@ -168,7 +148,7 @@ void check_stage(const References& ref, int zero, const std::string& dir) {
   if (staged) cz.parallel.wte_chunk_rows = 24;
   const Result rz = run(MPI_COMM_WORLD, cz);
   expect_close(rz.losses, ref.r0.losses, "loss");
-  expect_close(rz.norms, ref.r0.norms, "global gradient norm");
+  expect_close(rz.grad_norms, ref.r0.grad_norms, "global gradient norm");
   expect_params_close(rz, ref.r0, c);
   // Stages 2 and 3 with one micro-batch and one pipeline stage stage each unit's gradients and reduce-scatter
   // them as the unit's backward ends (src/train/dp/zero_grads.hpp): the full fp32 buffer must not exist.
@@ -240,7 +220,7 @@ TEST(Zero, MatchesZeroStageZero) {
   gt::Config c0 = c;
   c0.output.dir = dir + "/z0";
   ref.r0 = run(MPI_COMM_WORLD, c0);
-  for (double n : ref.r0.norms) ASSERT_GT(n, c.train.grad_clip) << "the test needs clipping active on every step";
+  for (double n : ref.r0.grad_norms) ASSERT_GT(n, c.train.grad_clip) << "the test needs clipping active on every step";
   bool any_bitwise = false;
   for (int z : stages) any_bitwise = any_bitwise || bitwise_case(c, z);
   if (any_bitwise) {  // the unclipped reference, once for every bitwise stage

@@ -14,6 +14,7 @@
 
 #include "src/train/trainer.hpp"
 #include "tests/common/run_helpers.hpp"
+#include "tests/common/trainer_run.hpp"
 
 namespace {
 constexpr int kGlobalBatch = 16;
@@ -69,22 +70,6 @@ Result segmented(const gt::Config& c, const std::vector<Layout>& layouts, const 
   return all;
 }
 
-void expect_params_close(const Result& a, const Result& b, const gt::Config& c) {
-  ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t k = 0; k < a.params.size(); ++k) {  // test_layouts' tolerance, for its reasons
-    const auto& x = a.params[k].second;
-    const auto& y = b.params[k].second;
-    double num = 0, den = 0, worst = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      num += double(x[i] - y[i]) * (x[i] - y[i]);
-      den += double(y[i]) * y[i];
-      worst = std::max(worst, double(std::fabs(x[i] - y[i])));
-    }
-    EXPECT_LT(std::sqrt(num / std::max(den, 1e-30)), 1e-3) << a.params[k].first;
-    EXPECT_LT(worst, c.train.steps * c.train.lr) << a.params[k].first;
-  }
-}
-
 int world_rank() {
   int r = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -122,6 +107,6 @@ TEST(ZeroResume, AcrossLayoutsWithinTolerance) {
     ASSERT_EQ(seg.losses.size(), ref.losses.size());
     for (size_t i = 0; i < ref.losses.size(); ++i)
       EXPECT_NEAR(seg.losses[i], ref.losses[i], 1e-5 * std::fabs(ref.losses[i])) << "step " << i + 1;
-    expect_params_close(seg, ref, c);
+    gt_test::expect_params_close(seg.params, ref.params, c);  // test_layouts' tolerance, for its reasons
   }
 }

@@ -34,20 +34,16 @@ namespace {
 constexpr int kGlobalBatch = 16;
 constexpr double kTol = 2e-3;  // see the header
 
-struct Result {
-  std::vector<double> losses, wire_bytes;
-  std::vector<std::pair<std::string, std::vector<float>>> params;
+struct Result : gt_test::RunRecord {  // losses, params (no gradients)
+  std::vector<double> wire_bytes;
   bool full_grads = false, wire_shard = false, wire_staging = false;
 };
 
 Result run(const gt::Config& c) {
   Result r;
-  gt_test::run_trainer(MPI_COMM_WORLD, c, 0, [&](gt::Trainer& t) {
-    for (const auto& s : t.history()) {
-      r.losses.push_back(s.loss);
-      r.wire_bytes.push_back(s.wire_bytes);
-    }
-    r.params = t.gather_params();
+  gt_test::RunRecord& record = r;
+  record = gt_test::run_and_record(MPI_COMM_WORLD, c, 0, false, [&](gt::Trainer& t) {
+    for (const auto& s : t.history()) r.wire_bytes.push_back(s.wire_bytes);
     r.full_grads = t.state().has_buffer(gt::Buffer::Grads);
     r.wire_shard = t.state().has_buffer(gt::Buffer::GradWireShard);
     r.wire_staging = t.state().has_buffer(gt::Buffer::GradWireStage0);
@@ -62,13 +58,9 @@ void expect_close(const std::vector<double>& a, const std::vector<double>& b, co
 
 void expect_params_close(const Result& a, const Result& b, const gt::Config& c, const char* what) {
   ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t k = 0; k < a.params.size(); ++k) {
-    const auto& x = a.params[k].second;
-    const auto& y = b.params[k].second;
-    double worst = 0;
-    for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::fabs(x[i] - y[i])));
-    EXPECT_LT(worst, c.train.steps * c.train.lr) << what << ": " << a.params[k].first;
-  }
+  for (size_t k = 0; k < a.params.size(); ++k)
+    EXPECT_LT(gt_test::max_abs_diff(a.params[k].second, b.params[k].second), c.train.steps * c.train.lr)
+        << what << ": " << a.params[k].first;
 }
 
 double largest_gap(const std::vector<double>& a, const std::vector<double>& b) {

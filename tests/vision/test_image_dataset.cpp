@@ -12,6 +12,7 @@
 #include "src/core/error.hpp"
 #include "src/vision/image_dataset.hpp"
 #include "src/vision/prepare_images.hpp"
+#include "tests/common/expect_error.hpp"
 
 using namespace gt::vision;
 
@@ -31,14 +32,7 @@ ImageDataset sample() {
 
 std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 
-void expect_error(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    FAIL() << "no error; expected one containing: " << part;
-  } catch (const gt::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using gt_test::expect_error;
 
 // Overwrites one byte of train/images in place (what a damaged disk block would do).
 void poke(const std::string& path, hsize_t image) {

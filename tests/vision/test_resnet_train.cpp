@@ -227,6 +227,23 @@ double compare_gap(const std::map<std::string, std::vector<float>>& a, const std
   return worst;
 }
 
+// Every step's loss of a within relative tol of b's.
+void expect_losses_near(const std::vector<double>& a, const std::vector<double>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < b.size(); ++i) EXPECT_NEAR(a[i], b[i], tol * b[i]) << "step " << i + 1;
+}
+
+// The trainer's run against the standalone network's at 1e-6 (the first test says why): losses, evaluation loss
+// and top-1, then parameters and momentum (named params and momentum in failures).
+void expect_matches_reference(const RunResult& run, const RunResult& ref, const std::string& params,
+                              const std::string& momentum) {
+  expect_losses_near(run.losses, ref.losses, 1e-6);
+  EXPECT_NEAR(run.val_loss, ref.val_loss, 1e-6 * ref.val_loss);
+  EXPECT_DOUBLE_EQ(run.val_top1, ref.val_top1);
+  compare(run.params, ref.params, 1e-6, params);
+  compare(run.momentum, ref.momentum, 1e-6, momentum);
+}
+
 }  // namespace
 
 // Tolerance 1e-6: the trainer's SGD kernel and vision::sgd_step compute the same float operations, but the compiler
@@ -237,13 +254,7 @@ TEST(ResNetTrain, OneRankEqualsTheStandaloneNetwork) {
   gt::Config c = resnet_config(dir + "/run", dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
   const RunResult run = train(c, MPI_COMM_SELF, 1, true);
   const RunResult ref = reference(c, run.initial);
-  ASSERT_EQ(run.losses.size(), ref.losses.size());
-  for (size_t i = 0; i < ref.losses.size(); ++i)
-    EXPECT_NEAR(run.losses[i], ref.losses[i], 1e-6 * ref.losses[i]) << "step " << i + 1;
-  EXPECT_NEAR(run.val_loss, ref.val_loss, 1e-6 * ref.val_loss);
-  EXPECT_DOUBLE_EQ(run.val_top1, ref.val_top1);
-  compare(run.params, ref.params, 1e-6, "parameters");
-  compare(run.momentum, ref.momentum, 1e-6, "momentum");
+  expect_matches_reference(run, ref, "parameters", "momentum");
 }
 
 // train.precision = "bf16": the trainer's bf16 path (bf16 working copy of fp32 masters, bf16 convolutions, fp32
@@ -256,13 +267,7 @@ TEST(ResNetTrain, Bf16EqualsTheStandaloneRecipeAndDiffersFromFp32) {
   c.train.precision = "bf16";
   const RunResult run = train(c, MPI_COMM_SELF, 1, true);
   const RunResult ref = reference(c, run.initial, true);
-  ASSERT_EQ(run.losses.size(), ref.losses.size());
-  for (size_t i = 0; i < ref.losses.size(); ++i)
-    EXPECT_NEAR(run.losses[i], ref.losses[i], 1e-6 * ref.losses[i]) << "step " << i + 1;
-  EXPECT_NEAR(run.val_loss, ref.val_loss, 1e-6 * ref.val_loss);
-  EXPECT_DOUBLE_EQ(run.val_top1, ref.val_top1);
-  compare(run.params, ref.params, 1e-6, "master parameters (bf16)");
-  compare(run.momentum, ref.momentum, 1e-6, "momentum (bf16)");
+  expect_matches_reference(run, ref, "master parameters (bf16)", "momentum (bf16)");
   const RunResult fp32 = reference(c, run.initial, false);
   double most = 0;
   for (size_t i = 0; i < fp32.losses.size(); ++i)
@@ -286,9 +291,7 @@ TEST(ResNetTrain, LarsEqualsThePaperRuleAndShardsUnderZero1) {
   c.train.lars_eta = 0.02;
   const RunResult run = train(c, MPI_COMM_SELF, 1, true);
   const RunResult ref = reference(c, run.initial);
-  ASSERT_EQ(run.losses.size(), ref.losses.size());
-  for (size_t i = 0; i < ref.losses.size(); ++i)
-    EXPECT_NEAR(run.losses[i], ref.losses[i], 1e-6 * ref.losses[i]) << "step " << i + 1;
+  expect_losses_near(run.losses, ref.losses, 1e-6);
   compare(run.params, ref.params, 1e-6, "parameters (lars)");
   compare(run.momentum, ref.momentum, 1e-6, "momentum (lars)");
   gt::Config sgd = c;
@@ -379,9 +382,7 @@ TEST(ResNetTrain, DataParallelEqualsGradientAccumulation) {
   one.output.dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_acc" + std::to_string(world_rank()));
   one.train.micro_batches = 2;
   const RunResult acc = train(one, MPI_COMM_SELF, 1);
-  ASSERT_EQ(dp2.losses.size(), acc.losses.size());
-  for (size_t i = 0; i < acc.losses.size(); ++i)
-    EXPECT_NEAR(dp2.losses[i], acc.losses[i], 1e-6 * acc.losses[i]) << "step " << i + 1;
+  expect_losses_near(dp2.losses, acc.losses, 1e-6);
   compare(dp2.params, acc.params, 1e-6, "parameters");
 }
 
@@ -460,9 +461,7 @@ TEST(ResNetTrain, SyncBatchNormEqualsOneRankOnTheWholeBatch) {
   c.train.micro_batch_size = 4;
   c.model.sync_bn = true;
   const RunResult sync = train(c, MPI_COMM_WORLD, 2);
-  ASSERT_EQ(sync.losses.size(), whole.losses.size());
-  for (size_t i = 0; i < whole.losses.size(); ++i)
-    EXPECT_NEAR(sync.losses[i], whole.losses[i], 1e-5 * whole.losses[i]) << "step " << i + 1;
+  expect_losses_near(sync.losses, whole.losses, 1e-5);
   compare(sync.params, whole.params, 1e-5, "parameters (sync BN)");
   c.model.sync_bn = false;
   c.output.dir = gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_nosync");

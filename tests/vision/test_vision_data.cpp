@@ -13,6 +13,7 @@
 #include "src/core/error.hpp"
 #include "src/vision/augment.hpp"
 #include "src/vision/idx_reader.hpp"
+#include "tests/common/expect_error.hpp"
 
 using namespace gt::vision;
 
@@ -40,14 +41,7 @@ std::vector<unsigned char> image_file(int n, int r, int c) {
   return v;
 }
 
-void expect_error(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    FAIL() << "no error, expected one containing: " << part;
-  } catch (const gt::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using gt_test::expect_error;
 
 }  // namespace
 

@@ -7,13 +7,10 @@
 
 #include "kernels/half.hpp"
 #include "src/core/error.hpp"
+#include "src/train/compress/topk_bucket.hpp"
 
 namespace gt::compress {
 namespace {
-
-template <class V> constexpr DType wire_type() { return DType::F32; }
-template <> constexpr DType wire_type<bf16_t>() { return DType::BF16; }
-template <> constexpr DType wire_type<fp16_t>() { return DType::F16; }
 
 // The collectives of one bucket in flight and the buffers they read and write (kept here until wait()).
 //   dense      val (n values) all-reduced in V, in place (fp32: straight in grad, as the dense buckets do)
@@ -74,15 +71,10 @@ class InFlight final : public TopkRequest {
     if (!o.error_feedback) ef.drop();
   }
 
-  bool test() override {
-    bool done = true;
-    for (auto& r : reqs_) done = r->test() && done;
-    return done;
-  }
+  bool test() override { return reqs_.test(); }
 
   void wait() override {
-    for (auto& r : reqs_) r->wait();
-    reqs_.clear();
+    reqs_.wait();
     switch (res_.transport) {
       case Transport::Dense:
         if constexpr (!std::is_same_v<V, float>)
@@ -106,7 +98,7 @@ class InFlight final : public TopkRequest {
   size_t n_;
   std::vector<int32_t> idx_, all_idx_;
   std::vector<V> val_, all_val_;
-  std::vector<RequestPtr> reqs_;
+  BucketCollectives reqs_;  // last: destroyed before the buffers it writes
 };
 
 }  // namespace
@@ -120,12 +112,7 @@ void check_topk_options(const Comm& c, const TopkOptions& o) {
 }
 
 std::unique_ptr<TopkRequest> topk_start(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o) {
-  check_topk_options(c, o);
-  switch (o.values) {
-    case DType::BF16: return std::make_unique<InFlight<bf16_t>>(c, ef, grad, n, o);
-    case DType::F16: return std::make_unique<InFlight<fp16_t>>(c, ef, grad, n, o);
-    default: return std::make_unique<InFlight<float>>(c, ef, grad, n, o);
-  }
+  return start_bucket<InFlight>(c, ef, grad, n, o);
 }
 
 TopkResult topk_allreduce(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o) {

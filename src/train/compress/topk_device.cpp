@@ -8,6 +8,7 @@
 
 #include "kernels/elementwise.hpp"
 #include "src/train/compress/topk_kernels.hpp"
+#include "src/train/compress/topk_bucket.hpp"
 
 namespace gt::compress {
 
@@ -55,10 +56,6 @@ size_t sampled_count(const float* acc, size_t n, size_t k, uint64_t seed, TopkWo
   }
   return k;
 }
-
-template <class V> constexpr DType wire_type() { return DType::F32; }
-template <> constexpr DType wire_type<bf16_t>() { return DType::BF16; }
-template <> constexpr DType wire_type<fp16_t>() { return DType::F16; }
 
 // One bucket in flight, as topk_allreduce.cpp's InFlight, on device buffers (the workspace's).
 template <class V>
@@ -111,15 +108,10 @@ class DeviceInFlight final : public TopkRequest {
     if (!o.error_feedback) fill(acc, long(n), 0.0f);
   }
 
-  bool test() override {
-    bool done = true;
-    for (auto& r : reqs_) done = r->test() && done;
-    return done;
-  }
+  bool test() override { return reqs_.test(); }
 
   void wait() override {
-    for (auto& r : reqs_) r->wait();
-    reqs_.clear();
+    reqs_.wait();
     const long k = long(res_.k);
     switch (res_.transport) {
       case Transport::Dense:
@@ -144,7 +136,7 @@ class DeviceInFlight final : public TopkRequest {
   std::unique_ptr<TopkWorkspace> own_;  // when the options bring none
   int32_t *idx_ = nullptr, *all_idx_ = nullptr;
   V *val_ = nullptr, *all_val_ = nullptr;
-  std::vector<RequestPtr> reqs_;
+  BucketCollectives reqs_;  // last: destroyed before the buffers it writes
 };
 
 }  // namespace
@@ -161,12 +153,7 @@ size_t select_device(Select how, const float* acc, size_t n, size_t k, uint64_t 
 }
 
 std::unique_ptr<TopkRequest> topk_start_device(Comm& c, ErrorFeedback& ef, float* grad, size_t n, const TopkOptions& o) {
-  check_topk_options(c, o);
-  switch (o.values) {
-    case DType::BF16: return std::make_unique<DeviceInFlight<bf16_t>>(c, ef, grad, n, o);
-    case DType::F16: return std::make_unique<DeviceInFlight<fp16_t>>(c, ef, grad, n, o);
-    default: return std::make_unique<DeviceInFlight<float>>(c, ef, grad, n, o);
-  }
+  return start_bucket<DeviceInFlight>(c, ef, grad, n, o);
 }
 
 double norm2_device(const ErrorFeedback& ef) { return sum_squares(ef.residual(), long(ef.size())); }
