@@ -39,7 +39,7 @@
 #include "src/core/error.hpp"
 #include "src/model/gpt.hpp"
 #include "src/plan/memory.hpp"
-#include "src/train/metrics.hpp"
+#include "src/train/report/metrics.hpp"
 
 namespace {
 

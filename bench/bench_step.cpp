@@ -6,7 +6,7 @@
 // FLOPs per step = tokens * (6 N + 12 L T C): N = weights taking part in matrix products (the four linear
 // layers of each block and the tied head), 12 L T C for attention scores and values (forward + backward,
 // full T x T as Megatron and nanoGPT count it): src/core/model_flops.hpp, shared with the trainer and planner. MFU = achieved GFLOP/s over the core's fp32 FMA peak, the same
-// figure the trainer uses (src/train/host_peak.hpp, cached per CPU model); mfu_sgemm over the single-core sgemm
+// figure the trainer uses (src/train/report/host_peak.hpp, cached per CPU model); mfu_sgemm over the single-core sgemm
 // rate this program measures itself (a 2048^3 sgemm, best of 5); on a GPU build MFU is over the device's datasheet
 // fp32 peak (kernels/device_peak.hpp), with a fence before each clock reading (the work is asynchronous there). Memory: peak RSS of the process after
 // each preset's run against the analytic count of parameters, gradients, AdamW m and v and the activations
@@ -28,8 +28,8 @@
 #include "src/core/config.hpp"
 #include "src/core/model_flops.hpp"
 #include "src/model/gpt.hpp"
-#include "src/train/host_peak.hpp"
-#include "src/train/metrics.hpp"
+#include "src/train/report/host_peak.hpp"
+#include "src/train/report/metrics.hpp"
 
 namespace {
 
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   }
   gt::gemm_set_threads(1);
   const std::string load_before = load_avg();
-  // MFU against the same peak the trainer divides by (src/train/host_peak.hpp: the core's fp32 FMA peak,
+  // MFU against the same peak the trainer divides by (src/train/report/host_peak.hpp: the core's fp32 FMA peak,
   // measured robustly and cached per CPU model); the sgemm ceiling stays as a second figure (mfu_sgemm).
   double peak = 0, sgemm = 0;
   std::string peak_kind;

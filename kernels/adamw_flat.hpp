@@ -5,7 +5,7 @@
 //   adamw_pieces:       AdamW over a set of element ranges, each with its tensor's weight decay.
 // A piece is at most kSumBlock elements of one tensor, cut from the start of that tensor's range, so the host's
 // blocks are exactly those of sum_squares() over each tensor; only the order in which the block sums of
-// different tensors are added differs (see src/train/optimizer.cpp). Shapes: pieces (P); the element ranges index
+// different tensors are added differs (see src/train/optim/optimizer.cpp). Shapes: pieces (P); the element ranges index
 // the flat layout, and each buffer pointer comes with the flat index of its first element (its extent's begin).
 // Storage type T (the fp32 masters and moments, or a 16-bit type once issue 9 stores them so): arithmetic in T for
 // float, as adamw_update does.

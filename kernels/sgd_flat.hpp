@@ -4,7 +4,7 @@
 //   d = g * g_scale + wd * w      (coupled weight decay: the tensor's wd, 0 for BatchNorm and biases)
 //   v = momentum * v + d          (v starts at 0, so the first step's v is d, as PyTorch's first buffer)
 //   w = w - lr * v
-// g_scale unscales and clips (Optimizer::step). LARS (src/train/lars.hpp) multiplies d by its tensor's trust ratio
+// g_scale unscales and clips (Optimizer::step). LARS (src/train/optim/lars.hpp) multiplies d by its tensor's trust ratio
 // (the piece's scale, 1.0f otherwise: then g_scale * 1 and wd * 1 are exact, the same bits as plain SGD). Shapes:
 // pieces (P) over the flat layout; element i is p[i - p0], g[i - g0], v[i - v0].
 #include "kernels/adamw_flat.hpp"

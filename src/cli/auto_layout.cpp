@@ -10,7 +10,7 @@
 #include "src/core/error.hpp"
 #include "src/plan/plan_cli.hpp"
 #include "src/plan/planner.hpp"
-#include "src/train/metrics.hpp"
+#include "src/train/report/metrics.hpp"
 
 namespace gt {
 

@@ -248,7 +248,7 @@ int cmd_train(const std::vector<std::string>& args) {
   // parallel.adapt = rebalance moves blocks the same way but hands the state over in memory (no checkpoint): the
   // next trainer is built without a resume and adopts it.
   std::unique_ptr<gt::StateHandoff> handoff;
-  // A live re-layout (src/train/layout_adapter.hpp) continues on a new grid of the same world, built once the
+  // A live re-layout (src/train/adapt/layout_adapter.hpp) continues on a new grid of the same world, built once the
   // old trainer is gone; the first grid is kept (unused) until the end.
   std::unique_ptr<gt::Grid> relaid;
   bool new_grid = false;

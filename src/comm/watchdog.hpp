@@ -41,7 +41,7 @@ std::string not_arrived(const std::string& heartbeat_dir, double period_s, int s
                         const Group& group);
 
 // What the run knows about its ranks beyond the heartbeats, added to the report when the watchdog fires: the
-// straggler monitor's verdict after each step (src/train/straggler_monitor.cpp), since a rank that was slowing
+// straggler monitor's verdict after each step (src/train/adapt/straggler_monitor.cpp), since a rank that was slowing
 // down is often the one that then stops. "" (the default): nothing added. Main thread; the helper thread reads it
 // under a lock when it fires.
 void set_context(const std::string& text);

@@ -70,10 +70,10 @@ struct TrainConfig {
   double momentum = 0.9;            // sgd, lars: momentum
   double lars_eta = 0.001;          // lars: the trust coefficient (You et al. 2017)
   // "linear": lr x global batch / lr_reference_batch, reached by a linear warm-up from lr over warmup_steps
-  // (Goyal et al. 2017; src/train/lr_scaling.hpp); "none": lr as given.
+  // (Goyal et al. 2017; src/train/optim/lr_scaling.hpp); "none": lr as given.
   std::string lr_scaling = "none";
   int lr_reference_batch = 256;
-  // Epoch-based runs (src/train/lr_schedule.hpp): epochs > 0 sets steps to ceil(epochs x train samples / global
+  // Epoch-based runs (src/train/optim/lr_schedule.hpp): epochs > 0 sets steps to ceil(epochs x train samples / global
   // batch) and warmup_epochs the warm-up likewise; lr_milestones are then in epochs, else in steps.
   double epochs = 0;
   double warmup_epochs = 0;
@@ -165,7 +165,7 @@ struct CheckpointConfig {
 struct OutputConfig {
   std::string dir = "runs/default";
   int log_every = 1;
-  double peak_gflops = 0.0;           // per-rank peak for MFU; 0: the core's, measured and cached (train/host_peak.hpp)
+  double peak_gflops = 0.0;           // per-rank peak for MFU; 0: the core's, measured and cached (src/train/report/host_peak.hpp)
 };
 
 // Kernel libraries (docs/kernels.md).

@@ -20,7 +20,7 @@ void nonneg(const char* key, double v) {
 }
 
 // The model's, the training loop's and the layout's own ranges (validate() goes on with the rest).
-// Epoch-based runs and the step decay (src/train/lr_schedule.hpp resolves them against the dataset).
+// Epoch-based runs and the step decay (src/train/optim/lr_schedule.hpp resolves them against the dataset).
 void validate_epochs(const TrainConfig& t) {
   nonneg("train.epochs", t.epochs);
   nonneg("train.warmup_epochs", t.warmup_epochs);

@@ -57,7 +57,7 @@ enum class AttentionKernel { Fused, Materialized };
 enum class ModelKind { GPT, ResNet };
 // train.optimizer: AdamW (the transformer recipe) or SGD with momentum (the ResNet recipe).
 enum class OptimizerKind { AdamW, SGD, LARS };
-// train.lr_scaling (src/train/lr_scaling.hpp): the linear scaling rule with gradual warmup (Goyal et al. 2017).
+// train.lr_scaling (src/train/optim/lr_scaling.hpp): the linear scaling rule with gradual warmup (Goyal et al. 2017).
 enum class LrScaling { None, Linear };
 enum class LrDecay { Cosine, Step };  // after warm-up: cosine to min_lr, or x factor at each milestone
 // parallel.zero (docs/zero.md): an integer key 0-3; the stages by name for code that branches on them.

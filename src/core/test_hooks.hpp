@@ -17,17 +17,17 @@
 //   GRIDTRAIN_TEST_HOST_MIRROR=copy   every host mirror of the trainer is a separate     tests/train/test_host_mirror.cpp
 //                                     copy, as on a GPU build (src/train/host_mirror.hpp)
 //   GRIDTRAIN_TEST_SLOW_BLOCK=l:ms,.. block l takes ms longer in each forward and        tests/plan/test_rebalance_run.sh
-//                                     backward (a slower device; src/train/block_timer.cpp)
+//                                     backward (a slower device; src/train/report/block_timer.cpp)
 //   GRIDTRAIN_TEST_SLOW_RANK=r:k      world rank r computes k times slower: it sleeps     tests/cli/test_straggler.sh
 //                                     (k - 1) x its last compute each step (a throttled
-//                                     device; src/train/straggler_monitor.cpp)
+//                                     device; src/train/adapt/straggler_monitor.cpp)
 //   GRIDTRAIN_TEST_RELAYOUT=s:t,p,d   after step s the run continues on tp t x pp p x     tests/train/test_relayout.sh
 //                                     dp d, the state handed over in memory (a forced
-//                                     live re-layout; src/train/layout_adapter.cpp)
+//                                     live re-layout; src/train/adapt/layout_adapter.cpp)
 //   GRIDTRAIN_TEST_LAYOUT_PREDICT=    parallel.adapt = full: the calibrated planner's     tests/train/test_relayout_decided.sh
 //     t,p,d:f[;t,p,d:f...]            step of layout tp t x pp p x dp d is multiplied by
 //                                     f (a model that misjudges this machine, on demand;
-//                                     src/train/layout_predict.cpp)
+//                                     src/train/adapt/layout_predict.cpp)
 //   GRIDTRAIN_TEST_MEMAVAILABLE_MB=m  the memory pre-check sees m MiB available          tests/cli/test_memory_check.sh
 //   GRIDTRAIN_TEST_DEVICE_FREE_MB=m   ... and m MiB of free device memory                tests/cli/test_memory_check.sh
 //   GRIDTRAIN_TEST_DEVICE_MEMORY=cuda a CPU build checks the communicator choice as a     tests/cli/test_bad_input.sh

@@ -98,7 +98,7 @@ std::vector<TensorSpec> model_tensor_specs(const ModelConfig& cfg, const StageLa
     rep("ln_f.w", {C}, Init::Ones, 0, false, L + 1);
     rep("ln_f.b", {C}, Init::Zeros, 0, false, L + 1);
   }
-  for (TensorSpec& s : specs)  // the linear layers' weights take 2:4 sparsity (src/train/sparsity.hpp)
+  for (TensorSpec& s : specs)  // the linear layers' weights take 2:4 sparsity (src/train/extensions/sparsity.hpp)
     for (const char* t : {".attn.qkv.w", ".attn.proj.w", ".mlp.fc.w", ".mlp.proj.w"})
       if (s.name.size() > std::string(t).size() && s.name.compare(s.name.size() - std::string(t).size(), std::string::npos, t) == 0)
         s.sparse24 = true;

@@ -70,7 +70,7 @@ std::vector<TensorSpec> llama_tensor_specs(const ModelConfig& cfg, const StageLa
     add("norm_f.w", {C}, -1, 0, Init::Ones, 0, L + 1);
     add("lm_head.w", {d.V, C}, 0, d.Vl, Init::Normal, std0, L + 1);
   }
-  for (TensorSpec& s : specs)  // the attention's weights (as before the flag: not the SwiGLU's) take 2:4 sparsity (src/train/sparsity.hpp)
+  for (TensorSpec& s : specs)  // the attention's weights (as before the flag: not the SwiGLU's) take 2:4 sparsity (src/train/extensions/sparsity.hpp)
     for (const char* t : {".attn.qkv.w", ".attn.proj.w"})
       if (s.name.size() > std::string(t).size() && s.name.compare(s.name.size() - std::string(t).size(), std::string::npos, t) == 0)
         s.sparse24 = true;

@@ -21,7 +21,7 @@ struct StageLayout {
 };
 
 // A model's state that is neither a parameter nor an optimizer's (BatchNorm's running statistics): no gradient,
-// updated by forward, checkpointed and agreed over the DP group (src/train/model_buffers.hpp).
+// updated by forward, checkpointed and agreed over the DP group (src/train/extensions/model_buffers.hpp).
 struct ModelBuffer {
   std::string name;
   std::vector<float>* values = nullptr;

@@ -21,7 +21,7 @@ struct RunSample {
   double step_ms = 0, compute_ms = 0 /* forward + backward */, optimizer_ms = 0, tp_ms = 0;
   double dp_ms = -1;  // comm_dp_ms (-1: the summary has none)
   // compute_ms is the slowest stage's own forward and backward, its pipeline waits left out (a running trainer's
-  // measurement: parallel.adapt = full, src/train/layout_predict.hpp), so a pp > 1 run fits the GEMM efficiency
+  // measurement: parallel.adapt = full, src/train/adapt/layout_predict.hpp), so a pp > 1 run fits the GEMM efficiency
   // too. A summary's forward_ms + backward_ms include the waits: only pp = 1 runs fit it then.
   bool stage_compute = false;
 };

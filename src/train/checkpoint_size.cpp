@@ -1,7 +1,7 @@
 #include "src/train/checkpoint_size.hpp"
 
 #include "src/train/families/model_families.hpp"
-#include "src/train/sparsity.hpp"
+#include "src/train/extensions/sparsity.hpp"
 
 namespace gt {
 

@@ -10,7 +10,7 @@
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/io/checkpoint.hpp"
-#include "src/train/extension.hpp"
+#include "src/train/extensions/extension.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/train_state.hpp"
 #include "src/train/dp/zero.hpp"

@@ -7,7 +7,7 @@
 #include "src/core/error.hpp"
 #include "src/model/gpt.hpp"
 #include "src/train/families/model_families.hpp"
-#include "src/train/sparsity.hpp"
+#include "src/train/extensions/sparsity.hpp"
 
 namespace gt {
 

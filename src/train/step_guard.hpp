@@ -11,7 +11,7 @@
 //   rollback  reload the last valid checkpoint and go on with the data that follow the bad step (the batches
 //             between the checkpoint and the bad step are not replayed); Error after
 //             train.nonfinite_max_consecutive rollbacks without a good checkpoint in between
-// The fp16 loss scaler's overflow skips (src/train/loss_scaler.*) are not bad steps: an overflow there is the
+// The fp16 loss scaler's overflow skips (src/train/extensions/loss_scaler.*) are not bad steps: an overflow there is the
 // expected signal that backs the scale off; only its gradient-norm verdict passes here once the scale is clean.
 #include <deque>
 #include <string>

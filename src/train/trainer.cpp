@@ -14,10 +14,10 @@
 #include "src/train/dp/dp_shares.hpp"
 #include "src/train/host_mirror.hpp"
 #include "src/train/families/model_families.hpp"
-#include "src/train/lr_schedule.hpp"
+#include "src/train/optim/lr_schedule.hpp"
 #include "src/data/data_source.hpp"
-#include "src/train/metrics.hpp"
-#include "src/train/rebalancer.hpp"
+#include "src/train/report/metrics.hpp"
+#include "src/train/adapt/rebalancer.hpp"
 #include "src/train/stage_chunks.hpp"
 #include "src/train/startup_stop.hpp"
 

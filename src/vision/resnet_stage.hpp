@@ -19,7 +19,7 @@
 //          full fp32 array the network reads. The network keeps whole-model arrays of its own (that one and the
 //          gradient scratch), so ZeRO-2/3 shrink the trainer's buffers, not the network's (docs/vision.md).
 // BatchNorm's running statistics are model buffers (model_buffers()): not parameters, checkpointed from DP rank
-// 0 and made equal over the DP group before an evaluation (src/train/model_buffers.hpp).
+// 0 and made equal over the DP group before an evaluation (src/train/extensions/model_buffers.hpp).
 #include <cstdint>
 #include <functional>
 #include <map>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# parallel.adapt = rebalance (issue 25, src/train/pipeline_adapter.*, state_handoff.*): live pipeline rebalancing.
+# parallel.adapt = rebalance (issue 25, src/train/adapt/pipeline_adapter.*, state_handoff.*): live pipeline rebalancing.
 #   pp=2 (4 blocks)  world rank 0 (stage 0) made 3x slower by the test hook GRIDTRAIN_TEST_SLOW_RANK=0:3 (it
 #                    sleeps twice its own compute each step): the adapter moves blocks off stage 0 during the run
 #                    (in memory, no checkpoint written), logs the decision (log line, "adapt" in metrics.jsonl,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MFU's denominator on CPU builds (src/train/host_peak.hpp, src/core/peak_cache.hpp), in runs of the tiny preset:
+# MFU's denominator on CPU builds (src/train/report/host_peak.hpp, src/core/peak_cache.hpp), in runs of the tiny preset:
 #   - a run measures the core's peak, writes the per-user cache (XDG_CACHE_HOME) and prints where the figure
 #     came from; summary.json's mfu is exactly flops_per_token x tokens_per_s / (peak x ranks), so MFU moves
 #     only with tokens/s (the defect: one run read 0.959, the next 0.621, for tokens/s 3498 vs 3054);

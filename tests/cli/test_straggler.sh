@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# parallel.adapt = monitor (issue 25, src/train/straggler_monitor.*): a rank made 3x slower by the test hook
+# parallel.adapt = monitor (issue 25, src/train/adapt/straggler_monitor.*): a rank made 3x slower by the test hook
 # GRIDTRAIN_TEST_SLOW_RANK (it sleeps twice its own compute each step) is named as the straggler in
 # metrics.jsonl, in one log line and in summary.json, and the other rank never is; the same with the hook moved
 # to the other rank, so the verdict follows the slowness, not the rank number. Margins: a 3x rank measures

@@ -7,7 +7,7 @@
 #include "src/core/error.hpp"
 #include "src/plan/planner.hpp"
 #include "src/plan/rebalance.hpp"
-#include "src/train/rebalancer.hpp"
+#include "src/train/adapt/rebalancer.hpp"
 #include "src/train/schedule.hpp"
 #include "tests/plan/round_cluster.hpp"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "src/core/error.hpp"
-#include "src/train/adapt_decider.hpp"
+#include "src/train/adapt/adapt_decider.hpp"
 
 namespace gt {
 namespace {

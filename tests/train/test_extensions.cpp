@@ -1,4 +1,4 @@
-// The TrainExtension seam (src/train/extension.hpp, issue 20 Debt 3) as the Checkpointer sees it: what each
+// The TrainExtension seam (src/train/extensions/extension.hpp, issue 20 Debt 3) as the Checkpointer sees it: what each
 // extension adds to the state, which checkpoint datasets it owns (names from the buffer table, shapes from the
 // layout, written independently here), and when top-k's residuals are restored; the loss scaler's meta entries and
 // summary fields, and the 16-bit working copy HalfMasters rounds from the masters. That the saved and resumed
@@ -12,10 +12,10 @@
 #include <string>
 
 #include "src/model/gpt.hpp"
-#include "src/train/half_masters.hpp"
+#include "src/train/extensions/half_masters.hpp"
 #include "src/train/host_mirror.hpp"
-#include "src/train/loss_scaler.hpp"
-#include "src/train/sparsity.hpp"
+#include "src/train/extensions/loss_scaler.hpp"
+#include "src/train/extensions/sparsity.hpp"
 #include "src/train/dp/topk_residuals.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// Unit tests of the live re-layout's decision (parallel.adapt = full, src/train/layout_decider.hpp) on made-up
+// Unit tests of the live re-layout's decision (parallel.adapt = full, src/train/adapt/layout_decider.hpp) on made-up
 // timings: the decider is pure, so each test feeds it hand-made step figures and hand-made planner predictions
 // (the calibrated planner's part, layout_predict.hpp, is exercised end to end by test_relayout_decided.sh).
 // Times are chosen so that the gains and thresholds below are exact or far from their bars.
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "src/core/error.hpp"
-#include "src/train/layout_decider.hpp"
+#include "src/train/adapt/layout_decider.hpp"
 
 namespace gt {
 namespace {

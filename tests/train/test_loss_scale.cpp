@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "src/core/error.hpp"
-#include "src/train/loss_scaler.hpp"
+#include "src/train/extensions/loss_scaler.hpp"
 #include "src/train/trainer.hpp"
 #include "tests/common/run_helpers.hpp"
 

@@ -1,4 +1,4 @@
-// 2:4 structured sparsity (issue 11, src/train/sparsity.hpp), on the ranks given (1: tp=1; 2: tp=2):
+// 2:4 structured sparsity (issue 11, src/train/extensions/sparsity.hpp), on the ranks given (1: tp=1; 2: tp=2):
 //  - mask_2of4 against a naive reference (sort each group of 4 by |w| descending, index ascending; keep 2) on
 //    data full of ties, signed zeros and a NaN;
 //  - SR-STE: after every step every group of 4 of the working weights has at least 2 zeros, the mask is the

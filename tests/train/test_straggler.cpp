@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "src/train/straggler.hpp"
+#include "src/train/adapt/straggler.hpp"
 
 namespace gt {
 namespace {

@@ -1,4 +1,4 @@
-// The learning-rate schedule: the linear scaling rule with gradual warmup (src/train/lr_scaling.hpp) against the paper's own numbers: Goyal et
+// The learning-rate schedule: the linear scaling rule with gradual warmup (src/train/optim/lr_scaling.hpp) against the paper's own numbers: Goyal et
 // al. 2017 train ResNet-50 at batch 8192 with lr 0.1 x 8192/256 = 3.2, warmed up from 0.1 over 5 epochs.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 
 #include "src/core/config.hpp"
 #include "src/core/error.hpp"
-#include "src/train/lr_scaling.hpp"
-#include "src/train/lr_schedule.hpp"
+#include "src/train/optim/lr_scaling.hpp"
+#include "src/train/optim/lr_schedule.hpp"
 
 TEST(LrScaling, LinearRuleWithGradualWarmup) {
   using gt::LrScaling;
@@ -27,7 +27,7 @@ TEST(LrScaling, LinearRuleWithGradualWarmup) {
   EXPECT_THROW(gt::scaled_learning_rate(LrScaling::Linear, 0.1, 512, 0, 0, 0), gt::Error);
 }
 
-// The whole schedule (src/train/lr_schedule.hpp). Goyal et al.'s ResNet-50 recipe given in epochs: 90 epochs of
+// The whole schedule (src/train/optim/lr_schedule.hpp). Goyal et al.'s ResNet-50 recipe given in epochs: 90 epochs of
 // ImageNet's 1,281,167 images at batch 8192, 5 warm-up epochs, /10 at epochs 30, 60 and 80. The expected steps are
 // the definitions written out here (ceil for the run's length, nearest step for warm-up and milestones).
 TEST(LrSchedule, EpochsResolveAgainstTheDataset) {

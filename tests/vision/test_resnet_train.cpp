@@ -15,7 +15,7 @@
 #include <random>
 
 #include "src/data/image_source.hpp"
-#include "src/train/lr_schedule.hpp"
+#include "src/train/optim/lr_schedule.hpp"
 #include "src/train/trainer.hpp"
 #include "src/vision/resnet.hpp"
 #include "src/vision/sgd.hpp"

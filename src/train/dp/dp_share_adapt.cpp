@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "src/train/adapt_noise.hpp"
+#include "src/train/adapt/adapt_noise.hpp"
 
 namespace gt::dp {
 

@@ -31,7 +31,7 @@ inline int64_t share_offset(const std::vector<int>& shares, int r) {
 // weight 1 / (dp x shares[r]), would be wrong for uneven shares; the test checks that it misses.) The additions
 // run in another order (per replica, then across replicas), so in fp32 the result equals the even split's within
 // rounding, not bitwise. The reported loss is a sum over replicas divided by the global token count (the step's
-// statistics reduction, src/train/step_stats.cpp), so it is the global sample mean the same way.
+// statistics reduction, src/train/report/step_stats.cpp), so it is the global sample mean the same way.
 inline double micro_batch_weight(const std::vector<int>& shares) {
   return 1.0 / double(share_offset(shares, int(shares.size())));
 }

@@ -4,7 +4,7 @@
 // dataset of [world size, the largest layout over ranks], row = world rank, each rank writing its own row. They
 // are resumed on the same layout only: another layout splits the gradient differently over ranks and buckets, so
 // there they start at zero, as 1-bit Adam's do when it resumes on another layout.
-#include "src/train/extension.hpp"
+#include "src/train/extensions/extension.hpp"
 
 namespace gt {
 

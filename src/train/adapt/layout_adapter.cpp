@@ -1,0 +1,152 @@
+#include "src/train/adapt/layout_adapter.hpp"
+
+#include <cstdio>
+#include <string>
+
+#include "src/core/error.hpp"
+#include "src/core/json.hpp"
+#include "src/core/test_hooks.hpp"
+#include "src/train/adapt/adapt_agree.hpp"
+#include "src/train/adapt/layout_predict.hpp"
+
+namespace gt {
+
+namespace {
+
+std::string decision_json(const LayoutDecision& d, const std::string& why) {
+  JsonObject j;
+  j.integer("step", d.step).str("action", layout_action_name(d.action)).str("from_layout", layout_text(d.current))
+      .str("to_layout", layout_text(d.to)).str("best_other_layout", layout_text(d.best))
+      .num("measured_step_ms", d.measured_ms).num("noise_spread", d.noise).num("needed_gain", d.needed)
+      .num("predicted_ms", d.predicted_now_ms).num("predicted_best_ms", d.predicted_best_ms)
+      .num("predicted_gain", d.gain).integer("layouts_predicted", d.candidates);
+  if (d.judged_step > 0)
+    j.num("measured_gain_of_last_switch", d.measured_gain).num("predicted_gain_of_last_switch", d.promised_gain)
+        .integer("last_switch_step", d.judged_step);
+  if (!why.empty()) j.str("note", why);
+  return j.dump();
+}
+
+LayoutSettings settings(const Config& cfg) {
+  LayoutSettings s;
+  s.interval = cfg.parallel.adapt_interval;
+  s.threshold = cfg.parallel.rebalance_gain;
+  return s;
+}
+
+}  // namespace
+
+void check_adapt_full(const Config& cfg, const GridShape& g) {
+  const ConfigChoices c = cfg.choices();
+  std::string why;
+  if (g.size() < 2) why = "one rank has no other layout to switch to";
+  else if (c.sparsity != SparsityPattern::None) why = "the in-memory handover does not carry 2:4 masks yet";
+  else if (c.compress == CompressMethod::TopK) why = "the in-memory handover does not carry top-k's error-feedback residuals yet";
+  if (!why.empty()) throw Error("config: parallel.adapt = \"full\" cannot run here: " + why);
+}
+
+std::unique_ptr<LayoutAdapter> LayoutAdapter::make(const Config& cfg, Grid& grid) {
+  const test_hooks::Relayout h = test_hooks::relayout();
+  const bool full = cfg.choices().adapt == AdaptMode::Full;
+  if (h.step < 1 && !full) return nullptr;
+  const GridShape now = grid.shape();
+  std::unique_ptr<LayoutAdapter> a(new LayoutAdapter(cfg, grid));
+  if (h.step >= 1) {
+    const GridShape to{h.tp, h.pp, h.dp};
+    if (to.size() != now.size())
+      throw Error(std::string(test_hooks::kRelayout) + ": tp " + std::to_string(to.tp) + " x pp " + std::to_string(to.pp) +
+                  " x dp " + std::to_string(to.dp) + " is not the run's " + std::to_string(now.size()) + " ranks");
+    relaid_config(cfg, to);  // throws here, at the start, when the run could not continue on it
+    a->hook_step_ = h.step;
+    a->hook_to_ = to;
+  }
+  if (full) {
+    check_adapt_full(cfg, now);
+    test_hooks::layout_predict_factors();  // a malformed hook: refused at the start
+    a->base_ = layout_base_cluster(cfg);
+    a->decider_ = std::make_unique<LayoutDecider>(settings(cfg), now);
+  }
+  return a;
+}
+
+// The decider's evaluation from this window's calibration; a calibration the figures cannot fit keeps the layout
+// (the same on every rank: the same figures).
+LayoutDecision LayoutAdapter::evaluate(int step) {
+  std::vector<LayoutPrediction> predicted;
+  std::string why;
+  try {
+    predicted = predict_layouts(cfg_, decider_->now(), decider_->window_median(), base_, nullptr);
+  } catch (const Error& e) {
+    why = std::string("the planner could not be calibrated: ") + e.what();
+    predicted = {{decider_->now(), decider_->window_median().step_ms}};
+  }
+  LayoutDecision d = decider_->decide(step, predicted);
+  if (!why.empty()) d.note = why;
+  return d;
+}
+
+std::optional<GridShape> LayoutAdapter::after_step(int step, StepStats* s) {
+  if (decider_ && decider_->observe(step, layout_sample(*s))) {
+    LayoutDecision d = evaluate(step);
+    // The agreement: world rank 0's action and target are every rank's (computed alike from the same figures).
+    std::vector<int> agreed{int(d.action), d.to.tp, d.to.pp, d.to.dp};
+    agree_with_rank0(grid_.world(), d.action != LayoutAction::Keep, &agreed);
+    d.action = LayoutAction(agreed[0]);
+    d.to = GridShape{agreed[1], agreed[2], agreed[3]};
+    s->adapt_json = decision_json(d, d.note);
+    decisions_.push_back(s->adapt_json);
+    log(d, d.note);
+    if (d.action != LayoutAction::Keep) return d.to;
+  }
+  if (hook_step_ > 0 && step == hook_step_) return hook_to_;
+  return std::nullopt;
+}
+
+void LayoutAdapter::log(const LayoutDecision& d, const std::string& why) const {
+  if (grid_.world_rank() != 0) return;
+  std::printf("gridtrain: step %d: adapt: layout %s measured %.2f ms per step (noise spread %.2f); calibrated "
+              "planner: this layout %.2f ms, best other %s %.2f ms (%d layouts predicted); gain %.2f, threshold %.2f",
+              d.step, layout_text(d.current).c_str(), d.measured_ms, d.noise, d.predicted_now_ms,
+              layout_text(d.best).c_str(), d.predicted_best_ms, d.candidates, d.gain, d.needed);
+  if (d.judged_step > 0)
+    std::printf("; the switch at step %d measured gain %.2f (predicted %.2f)", d.judged_step, d.measured_gain,
+                d.promised_gain);
+  if (!why.empty()) std::printf("; %s", why.c_str());
+  const char* what = d.action == LayoutAction::Switch       ? "switching to "
+                     : d.action == LayoutAction::SwitchBack ? "short of it: switching back to "
+                                                            : "keeping the layout";
+  std::printf(": %s%s\n", what, d.action == LayoutAction::Keep ? "" : layout_text(d.to).c_str());
+  std::fflush(stdout);
+}
+
+LayoutCarry LayoutAdapter::carry() const {
+  LayoutCarry c;
+  if (decider_) c.memory = decider_->memory();
+  c.decisions = decisions_;
+  return c;
+}
+
+void LayoutAdapter::adopt(LayoutCarry c) {
+  decisions_ = std::move(c.decisions);
+  if (decider_) decider_ = std::make_unique<LayoutDecider>(settings(cfg_), grid_.shape(), std::move(c.memory));
+}
+
+std::string LayoutAdapter::decisions_json() const { return decider_ ? json_list(decisions_) : std::string(); }
+
+Config relaid_config(const Config& now, const GridShape& to) {
+  Config c = now;
+  const int replicas_micro = now.train.micro_batches * now.parallel.dp;  // the global batch in micro-batches
+  if (replicas_micro % to.dp != 0)
+    throw Error("adapt: a re-layout to dp = " + std::to_string(to.dp) + " cannot keep the global batch of " +
+                std::to_string(replicas_micro) + " micro-batches");
+  c.parallel.tp = to.tp;
+  c.parallel.pp = to.pp;
+  c.parallel.dp = to.dp;
+  c.train.micro_batches = replicas_micro / to.dp;
+  c.parallel.stage_blocks.clear();
+  c.parallel.dp_shares.clear();
+  c.validate();
+  return c;
+}
+
+}  // namespace gt

@@ -1,0 +1,112 @@
+#include "src/train/adapt/layout_predict.hpp"
+
+#include <algorithm>
+
+#include "src/core/error.hpp"
+#include "src/core/test_hooks.hpp"
+#include "src/plan/calibrate.hpp"
+#include "src/plan/memory.hpp"
+#include "src/plan/plan_cli.hpp"
+#include "src/plan/step_time.hpp"
+#include "src/train/adapt/layout_adapter.hpp"
+
+namespace gt {
+
+namespace {
+
+// The planner's layout of this run's configuration on `g` (what the trainer would run there).
+plan::Layout plan_layout(const Config& cfg, const GridShape& g) {
+  const ConfigChoices c = cfg.choices();
+  plan::Layout l;
+  l.tp = g.tp;
+  l.pp = g.pp;
+  l.dp = g.dp;
+  l.micro_batch = cfg.train.micro_batch_size;
+  l.micro_batches = cfg.train.micro_batches;
+  l.zero = cfg.parallel.zero;
+  l.precision = c.precision;
+  l.recompute = c.recompute;
+  l.sequence_parallel = cfg.parallel.sequence_parallel;
+  l.gpipe = c.schedule == PipelineSchedule::GPipe;
+  l.vp = cfg.pipeline_chunks();
+  return l;
+}
+
+// Every (tp, pp, dp) of the world's size, the current first, then by tp, pp (a fixed order: ties go alike).
+std::vector<GridShape> shapes_of(const GridShape& now) {
+  std::vector<GridShape> out{now};
+  const int n = now.size();
+  for (int tp = 1; tp <= n; ++tp)
+    for (int pp = 1; tp * pp <= n; ++pp)
+      if (n % (tp * pp) == 0) {
+        const GridShape g{tp, pp, n / (tp * pp)};
+        if (g.tp != now.tp || g.pp != now.pp || g.dp != now.dp) out.push_back(g);
+      }
+  return out;
+}
+
+double hook_factor(const GridShape& g) {
+  for (const test_hooks::LayoutFactor& f : test_hooks::layout_predict_factors())
+    if (f.tp == g.tp && f.pp == g.pp && f.dp == g.dp) return f.factor;
+  return 1.0;
+}
+
+}  // namespace
+
+plan::Cluster layout_base_cluster(const Config& cfg) {
+  const std::string name = cfg.parallel.cluster.empty() ? "cpu-2core" : cfg.parallel.cluster;
+  try {
+    return plan::load_cluster(plan::resolve_cluster(name));
+  } catch (const Error& e) {
+    throw Error(std::string("config: parallel.adapt = \"full\" calibrates the planner from a base description: ") + e.what());
+  }
+}
+
+LayoutSample layout_sample(const StepStats& s) {
+  LayoutSample x;
+  x.step_ms = s.ms_max;
+  x.optimizer_ms = s.opt_ms;
+  x.compute_ms = std::max(0.0, s.compute_ms_max - s.opt_ms - s.data_ms);
+  x.tp_ms = s.comm_tp_ms;
+  const double blocked = std::max(0.0, s.ms_max - s.compute_ms_max);  // about the critical rank's blocked time
+  x.dp_ms = std::min(s.comm_dp_ms, std::max(0.0, blocked - s.comm_tp_ms - s.comm_pp_ms));
+  return x;
+}
+
+std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const GridShape& now, const LayoutSample& median,
+                                              const plan::Cluster& base, std::vector<std::string>* notes) {
+  const plan::ModelShape m = plan::ModelShape::from(cfg.model);
+  plan::RunSample r;
+  r.dir = "this run";
+  r.model = m;
+  r.layout = plan_layout(cfg, now);
+  r.step_ms = median.step_ms;
+  r.compute_ms = median.compute_ms;
+  r.optimizer_ms = median.optimizer_ms;
+  r.tp_ms = median.tp_ms;
+  r.dp_ms = now.dp > 1 ? median.dp_ms : -1;
+  r.stage_compute = true;
+  const plan::Calibration cal = plan::calibrate({r}, base);
+  if (notes) *notes = cal.notes;
+  // A layout needing no more memory per rank than the one running fits; more: the base description's memory.
+  const double here = plan::peak_memory(m, r.layout, plan::Framework::Gridtrain).total();
+  const double room = std::max(here, base.usable_memory_bytes());
+  std::vector<LayoutPrediction> out;
+  out.push_back({now, plan::step_time(m, r.layout, cal.cluster, plan::Framework::Gridtrain).step * 1e3 * hook_factor(now)});
+  for (const GridShape& g : shapes_of(now)) {
+    if (g.tp == now.tp && g.pp == now.pp && g.dp == now.dp) continue;  // predicted above, on its own configuration
+    Config relaid;
+    try {
+      relaid = relaid_config(cfg, g);  // can this run continue there (heads, blocks, global batch)?
+    } catch (const Error&) {
+      continue;
+    }
+    const plan::Layout l = plan_layout(relaid, g);
+    if (plan::peak_memory(m, l, plan::Framework::Gridtrain).total() > room) continue;
+    const double ms = plan::step_time(m, l, cal.cluster, plan::Framework::Gridtrain).step * 1e3;
+    out.push_back({g, ms * hook_factor(g)});
+  }
+  return out;
+}
+
+}  // namespace gt

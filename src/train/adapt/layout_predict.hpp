@@ -1,0 +1,35 @@
+#pragma once
+// parallel.adapt = full (docs/adaptive.md, "Live re-layout"): the planner fed with this run's own figures. The
+// window's medians (layout_decider.hpp) become one plan::RunSample of the current layout; plan::calibrate fits
+// the base cluster description to it (GEMM and memory efficiency, the node link, the step overhead, as
+// `gridtrain plan --calibrate` does from finished runs); plan::step_time then predicts every (tp, pp, dp) of the
+// world that this run's configuration can continue on (relaid_config) and whose predicted memory fits, the current
+// layout included, so that the decider compares prediction with prediction.
+#include <string>
+#include <vector>
+
+#include "src/core/config.hpp"
+#include "src/grid/grid.hpp"
+#include "src/plan/cluster.hpp"
+#include "src/train/adapt/layout_decider.hpp"
+#include "src/train/report/step_stats.hpp"
+
+namespace gt {
+
+// The base description the calibration starts from: parallel.cluster when set (layout = auto), else cpu-2core,
+// the default of `gridtrain plan --calibrate` (the calibration refits what differs between machines; the peaks
+// only set the scale of the fitted efficiencies). Throws gt::Error naming the description when it cannot be read.
+plan::Cluster layout_base_cluster(const Config& cfg);
+
+// The figures one step gives the calibration, from the world-reduced StepStats (the same on every rank): the
+// step of the slowest rank; the critical (slowest-computing) rank's forward and backward, its compute less the
+// optimizer and the data wait; the exposed TP time and the DP time the critical rank was blocked (the means over
+// ranks include the faster ranks' waiting for the slowest, which is imbalance, not link time).
+LayoutSample layout_sample(const StepStats& s);
+
+// Every layout's predicted step (ms), the current first. `notes` gets the calibration's notes. Throws gt::Error
+// when the calibration fails (figures the model cannot fit). Applies the test hook test_hooks::layout_predict_factors().
+std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const GridShape& now, const LayoutSample& median,
+                                              const plan::Cluster& base, std::vector<std::string>* notes);
+
+}  // namespace gt

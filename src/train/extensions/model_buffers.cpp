@@ -1,0 +1,26 @@
+#include "src/train/extensions/model_buffers.hpp"
+
+namespace gt {
+
+std::vector<TensorShard> ModelBuffers::datasets(ExtensionIo&) {
+  std::vector<TensorShard> out;
+  for (const ModelBuffer& b : buffers_) {
+    const int64_t n = int64_t(b.values->size());
+    TensorShard t;
+    t.name = "buffers/" + b.name;
+    t.global_shape = {n};
+    t.start = {0};
+    t.count = {n};
+    t.data = b.values->data();
+    t.writer = grid_.dp_rank() == 0;  // one copy; every rank reads it back
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void ModelBuffers::before_validation() {
+  if (grid_.shape().dp == 1) return;
+  for (const ModelBuffer& b : buffers_) grid_.dp().broadcast(b.values->data(), b.values->size(), DType::F32, 0);
+}
+
+}  // namespace gt
