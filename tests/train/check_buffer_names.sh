@@ -12,6 +12,6 @@ names=$(grep -E '^ *\{Buffer::' "$table" | grep -oE '"[a-z0-9_]+"' | tr -d '"' |
 pattern="\"($(echo $names | tr ' ' '|'))[\"/]"
 # The one allowed use: the run report's field "params" is the parameter count, not a buffer.
 hits=$(grep -rnE "$pattern" src kernels --include=*.cpp --include=*.hpp | grep -v "^$table:" | sed -E 's#//.*##' |
-  grep -E "$pattern" | grep -vE '^src/train/run_report\.cpp:[0-9]+:.*\.integer\("params", n_params_\)')
+  grep -E "$pattern" | grep -vE '^src/train/report/run_report\.cpp:[0-9]+:.*\.integer\("params", n_params_\)')
 [ -z "$hits" ] || { echo "buffer names written outside $table (choose the buffer by its gt::Buffer id):"; echo "$hits"; exit 1; }
 echo "ok: $(echo $names | wc -w) buffer names, written only in $table"
