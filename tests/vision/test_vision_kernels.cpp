@@ -269,6 +269,35 @@ TEST(VisionBatchNorm, TrainForwardBackwardRunningStatsAndEval) {
   check_batchnorm(true);
 }
 
+// The statistics over many rows: 100,000 rows (a batch of 128 at 28x28 has this many) of values near 100, with
+// momentum 1 so that the running statistics are the batch's. The float64 mean is reproduced to 2e-5 (under 3 ulp of
+// fp32 at 100: rounding the result alone costs up to half of one); one fp32 running sum over the rows would be off
+// by ~1e-3 here, which is what the two-level sums (fp32 within a block of rows, double across) must avoid. The
+// unbiased variance (~1/3: uniform on +-1) within 1e-5 relative; the backward's dbeta (a sum of dy) likewise.
+TEST(VisionBatchNorm, StatisticsOverManyRowsKeepTheirDigits) {
+  const long rows = 100000;
+  const int C = 3;
+  BatchNormParams p;  // momentum 1: the running statistics are the batch's
+  p.channels = C;
+  p.momentum = 1.0f;
+  auto x = randv(rows * C, 21, 99.f, 101.f);
+  const auto g = randv(C, 22, 0.5f, 1.5f), b = randv(C, 23), dy = randv(rows * C, 24, 0.f, 1.f);
+  std::vector<float> y(rows * C), rm(C, 0.f), rv(C, 1.f), dx(rows * C), dg(C), db(C);
+  BatchNormSaved saved;
+  batchnorm_forward_train(p, rows, x.data(), g.data(), b.data(), y.data(), saved, rm.data(), rv.data());
+  batchnorm_backward(p, rows, x.data(), y.data(), dy.data(), g.data(), saved, dx.data(), dg.data(), db.data());
+  for (int c = 0; c < C; ++c) {
+    double mean = 0.0, sq = 0.0, sdy = 0.0;
+    for (long m = 0; m < rows; ++m) mean += double(x[m * C + c]);
+    mean /= rows;
+    for (long m = 0; m < rows; ++m) sq += (double(x[m * C + c]) - mean) * (double(x[m * C + c]) - mean);
+    for (long m = 0; m < rows; ++m) sdy += double(dy[m * C + c]);
+    EXPECT_NEAR(rm[c], mean, 2e-5) << c;
+    EXPECT_NEAR(rv[c] / (sq / (rows - 1)), 1.0, 1e-5) << c;
+    EXPECT_NEAR(db[c] / sdy, 1.0, 1e-5) << c;
+  }
+}
+
 namespace {
 
 std::vector<double> pool_ref(const PoolShape& s, const std::vector<double>& x, bool max) {
