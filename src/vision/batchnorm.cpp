@@ -50,11 +50,35 @@ void sum_rows2(long rows, int C, std::vector<double>& a, std::vector<double>& b,
   }
 }
 
-}  // namespace
+inline void store(float v, float* p) { *p = v; }
+inline void store(float v, bf16_bits* p) { *p = to_bf16(v); }
+inline float load(const float* p) { return *p; }
+inline float load(const bf16_bits* p) { return from_bf16(*p); }
 
-void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                             const float* beta, float* y, BatchNormSaved& saved, float* running_mean,
-                             float* running_var) {
+// y = (x - sub) * scale + add per channel, ReLU'd with Relu, stored as Out (bf16: rounded as written, for the
+// convolution that reads it).
+template <bool Relu, class Out>
+void affine(long rows, int C, const float* x, const float* sub, const float* scale, const float* add,
+            Out* __restrict y) {
+  for (long m = 0; m < rows; ++m)
+    for (int c = 0; c < C; ++c) {
+      const float v = (x[m * C + c] - sub[c]) * scale[c] + add[c];
+      store(Relu ? std::max(0.f, v) : v, y + m * C + c);
+    }
+}
+
+template <class Out>
+void affine(bool relu, long rows, int C, const float* x, const float* sub, const float* scale, const float* add,
+            Out* y) {
+  if (relu)
+    affine<true>(rows, C, x, sub, scale, add, y);
+  else
+    affine<false>(rows, C, x, sub, scale, add, y);
+}
+
+template <class Out>
+void forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma, const float* beta,
+                   Out* y, BatchNormSaved& saved, float* running_mean, float* running_var) {
   const int C = p.channels;
   std::vector<double> sum(C + 1, 0.0), sq(C, 0.0);  // sum[C]: the rows (summed over the group with the sums)
   sum_rows(rows, C, sum, [x](long i, int) { return x[i]; });
@@ -83,70 +107,52 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x
   }
   std::vector<float> scale(C);
   for (int c = 0; c < C; ++c) scale[c] = gamma[c] * saved.invstd[c];
-  const float* mean = saved.mean.data();
-  for (long m = 0; m < rows; ++m) {
-    const float* xr = x + m * C;
-    float* yr = y + m * C;
-    if (p.relu)
-      for (int c = 0; c < C; ++c) yr[c] = std::max(0.f, (xr[c] - mean[c]) * scale[c] + beta[c]);
-    else
-      for (int c = 0; c < C; ++c) yr[c] = (xr[c] - mean[c]) * scale[c] + beta[c];
-  }
+  affine(p.relu, rows, C, x, saved.mean.data(), scale.data(), beta, y);
 }
 
-void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, float* y) {
+// y = gamma (x - running_mean) / sqrt(running_var + eps) + beta: the deviation first, as in training, so that a
+// large mean does not cancel digits
+template <class Out>
+void forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma, const float* beta,
+                  const float* running_mean, const float* running_var, Out* y) {
   const int C = p.channels;
-  std::vector<float> scale(C), shift(C);
-  for (int c = 0; c < C; ++c) {
-    scale[c] = gamma[c] / std::sqrt(running_var[c] + p.eps);
-    shift[c] = beta[c] - running_mean[c] * scale[c];
-  }
-  for (long m = 0; m < rows; ++m) {
-    const float* xr = x + m * C;
-    float* yr = y + m * C;
-    if (p.relu)
-      for (int c = 0; c < C; ++c) yr[c] = std::max(0.f, xr[c] * scale[c] + shift[c]);
-    else
-      for (int c = 0; c < C; ++c) yr[c] = xr[c] * scale[c] + shift[c];
-  }
+  std::vector<float> scale(C);
+  for (int c = 0; c < C; ++c) scale[c] = gamma[c] / std::sqrt(running_var[c] + p.eps);
+  affine(p.relu, rows, C, x, running_mean, scale.data(), beta, y);
 }
-
-namespace {
 
 // The backward's element-wise parts, with the fused ReLU's mask (y > 0) on dy a compile-time choice: a run-time
 // test per element kept the loops from vectorising.
-template <bool Relu>
-float masked(const float* y, const float* dy, long i) {
-  return Relu && !(y[i] > 0.f) ? 0.f : dy[i];
+template <bool Relu, class Y>
+float masked(const Y* y, const float* dy, long i) {
+  return Relu && !(load(y + i) > 0.f) ? 0.f : dy[i];
 }
 
 // sdy[c] += sum(dy), sdyd[c] += sum(dy * (x - mean)) (xhat's sum / invstd)
-template <bool Relu>
-void backward_sums(long rows, int C, const float* x, const float* y, const float* dy, const float* mean,
+template <bool Relu, class Y>
+void backward_sums(long rows, int C, const float* x, const Y* y, const float* dy, const float* mean,
                    std::vector<double>& sdy, std::vector<double>& sdyd) {
   sum_rows2(
       rows, C, sdy, sdyd, [=](long i, int) { return masked<Relu>(y, dy, i); },
       [=](long i, int c) { return masked<Relu>(y, dy, i) * (x[i] - mean[c]); });
 }
 
-template <bool Relu>
-void backward_dx(long rows, int C, const float* x, const float* y, const float* dy, const float* mean,
-                 const float* k, const float* b, const float* d, float* __restrict dx) {
+template <bool Relu, class Y, class Out>
+void backward_dx(long rows, int C, const float* x, const Y* y, const float* dy, const float* mean,
+                 const float* k, const float* b, const float* d, Out* __restrict dx) {
   for (long m = 0; m < rows; ++m)
     for (int c = 0; c < C; ++c) {
       const long i = m * C + c;
-      dx[i] = k[c] * masked<Relu>(y, dy, i) + b[c] * (x[i] - mean[c]) + d[c];
+      store(k[c] * masked<Relu>(y, dy, i) + b[c] * (x[i] - mean[c]) + d[c], dx + i);
     }
 }
-
-}  // namespace
 
 // dx = gamma * invstd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)), the usual closed form, as
 // dx = k * dy + b * (x - mean) + d per channel (k = gamma * invstd, b = -k * invstd * sum(dy * xhat) / M,
 // d = -k * sum(dy) / M); with p.relu, dy is first masked by y > 0.
-void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
-                        const float* gamma, const BatchNormSaved& saved, float* dx, float* dgamma, float* dbeta) {
+template <class Y, class Out>
+void backward(const BatchNormParams& p, long rows, const float* x, const Y* y, const float* dy,
+              const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
   std::vector<double> sdy(C, 0.0), sdyd(C, 0.0);  // sum(dy), sum(dy * (x - mean)) (xhat's sum / invstd)
@@ -179,6 +185,45 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, con
     backward_dx<true>(rows, C, x, y, dy, mean, k.data(), b.data(), d.data(), dx);
   else
     backward_dx<false>(rows, C, x, y, dy, mean, k.data(), b.data(), d.data(), dx);
+}
+
+}  // namespace
+
+void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
+                        const float* gamma, const BatchNormSaved& saved, float* dx, float* dgamma, float* dbeta) {
+  backward(p, rows, x, y, dy, gamma, saved, dx, dgamma, dbeta);
+}
+
+void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
+                        const float* gamma, const BatchNormSaved& saved, bf16_bits* dx, float* dgamma, float* dbeta) {
+  backward(p, rows, x, y, dy, gamma, saved, dx, dgamma, dbeta);
+}
+
+void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const bf16_bits* y, const float* dy,
+                        const float* gamma, const BatchNormSaved& saved, bf16_bits* dx, float* dgamma, float* dbeta) {
+  backward(p, rows, x, y, dy, gamma, saved, dx, dgamma, dbeta);
+}
+
+void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
+                             const float* beta, float* y, BatchNormSaved& saved, float* running_mean,
+                             float* running_var) {
+  forward_train(p, rows, x, gamma, beta, y, saved, running_mean, running_var);
+}
+
+void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
+                             const float* beta, bf16_bits* y, BatchNormSaved& saved, float* running_mean,
+                             float* running_var) {
+  forward_train(p, rows, x, gamma, beta, y, saved, running_mean, running_var);
+}
+
+void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
+                            const float* beta, const float* running_mean, const float* running_var, float* y) {
+  forward_eval(p, rows, x, gamma, beta, running_mean, running_var, y);
+}
+
+void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
+                            const float* beta, const float* running_mean, const float* running_var, bf16_bits* y) {
+  forward_eval(p, rows, x, gamma, beta, running_mean, running_var, y);
 }
 
 }  // namespace gt::vision

@@ -8,6 +8,8 @@
 #include <functional>
 #include <vector>
 
+#include "src/vision/bf16.hpp"
+
 namespace gt::vision {
 
 struct BatchNormParams {
@@ -33,9 +35,24 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x
                              float* running_var);
 void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
                             const float* beta, const float* running_mean, const float* running_var, float* y);
+// The same with y rounded to bf16 as it is written: the input of a bf16 convolution (the ResNet's units), with no
+// fp32 copy and no conversion pass. The statistics are the fp32 x's, as above.
+void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
+                             const float* beta, bf16_bits* y, BatchNormSaved& saved, float* running_mean,
+                             float* running_var);
+void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
+                            const float* beta, const float* running_mean, const float* running_var, bf16_bits* y);
 // dx overwritten; dgamma and dbeta overwritten (per channel). y: the forward's output, read only with p.relu
 // (the gradient flows where y > 0); may be null otherwise.
 void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
                         const float* gamma, const BatchNormSaved& saved, float* dx, float* dgamma, float* dbeta);
+// The same with dx rounded to bf16 as it is written: the gradient a bf16 convolution reads (the ResNet's units),
+// without an fp32 copy and a conversion pass.
+void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
+                        const float* gamma, const BatchNormSaved& saved, bf16_bits* dx, float* dgamma, float* dbeta);
+// ... and with the forward's output in bf16 (its ReLU mask read from it: y > 0 is the same test on the rounded value,
+// except for positive values below bf16's smallest, 9e-41, which round to 0)
+void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const bf16_bits* y, const float* dy,
+                        const float* gamma, const BatchNormSaved& saved, bf16_bits* dx, float* dgamma, float* dbeta);
 
 }  // namespace gt::vision

@@ -6,6 +6,8 @@
 // thread), otherwise a naive loop nest; conv_backend() names the one in use.
 #include <string>
 
+#include "src/vision/bf16.hpp"
+
 namespace gt::vision {
 
 struct ConvShape {
@@ -45,6 +47,14 @@ void conv_backward_weights(const ConvShape& s, const float* x, const float* dy, 
 // gradient dy is converted once for both.
 void conv_backward(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
 
+// The same passes (ConvShape::bf16 only) for a caller that keeps its operands in bf16: xb is x already rounded
+// (in_size), dyb dy (out_size); the results are fp32, equal to the fp32-operand forms' on the same values. They
+// save the conversions those make on every call: a layer converts its input once in forward and keeps it for
+// backward-weights, and BatchNorm's backward writes its gradient in bf16 for the convolution before it.
+void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, float* y);
+void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,
+                   float* dw);
+
 namespace detail {
 void conv_forward_naive(const ConvShape& s, const float* x, const float* w, float* y);
 void conv_backward_data_naive(const ConvShape& s, const float* dy, const float* w, float* dx);
@@ -55,6 +65,9 @@ void conv_forward_onednn(const ConvShape& s, const float* x, const float* w, flo
 void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float* w, float* dx);
 void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw);
 void conv_backward_onednn(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
+void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w, float* y);
+void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,
+                          float* dw);
 }  // namespace detail
 
 }  // namespace gt::vision

@@ -16,6 +16,8 @@ void conv_forward_onednn(const ConvShape&, const float*, const float*, float*) {
 void conv_backward_data_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_weights_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_onednn(const ConvShape&, const float*, const float*, const float*, float*, float*) {}
+void conv_forward_onednn(const ConvShape&, const bf16_bits*, const float*, float*) {}
+void conv_backward_onednn(const ConvShape&, const bf16_bits*, const bf16_bits*, const float*, float*, float*) {}
 #endif
 }  // namespace detail
 
@@ -41,15 +43,6 @@ bool conv_bf16_native() { return chosen() == ConvBackend::onednn && detail::oned
 
 namespace {
 
-// x rounded to the nearest bfloat16 (ties to even), kept in fp32; NaN and inf pass through.
-float round_bf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7F800000u) != 0x7F800000u) u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-
 // Emulated bf16 (no native kernel, or the loop backend): the operands' rounded copies, kept per thread between
 // calls so that a step does not allocate (a per-thread cache, like oneDNN's primitives; nothing else is shared).
 struct Rounded {
@@ -57,6 +50,12 @@ struct Rounded {
   const float* of(std::vector<float>& v, const float* p, long n) {
     v.resize(size_t(n));
     for (long i = 0; i < n; ++i) v[size_t(i)] = round_bf16(p[i]);
+    return v.data();
+  }
+  // bf16 operands widened (exactly) for the fp32 passes
+  const float* of(std::vector<float>& v, const bf16_bits* p, long n) {
+    v.resize(size_t(n));
+    widen_bf16(n, p, v.data());
     return v.data();
   }
 };
@@ -112,6 +111,21 @@ void conv_backward(const ConvShape& s, const float* x, const float* dy, const fl
   }
   conv_backward_weights(s, x, dy, dw);
   if (dx) conv_backward_data(s, dy, w, dx);
+}
+
+void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, float* y) {
+  if (s.bf16 && conv_bf16_native()) return detail::conv_forward_onednn(s, xb, w, y);
+  Rounded& r = rounded();  // widened x (r.a) and rounded w (r.b): the fp32 pass on the same values
+  conv_forward(fp32(s), r.of(r.a, xb, s.in_size()), r.of(r.b, w, s.weight_size()), y);
+}
+
+void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,
+                   float* dw) {
+  if (s.bf16 && conv_bf16_native()) return detail::conv_backward_onednn(s, xb, dyb, w, dx, dw);
+  Rounded& r = rounded();
+  const float* dy = r.of(r.b, dyb, s.out_size());
+  conv_backward_weights(fp32(s), r.of(r.a, xb, s.in_size()), dy, dw);
+  if (dx) conv_backward_data(fp32(s), dy, r.of(r.a, w, s.weight_size()), dx);
 }
 
 }  // namespace gt::vision

@@ -8,7 +8,8 @@
 // says otherwise it gets one thread, because each rank drives one core.
 // bf16 (ConvShape::bf16): the primitives read bf16 x, w and dy and write fp32 y, dx and dw. The caller's fp32
 // inputs are converted by reorders into per-shape bf16 buffers (the weights' reorder converts and re-lays them in
-// one pass); the outputs stay fp32, so BatchNorm, the residual sums and the optimizer see fp32 as before.
+// one pass); the outputs stay fp32, so BatchNorm, the residual sums and the optimizer see fp32 as before. The
+// bf16-operand forms (conv.hpp) take x and dy in bf16 from the caller and skip those conversions.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -52,6 +53,7 @@ struct WeightsIn {
 
 struct Prims {
   dnnl::memory::desc src, wei, dst;  // the caller's fp32 buffers
+  dnnl::memory::desc src16, dst16;   // bf16: the caller's bf16 x and dy (conv.hpp's bf16-operand forms)
   Lowered x_in, dy_in;               // bf16: x and dy as the primitives read them
   dnnl::memory::desc fwd_scratch, bd_scratch, bw_scratch;  // what each pass needs of the shared scratchpad
   WeightsIn fwd_w, bd_w, bw_dw;
@@ -136,6 +138,8 @@ std::unique_ptr<Prims> make_prims(const dnnl::engine& eng, const ConvShape& s) {
   p->src = dnnl::memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::acdb);
   p->wei = dnnl::memory::desc({s.k, s.c, s.r, s.s}, dt::f32, tag::acdb);
   p->dst = dnnl::memory::desc({s.n, s.k, s.out_h(), s.out_w()}, dt::f32, tag::acdb);
+  p->src16 = dnnl::memory::desc({s.n, s.c, s.h, s.w}, dt::bf16, tag::acdb);
+  p->dst16 = dnnl::memory::desc({s.n, s.k, s.out_h(), s.out_w()}, dt::bf16, tag::acdb);
   const PassDescs d = pass_descs(eng, s);
   const dt in = s.bf16 ? dt::bf16 : dt::f32;
   p->x_in = lowered(eng, p->src, in);
@@ -161,8 +165,9 @@ Prims& prims(const ConvShape& s) {
 }
 
 // Wraps a caller's buffer (no copy); oneDNN's API takes void* for inputs too and only reads them.
-dnnl::memory wrap(const dnnl::memory::desc& d, const float* p) {
-  return dnnl::memory(d, context().eng, const_cast<float*>(p));
+template <class T>
+dnnl::memory wrap(const dnnl::memory::desc& d, const T* p) {
+  return dnnl::memory(d, context().eng, const_cast<T*>(p));
 }
 
 // The weights as the pass wants them: the caller's buffer, or the reordered copy.
@@ -219,10 +224,10 @@ void backward_data(Prims& p, dnnl::memory& dy, const float* w, float* dx) {
                                       {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bd_scratch)}});
 }
 
-void backward_weights(Prims& p, const float* x, dnnl::memory& dy, float* dw) {
+void backward_weights(Prims& p, const dnnl::memory& x, dnnl::memory& dy, float* dw) {
   const dnnl::memory user = wrap(p.wei, dw);
   const dnnl::memory out = p.bw_dw.same ? user : p.bw_dw.buf;
-  p.bwd_weights.execute(context().strm, {{DNNL_ARG_SRC, input_for(p.x_in, p.src, x)}, {DNNL_ARG_DIFF_DST, dy},
+  p.bwd_weights.execute(context().strm, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, dy},
                                          {DNNL_ARG_DIFF_WEIGHTS, out},
                                          {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bw_scratch)}});
   if (!p.bw_dw.same) p.bw_dw.move.execute(context().strm, p.bw_dw.buf, const_cast<dnnl::memory&>(user));
@@ -240,14 +245,32 @@ void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float*
 void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw) {
   auto& p = prims(s);
   dnnl::memory d = input_for(p.dy_in, p.dst, dy);
-  backward_weights(p, x, d, dw);
+  backward_weights(p, input_for(p.x_in, p.src, x), d, dw);
   context().strm.wait();
 }
 
 void conv_backward_onednn(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw) {
   auto& p = prims(s);
   dnnl::memory d = input_for(p.dy_in, p.dst, dy);  // bf16: converted once, read by both passes
-  backward_weights(p, x, d, dw);
+  backward_weights(p, input_for(p.x_in, p.src, x), d, dw);
+  if (dx) backward_data(p, d, w, dx);
+  context().strm.wait();
+}
+
+// The bf16-operand forms: the caller's bf16 x and dy are read in place, nothing is converted but the weights.
+void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w, float* y) {
+  auto& p = prims(s);
+  p.fwd.execute(context().strm, {{DNNL_ARG_SRC, wrap(p.src16, xb)}, {DNNL_ARG_WEIGHTS, weights_for(p.fwd_w, p.wei, w)},
+                                 {DNNL_ARG_DST, wrap(p.dst, y)},
+                                 {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.fwd_scratch)}});
+  context().strm.wait();
+}
+
+void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,
+                          float* dw) {
+  auto& p = prims(s);
+  dnnl::memory d = wrap(p.dst16, dyb);
+  backward_weights(p, wrap(p.src16, xb), d, dw);
   if (dx) backward_data(p, d, w, dx);
   context().strm.wait();
 }

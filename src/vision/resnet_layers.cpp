@@ -3,20 +3,26 @@
 #include "src/vision/resnet_layers.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "src/vision/classifier.hpp"
 
 namespace gt::vision::detail {
 
-void ConvLayer::forward(const Dims& in, const float* params, const float* x, std::vector<float>& y) const {
+void ConvLayer::forward(const Dims& in, const float* params, const float* x, std::vector<float>& y) {
   y.resize(out(in).size());
-  conv_forward(shape(in), x, params + w_off, y.data());
+  if (!bf16) return conv_forward(shape(in), x, params + w_off, y.data());
+  if (x) round_to_bf16(in.size(), x, x_bf16(in));
+  conv_forward(shape(in), xb.data(), params + w_off, y.data());
 }
 
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
-                         std::vector<float>* dx) const {
+                         std::vector<float>* dx) {
   if (dx) dx->resize(in.size());
-  conv_backward(shape(in), x, dy, params + w_off, dx ? dx->data() : nullptr, grads + w_off);
+  float* dxp = dx ? dx->data() : nullptr;
+  if (!bf16) return conv_backward(shape(in), x, dy, params + w_off, dxp, grads + w_off);
+  if (dy) round_to_bf16(out(in).size(), dy, dy_bf16(in));
+  conv_backward(shape(in), xb.data(), dyb.data(), params + w_off, dxp, grads + w_off);
 }
 
 void BatchNormLayer::init(int channels) {
@@ -25,24 +31,49 @@ void BatchNormLayer::init(int channels) {
   running_var.assign(channels, 1.f);
 }
 
+template <class Out>
+void BatchNormLayer::forward(const Dims& d, const float* params, const float* x, Out* y, bool train) {
+  const long rows = long(d.n) * d.h * d.w;
+  if (train)
+    batchnorm_forward_train(p, rows, x, params + gamma_off, params + beta_off, y, saved, running_mean.data(),
+                            running_var.data());
+  else
+    batchnorm_forward_eval(p, rows, x, params + gamma_off, params + beta_off, running_mean.data(),
+                           running_var.data(), y);
+}
+
 void BatchNormLayer::forward(const Dims& d, const float* params, const float* x, std::vector<float>& y,
                              bool train) {
   y.resize(d.size());
-  const long rows = long(d.n) * d.h * d.w;
-  if (train)
-    batchnorm_forward_train(p, rows, x, params + gamma_off, params + beta_off, y.data(), saved,
-                            running_mean.data(), running_var.data());
-  else
-    batchnorm_forward_eval(p, rows, x, params + gamma_off, params + beta_off, running_mean.data(),
-                           running_var.data(), y.data());
+  forward(d, params, x, y.data(), train);
 }
 
-void BatchNormLayer::backward(const Dims& d, const float* params, const float* x, const float* y, const float* dy,
-                              float* grads, std::vector<float>& dx) const {
-  dx.resize(d.size());
-  batchnorm_backward(p, long(d.n) * d.h * d.w, x, y, dy, params + gamma_off, saved, dx.data(), grads + gamma_off,
+template <class Y, class Out>
+void BatchNormLayer::backward(const Dims& d, const float* params, const float* x, const Y* y, const float* dy,
+                              float* grads, Out* dx) const {
+  batchnorm_backward(p, long(d.n) * d.h * d.w, x, y, dy, params + gamma_off, saved, dx, grads + gamma_off,
                      grads + beta_off);
 }
+
+template <class Y>
+void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
+                   const float* a, const Y* b, const float* x, const float* dy, float* grads,
+                   std::vector<float>& g_a, std::vector<float>* dx) {
+  const Dims od = conv.out(conv_in);
+  if (conv.bf16) {
+    bn.backward(od, params, a, b, dy, grads, conv.dy_bf16(conv_in));
+    conv.backward(conv_in, params, x, nullptr, grads, dx);
+    return;
+  }
+  if constexpr (std::is_same_v<Y, float>) {  // a bf16 BN output exists only before a bf16 conv
+    g_a.resize(od.size());
+    bn.backward(od, params, a, b, dy, grads, g_a.data());
+    conv.backward(conv_in, params, x, g_a.data(), grads, dx);
+  }
+}
+
+template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const float*, const float*,
+                            const float*, const float*, float*, std::vector<float>&, std::vector<float>*);
 
 void ResBlock::forward(const Dims& d, const float* params, const float* input, bool train) {
   const size_t n = convs.size();
@@ -55,10 +86,15 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
   const float* h = x;
   for (size_t k = 0; k < n; ++k) {
     conv_in[k] = cur;
-    convs[k].forward(cur, params, h, a[k]);
+    convs[k].forward(cur, params, h, a[k]);  // h null: the previous BN wrote this conv's bf16 input
     cur = convs[k].out(cur);
-    bns[k].forward(cur, params, a[k].data(), b[k], train);  // ReLU'd in the pass but for the last unit
-    h = b[k].data();
+    if (lowered(k)) {  // ReLU'd in the pass, but for the last unit
+      bns[k].forward(cur, params, a[k].data(), convs[k + 1].x_bf16(cur), train);
+      h = nullptr;
+    } else {
+      bns[k].forward(cur, params, a[k].data(), b[k], train);
+      h = b[k].data();
+    }
   }
   mid = cur;
   const float* shortcut = x;
@@ -77,18 +113,21 @@ void ResBlock::backward(const float* params, const float* dout, float* grads, st
   g_sum.resize(mid.size());
   relu_backward(mid.size(), out.data(), dout, g_sum.data());
   const float* g_out = g_sum.data();  // the last unit's output gradient: the sum's, before any ReLU
-  for (size_t k = n; k-- > 0;) {
-    const Dims od = convs[k].out(conv_in[k]);
-    bns[k].backward(od, params, a[k].data(), b[k].data(), g_out, grads, g_a);  // b[k]: relu(bn(a[k])) but the last
-    convs[k].backward(conv_in[k], params, k == 0 ? x : b[k - 1].data(), g_a.data(), grads, k == 0 ? &dx : &g_prev);
+  for (size_t k = n; k-- > 0;) {  // b[k]: relu(bn(a[k])) but the last; in bf16 the next conv's input (lowered)
+    const float* conv_x = k == 0 ? x : b[k - 1].data();  // read only by an fp32 conv
+    if (lowered(k))
+      unit_backward(convs[k], conv_in[k], bns[k], params, a[k].data(), convs[k + 1].xb.data(), conv_x, g_out, grads,
+                    g_a, k == 0 ? &dx : &g_prev);
+    else
+      unit_backward(convs[k], conv_in[k], bns[k], params, a[k].data(), b[k].data(), conv_x, g_out, grads, g_a,
+                    k == 0 ? &dx : &g_prev);
     if (k > 0) {
       g_h.swap(g_prev);
       g_out = g_h.data();
     }
   }
   if (has_proj) {
-    bn_proj.backward(mid, params, ap.data(), bp.data(), g_sum.data(), grads, g_proj);
-    proj.backward(in, params, x, g_proj.data(), grads, &g_xproj);
+    unit_backward(proj, in, bn_proj, params, ap.data(), bp.data(), x, g_sum.data(), grads, g_proj, &g_xproj);
     for (long i = 0; i < in.size(); ++i) dx[i] += g_xproj[i];
   } else {
     for (long i = 0; i < in.size(); ++i) dx[i] += g_sum[i];

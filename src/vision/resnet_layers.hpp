@@ -18,15 +18,28 @@ struct ConvLayer {
   int cin = 0, cout = 0, kernel = 3, stride = 1, pad = 1;
   long w_off = 0;
   bool bf16 = false;  // multiply in bf16 (ResNetConfig::bf16)
+  // bf16: the input as the convolution reads it, rounded once by forward and kept for backward-weights, and the
+  // output gradient, which the BatchNorm after this conv writes in bf16 (dy_bf16): no conversion in the passes
+  std::vector<bf16_bits> xb{}, dyb{};
   ConvShape shape(const Dims& in) const { return {in.n, in.h, in.w, cin, cout, kernel, kernel, stride, pad, bf16}; }
   Dims out(const Dims& in) const {
     const ConvShape s = shape(in);
     return {in.n, s.out_h(), s.out_w(), cout};
   }
-  void forward(const Dims& in, const float* params, const float* x, std::vector<float>& y) const;
+  // x: fp32, or null with bf16 when x_bf16() holds it (written by the BatchNorm before this conv)
+  void forward(const Dims& in, const float* params, const float* x, std::vector<float>& y);
+  bf16_bits* x_bf16(const Dims& in) {
+    xb.resize(size_t(in.size()));
+    return xb.data();
+  }
+  bf16_bits* dy_bf16(const Dims& in) {
+    dyb.resize(size_t(out(in).size()));
+    return dyb.data();
+  }
+  // dy: fp32, or null with bf16 when dy_bf16() holds it; x is read only without bf16 (xb holds it otherwise).
   // dx may be null (the stem's input needs no gradient)
   void backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
-                std::vector<float>* dx) const;
+                std::vector<float>* dx);
 };
 
 struct BatchNormLayer {
@@ -36,10 +49,22 @@ struct BatchNormLayer {
   BatchNormSaved saved;
   void init(int channels);
   void forward(const Dims& d, const float* params, const float* x, std::vector<float>& y, bool train);
-  // y: the forward's output (its ReLU mask, when p.relu)
-  void backward(const Dims& d, const float* params, const float* x, const float* y, const float* dy, float* grads,
-                std::vector<float>& dx) const;
+  // y: d.size() values, fp32 or bf16 (the input of the bf16 conv after it)
+  template <class Out>
+  void forward(const Dims& d, const float* params, const float* x, Out* y, bool train);
+  // y: the forward's output (its ReLU mask, when p.relu), fp32 or bf16; dx: d.size() values, fp32 or bf16
+  template <class Y, class Out>
+  void backward(const Dims& d, const float* params, const float* x, const Y* y, const float* dy, float* grads,
+                Out* dx) const;
 };
+
+// Back through a conv - BN unit: BN (and its ReLU) into `g_a` (or the conv's bf16 gradient), then the conv.
+// a, b: the conv's and the BN's outputs of the forward; x: the conv's input; dx as ConvLayer::backward's.
+// b: fp32, or bf16 when the BN wrote the next conv's bf16 input (ResBlock::lowered).
+template <class Y>
+void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
+                   const float* a, const Y* b, const float* x, const float* dy, float* grads,
+                   std::vector<float>& g_a, std::vector<float>* dx);
 
 // A residual block: a chain of conv - BN units with ReLU after each but the last (fused into the BN: its
 // p.relu), plus the shortcut (identity, or
@@ -56,6 +81,8 @@ struct ResBlock {
   std::vector<Dims> conv_in;  // each conv's input shape
   const float* x = nullptr;  // the block's input of the last forward (the previous layer's output, kept there)
   std::vector<std::vector<float>> a, b;  // per unit: the conv's output, the BN's (ReLU'd but the last)
+  // Unit k's BN writes the next conv's input in bf16 (convs[k + 1].xb) instead of b[k]: no fp32 copy, no conversion
+  bool lowered(size_t k) const { return k + 1 < convs.size() && convs[k + 1].bf16; }
   std::vector<float> ap, bp, out;
   // backward's gradients, kept between steps: freshly allocated buffers of this size come from mmap, and their
   // page faults cost more than some of the layers (a ResNet-50 step at batch 16 touches ~2 GB of them)

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "src/core/error.hpp"
+#include "src/vision/bf16.hpp"
 
 namespace gt::vision {
 
@@ -13,13 +14,6 @@ ResNetConfig with_bf16(ResNetConfig c, bool bf16) {
   return c;
 }
 
-// bf16 bits to fp32, exactly (bf16 is fp32's top half)
-void widen(const uint16_t* h, float* f, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t bits = uint32_t(h[i]) << 16;
-    std::memcpy(&f[i], &bits, sizeof(float));
-  }
-}
 }  // namespace
 
 ResNetStage::ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16, const TensorLayout& layout)
@@ -70,7 +64,7 @@ void ResNetStage::gather_params() {
     const void* src = io_.params->params(unit);  // the unit's ranges packed, in the working type
     size_t at = 0;
     for (const Range& r : span.ranges) {
-      if (bf16_) widen(static_cast<const uint16_t*>(src) + at, params32_.data() + r.begin, r.size());
+      if (bf16_) widen_bf16(long(r.size()), static_cast<const bf16_bits*>(src) + at, params32_.data() + r.begin);
       else std::memcpy(params32_.data() + r.begin, static_cast<const float*>(src) + at, r.size() * sizeof(float));
       at += r.size();
     }
@@ -105,7 +99,7 @@ void ResNetStage::forward(int /*slot*/, bool with_grad, double loss_scale) {
   if (timer_) timer_(stage_.block_begin, true);
   // The parameters may have changed since the last forward (an optimizer step): gather or widen them again.
   if (io_.params) gather_params();
-  else if (params16_) widen(params16_, params32_.data(), params32_.size());
+  else if (params16_) widen_bf16(long(params32_.size()), params16_, params32_.data());
   // Training forwards use (and update) the batch statistics; evaluations use the running ones.
   const StepResult r = net_->forward(B_, images_.data(), labels_.data(), with_grad);
   if (timer_) timer_(stage_.block_begin, false);

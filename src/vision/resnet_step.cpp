@@ -89,8 +89,8 @@ void ResNet::backward(const std::function<void(int)>& unit_done) {
     maxpool_backward(stem_pool(m.stem_dims), dx.data(), m.stem_argmax, dnext.data());
     dx.swap(dnext);
   }
-  m.stem_bn.backward(m.stem_dims, p, m.stem_a.data(), m.stem_out.data(), dx.data(), g, da);  // and its ReLU's mask
-  m.stem.backward(m.in_dims, p, m.images, da.data(), g, nullptr);
+  detail::unit_backward(m.stem, m.in_dims, m.stem_bn, p, m.stem_a.data(), m.stem_out.data(), m.images, dx.data(), g,
+                        da, nullptr);  // BN with its ReLU's mask, then the stem conv
   done(0);
 }
 

@@ -136,6 +136,17 @@ void check_conv(const ConvShape& s, const char* name) {
     EXPECT_EQ(dx2, dx);
     EXPECT_EQ(dw2, dw);
   }
+  if (s.bf16) {  // the bf16-operand forms (x and dy rounded by the caller): the same bits as the fp32-operand forms
+    std::vector<bf16_bits> xb(x.size()), dyb(Rin.size());
+    round_to_bf16(long(x.size()), x.data(), xb.data());
+    round_to_bf16(long(Rin.size()), Rin.data(), dyb.data());
+    std::vector<float> y3(y.size()), dx3(dx.size()), dw3(dw.size());
+    conv_forward(s, xb.data(), w.data(), y3.data());
+    conv_backward(s, xb.data(), dyb.data(), w.data(), dx3.data(), dw3.data());
+    EXPECT_EQ(y3, y);
+    EXPECT_EQ(dx3, dx);
+    EXPECT_EQ(dw3, dw);
+  }
   auto loss_x = [&](const std::vector<double>& v) { return dot(conv_ref(s, v, wd), R); };
   auto loss_w = [&](const std::vector<double>& v) { return dot(conv_ref(s, xd, v), R); };
   const double gtol = 1e-4 * std::sqrt(double(s.k * s.r * s.s + s.n * s.out_h() * s.out_w()));
@@ -274,6 +285,46 @@ TEST(VisionBatchNorm, TrainForwardBackwardRunningStatsAndEval) {
 // fp32 at 100: rounding the result alone costs up to half of one); one fp32 running sum over the rows would be off
 // by ~1e-3 here, which is what the two-level sums (fp32 within a block of rows, double across) must avoid. The
 // unbiased variance (~1/3: uniform on +-1) within 1e-5 relative; the backward's dbeta (a sum of dy) likewise.
+// The bf16 outputs (a bf16 convolution's input and output gradient, written by BatchNorm as it computes them): the
+// fp32 outputs rounded to nearest even, bit for bit, in training and evaluation; and the backward reading its
+// ReLU mask from the bf16 output gives the fp32 mask's dx (no output here is near bf16's smallest value).
+TEST(VisionBatchNorm, Bf16OutputsAreTheRoundedFp32Outputs) {
+  const long rows = 2 * 3 * 5;
+  const int C = 20;  // more than one vector of channels, and a remainder
+  for (bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "with ReLU" : "without ReLU");
+    BatchNormParams p;
+    p.channels = C;
+    p.relu = relu;
+    const auto x = randv(rows * C, 31, -2.f, 3.f), g = randv(C, 32, 0.5f, 1.5f), b = randv(C, 33);
+    const auto dy = randv(rows * C, 34);
+    std::vector<float> y(rows * C), rm(C, 0.f), rv(C, 1.f), rm2(rm), rv2(rv), dx(rows * C), dg(C), db(C);
+    std::vector<bf16_bits> yb(rows * C), dxb(rows * C), want(rows * C);
+    BatchNormSaved saved, saved2;
+    batchnorm_forward_train(p, rows, x.data(), g.data(), b.data(), y.data(), saved, rm.data(), rv.data());
+    batchnorm_forward_train(p, rows, x.data(), g.data(), b.data(), yb.data(), saved2, rm2.data(), rv2.data());
+    round_to_bf16(rows * C, y.data(), want.data());
+    EXPECT_EQ(yb, want) << "train forward";
+    EXPECT_EQ(rm2, rm);
+    EXPECT_EQ(rv2, rv);
+    batchnorm_backward(p, rows, x.data(), y.data(), dy.data(), g.data(), saved, dx.data(), dg.data(), db.data());
+    round_to_bf16(rows * C, dx.data(), want.data());
+    std::vector<float> dg2(C), db2(C);
+    batchnorm_backward(p, rows, x.data(), y.data(), dy.data(), g.data(), saved, dxb.data(), dg2.data(), db2.data());
+    EXPECT_EQ(dxb, want) << "backward, fp32 y";
+    EXPECT_EQ(dg2, dg);
+    EXPECT_EQ(db2, db);
+    std::fill(dxb.begin(), dxb.end(), bf16_bits(0));
+    batchnorm_backward(p, rows, x.data(), yb.data(), dy.data(), g.data(), saved, dxb.data(), dg2.data(), db2.data());
+    EXPECT_EQ(dxb, want) << "backward, bf16 y";
+    EXPECT_EQ(dg2, dg);
+    batchnorm_forward_eval(p, rows, x.data(), g.data(), b.data(), rm.data(), rv.data(), y.data());
+    batchnorm_forward_eval(p, rows, x.data(), g.data(), b.data(), rm.data(), rv.data(), yb.data());
+    round_to_bf16(rows * C, y.data(), want.data());
+    EXPECT_EQ(yb, want) << "eval forward";
+  }
+}
+
 TEST(VisionBatchNorm, StatisticsOverManyRowsKeepTheirDigits) {
   const long rows = 100000;
   const int C = 3;
