@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Live rebalancing benchmark (issue 25, docs/adaptive.md): 4 ranks, one rank 2x slower; MODE=pp (default): pp = 4,
-# pipeline blocks move; MODE=dp: dp = 4 (pp = 1), 2 micro-batches per replica, data-parallel shares move.
-#   scripts/bench_adapt.sh [OUT_DIR]    (env: BIN, MODE=pp, STEPS=40, LAYERS=8, SLOW_RANK=1, FACTOR=2, REPS=1,
-#                                        STATIC="2,2,2,2 3,1,2,2 2,1,3,2 2,1,2,3": stage blocks (pp) or shares (dp))
+# Live rebalancing benchmark (issue 25, docs/adaptive.md): RANKS ranks (4), one rank 2x slower; MODE=pp (default):
+# pp = RANKS, pipeline blocks move; MODE=dp: dp = RANKS (pp = 1), 8 micro-batches in all, data-parallel shares move.
+# RANKS=2 puts one rank on each core of a 2-core machine: the premise of the adapter's model (independent devices)
+# holds there, while 4 ranks on 2 cores couple each rank's speed to its core-mate's (docs/adaptive.md).
+#   scripts/bench_adapt.sh [OUT_DIR]    (env: BIN, MODE=pp, RANKS=4, STEPS=40, LAYERS=8, SLOW_RANK=1, FACTOR=2,
+#                                        REPS=1, STATIC="2,2,2,2 3,1,2,2 2,1,3,2 2,1,2,3" (RANKS=2: "4,4 5,3 6,2"):
+#                                        stage blocks (pp) or shares (dp))
 # The slowdown is the test hook GRIDTRAIN_TEST_SLOW_RANK=r:k (the rank sleeps (k - 1) x its own compute each step,
 # a device k times slower, from step 2 on); the hook lives in the straggler monitor, so "no adaptation" runs with
 # parallel.adapt = monitor (one 8-byte all-gather per step more than off; the quiet pair below shows its cost).
@@ -24,20 +27,26 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$here/runs/bench_adapt/$(date -u +%Y%m%d-%H%M%S)}
 bin=${BIN:-$here/build/src/cli/gridtrain}
 steps=${STEPS:-40} layers=${LAYERS:-8} slow=${SLOW_RANK:-1} factor=${FACTOR:-2} reps=${REPS:-1}
-static=${STATIC:-"2,2,2,2 3,1,2,2 2,1,3,2 2,1,2,3"}
+ranks=${RANKS:-4}
+case $ranks in
+  4) static=${STATIC:-"2,2,2,2 3,1,2,2 2,1,3,2 2,1,2,3"} ;;
+  2) static=${STATIC:-"4,4 5,3 6,2"} ;;
+  *) echo "bench_adapt: RANKS must be 2 or 4" >&2; exit 2 ;;
+esac
 mode=${MODE:-pp}
 mkdir -p "$out"
 common=(train --config tiny model.n_layer="$layers" train.micro_batch_size=4
         train.steps="$steps" output.peak_gflops=1 output.log_every=100 parallel.allreduce=mpi checkpoint.save_final=false)
 static_key=parallel.stage_blocks
-if [ "$mode" = dp ]; then common+=(parallel.dp=4 parallel.pp=1 train.micro_batches=2); static_key=parallel.dp_shares
-else common+=(parallel.pp=4 train.micro_batches=8); fi
+if [ "$mode" = dp ]; then
+  common+=(parallel.dp="$ranks" parallel.pp=1 train.micro_batches=$((8 / ranks))); static_key=parallel.dp_shares
+else common+=(parallel.pp="$ranks" train.micro_batches=8); fi
 
 run() {  # run NAME SLOWED(0|1) overrides...
   local name=$1 slowed=$2; shift 2
   local dir=$out/$name args=() r
   rm -rf "$dir"
-  for r in 0 1 2 3; do
+  for r in $(seq 0 $((ranks - 1))); do
     [ $r -gt 0 ] && args+=(:)
     args+=(-n 1)
     [ "$slowed" = 1 ] && [ $r = "$slow" ] && args+=(-env GRIDTRAIN_TEST_SLOW_RANK "$slow:$factor")
