@@ -57,18 +57,18 @@ inline float load(const bf16_bits* p) { return from_bf16(*p); }
 
 // y = (x - sub) * scale + add per channel, ReLU'd with Relu, stored as Out (bf16: rounded as written, for the
 // convolution that reads it).
-template <bool Relu, class Out>
-void affine(long rows, int C, const float* x, const float* sub, const float* scale, const float* add,
+template <bool Relu, class X, class Out>
+void affine(long rows, int C, const X* x, const float* sub, const float* scale, const float* add,
             Out* __restrict y) {
   for (long m = 0; m < rows; ++m)
     for (int c = 0; c < C; ++c) {
-      const float v = (x[m * C + c] - sub[c]) * scale[c] + add[c];
+      const float v = (load(x + m * C + c) - sub[c]) * scale[c] + add[c];
       store(Relu ? std::max(0.f, v) : v, y + m * C + c);
     }
 }
 
-template <class Out>
-void affine(bool relu, long rows, int C, const float* x, const float* sub, const float* scale, const float* add,
+template <class X, class Out>
+void affine(bool relu, long rows, int C, const X* x, const float* sub, const float* scale, const float* add,
             Out* y) {
   if (relu)
     affine<true>(rows, C, x, sub, scale, add, y);
@@ -76,12 +76,15 @@ void affine(bool relu, long rows, int C, const float* x, const float* sub, const
     affine<false>(rows, C, x, sub, scale, add, y);
 }
 
-template <class Out>
-void forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma, const float* beta,
-                   Out* y, BatchNormSaved& saved, float* running_mean, float* running_var) {
+}  // namespace
+
+template <class X, class Out>
+void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, const float* gamma,
+                             const float* beta, Out* y, BatchNormSaved& saved, float* running_mean,
+                             float* running_var) {
   const int C = p.channels;
   std::vector<double> sum(C + 1, 0.0), sq(C, 0.0);  // sum[C]: the rows (summed over the group with the sums)
-  sum_rows(rows, C, sum, [x](long i, int) { return x[i]; });
+  sum_rows(rows, C, sum, [x](long i, int) { return load(x + i); });
   sum[C] = double(rows);
   if (p.group_sum) p.group_sum(sum.data(), C + 1);
   const double n = sum[C];  // the rows the statistics are over: this batch's, or the group's
@@ -90,7 +93,7 @@ void forward_train(const BatchNormParams& p, long rows, const float* x, const fl
   const std::vector<float> mean_f(sum.begin(), sum.begin() + C);  // the fp32 mean the deviations are taken from
   const float* mf = mean_f.data();
   sum_rows(rows, C, sq, [x, mf](long i, int c) {
-    const float d = x[i] - mf[c];
+    const float d = load(x + i) - mf[c];
     return d * d;
   });
   if (p.group_sum) p.group_sum(sq.data(), C);
@@ -112,14 +115,16 @@ void forward_train(const BatchNormParams& p, long rows, const float* x, const fl
 
 // y = gamma (x - running_mean) / sqrt(running_var + eps) + beta: the deviation first, as in training, so that a
 // large mean does not cancel digits
-template <class Out>
-void forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma, const float* beta,
-                  const float* running_mean, const float* running_var, Out* y) {
+template <class X, class Out>
+void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, const float* gamma,
+                            const float* beta, const float* running_mean, const float* running_var, Out* y) {
   const int C = p.channels;
   std::vector<float> scale(C);
   for (int c = 0; c < C; ++c) scale[c] = gamma[c] / std::sqrt(running_var[c] + p.eps);
   affine(p.relu, rows, C, x, running_mean, scale.data(), beta, y);
 }
+
+namespace {
 
 // The backward's element-wise parts, with the fused ReLU's mask (y > 0) on dy a compile-time choice: a run-time
 // test per element kept the loops from vectorising.
@@ -129,30 +134,32 @@ float masked(const Y* y, const float* dy, long i) {
 }
 
 // sdy[c] += sum(dy), sdyd[c] += sum(dy * (x - mean)) (xhat's sum / invstd)
-template <bool Relu, class Y>
-void backward_sums(long rows, int C, const float* x, const Y* y, const float* dy, const float* mean,
+template <bool Relu, class X, class Y>
+void backward_sums(long rows, int C, const X* x, const Y* y, const float* dy, const float* mean,
                    std::vector<double>& sdy, std::vector<double>& sdyd) {
   sum_rows2(
       rows, C, sdy, sdyd, [=](long i, int) { return masked<Relu>(y, dy, i); },
-      [=](long i, int c) { return masked<Relu>(y, dy, i) * (x[i] - mean[c]); });
+      [=](long i, int c) { return masked<Relu>(y, dy, i) * (load(x + i) - mean[c]); });
 }
 
-template <bool Relu, class Y, class Out>
-void backward_dx(long rows, int C, const float* x, const Y* y, const float* dy, const float* mean,
+template <bool Relu, class X, class Y, class Out>
+void backward_dx(long rows, int C, const X* x, const Y* y, const float* dy, const float* mean,
                  const float* k, const float* b, const float* d, Out* __restrict dx) {
   for (long m = 0; m < rows; ++m)
     for (int c = 0; c < C; ++c) {
       const long i = m * C + c;
-      store(k[c] * masked<Relu>(y, dy, i) + b[c] * (x[i] - mean[c]) + d[c], dx + i);
+      store(k[c] * masked<Relu>(y, dy, i) + b[c] * (load(x + i) - mean[c]) + d[c], dx + i);
     }
 }
 
 // dx = gamma * invstd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)), the usual closed form, as
 // dx = k * dy + b * (x - mean) + d per channel (k = gamma * invstd, b = -k * invstd * sum(dy * xhat) / M,
 // d = -k * sum(dy) / M); with p.relu, dy is first masked by y > 0.
-template <class Y, class Out>
-void backward(const BatchNormParams& p, long rows, const float* x, const Y* y, const float* dy,
-              const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
+}  // namespace
+
+template <class X, class Y, class Out>
+void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const float* dy,
+                        const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
   std::vector<double> sdy(C, 0.0), sdyd(C, 0.0);  // sum(dy), sum(dy * (x - mean)) (xhat's sum / invstd)
@@ -187,43 +194,25 @@ void backward(const BatchNormParams& p, long rows, const float* x, const Y* y, c
     backward_dx<false>(rows, C, x, y, dy, mean, k.data(), b.data(), d.data(), dx);
 }
 
-}  // namespace
-
-void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
-                        const float* gamma, const BatchNormSaved& saved, float* dx, float* dgamma, float* dbeta) {
-  backward(p, rows, x, y, dy, gamma, saved, dx, dgamma, dbeta);
-}
-
-void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
-                        const float* gamma, const BatchNormSaved& saved, bf16_bits* dx, float* dgamma, float* dbeta) {
-  backward(p, rows, x, y, dy, gamma, saved, dx, dgamma, dbeta);
-}
-
-void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const bf16_bits* y, const float* dy,
-                        const float* gamma, const BatchNormSaved& saved, bf16_bits* dx, float* dgamma, float* dbeta) {
-  backward(p, rows, x, y, dy, gamma, saved, dx, dgamma, dbeta);
-}
-
-void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                             const float* beta, float* y, BatchNormSaved& saved, float* running_mean,
-                             float* running_var) {
-  forward_train(p, rows, x, gamma, beta, y, saved, running_mean, running_var);
-}
-
-void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                             const float* beta, bf16_bits* y, BatchNormSaved& saved, float* running_mean,
-                             float* running_var) {
-  forward_train(p, rows, x, gamma, beta, y, saved, running_mean, running_var);
-}
-
-void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, float* y) {
-  forward_eval(p, rows, x, gamma, beta, running_mean, running_var, y);
-}
-
-void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, bf16_bits* y) {
-  forward_eval(p, rows, x, gamma, beta, running_mean, running_var, y);
-}
+// The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.
+#define GT_BN_FORWARD(X, O)                                                                                        \
+  template void batchnorm_forward_train(const BatchNormParams&, long, const X*, const float*, const float*, O*,   \
+                                        BatchNormSaved&, float*, float*);                                         \
+  template void batchnorm_forward_eval(const BatchNormParams&, long, const X*, const float*, const float*,        \
+                                       const float*, const float*, O*);
+GT_BN_FORWARD(float, float)
+GT_BN_FORWARD(float, bf16_bits)
+GT_BN_FORWARD(bf16_bits, float)
+GT_BN_FORWARD(bf16_bits, bf16_bits)
+#undef GT_BN_FORWARD
+#define GT_BN_BACKWARD(X, Y, O)                                                                                    \
+  template void batchnorm_backward(const BatchNormParams&, long, const X*, const Y*, const float*, const float*, \
+                                   const BatchNormSaved&, O*, float*, float*);
+GT_BN_BACKWARD(float, float, float)
+GT_BN_BACKWARD(float, float, bf16_bits)
+GT_BN_BACKWARD(float, bf16_bits, bf16_bits)
+GT_BN_BACKWARD(bf16_bits, float, bf16_bits)
+GT_BN_BACKWARD(bf16_bits, bf16_bits, bf16_bits)
+#undef GT_BN_BACKWARD
 
 }  // namespace gt::vision

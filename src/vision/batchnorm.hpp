@@ -30,29 +30,22 @@ struct BatchNormSaved {
   double rows = 0;  // the rows the statistics were over (the group's with sync BN)
 };
 
-void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                             const float* beta, float* y, BatchNormSaved& saved, float* running_mean,
+// X, the input: fp32, or bf16 (a bf16 convolution's output: statistics and normalisation read it widened, half the
+// bytes). Out, the output: fp32, or bf16 rounded as it is written (the input of a bf16 convolution, with no fp32
+// copy and no conversion pass). Instantiated for both types of each (batchnorm.cpp).
+template <class X, class Out>
+void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, const float* gamma,
+                             const float* beta, Out* y, BatchNormSaved& saved, float* running_mean,
                              float* running_var);
-void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, float* y);
-// The same with y rounded to bf16 as it is written: the input of a bf16 convolution (the ResNet's units), with no
-// fp32 copy and no conversion pass. The statistics are the fp32 x's, as above.
-void batchnorm_forward_train(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                             const float* beta, bf16_bits* y, BatchNormSaved& saved, float* running_mean,
-                             float* running_var);
-void batchnorm_forward_eval(const BatchNormParams& p, long rows, const float* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, bf16_bits* y);
-// dx overwritten; dgamma and dbeta overwritten (per channel). y: the forward's output, read only with p.relu
-// (the gradient flows where y > 0); may be null otherwise.
-void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
-                        const float* gamma, const BatchNormSaved& saved, float* dx, float* dgamma, float* dbeta);
-// The same with dx rounded to bf16 as it is written: the gradient a bf16 convolution reads (the ResNet's units),
-// without an fp32 copy and a conversion pass.
-void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const float* y, const float* dy,
-                        const float* gamma, const BatchNormSaved& saved, bf16_bits* dx, float* dgamma, float* dbeta);
-// ... and with the forward's output in bf16 (its ReLU mask read from it: y > 0 is the same test on the rounded value,
-// except for positive values below bf16's smallest, 9e-41, which round to 0)
-void batchnorm_backward(const BatchNormParams& p, long rows, const float* x, const bf16_bits* y, const float* dy,
-                        const float* gamma, const BatchNormSaved& saved, bf16_bits* dx, float* dgamma, float* dbeta);
+template <class X, class Out>
+void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, const float* gamma,
+                            const float* beta, const float* running_mean, const float* running_var, Out* y);
+// dx overwritten (fp32, or bf16: the gradient a bf16 convolution reads); dgamma and dbeta overwritten (per channel).
+// y: the forward's output, read only with p.relu (the gradient flows where y > 0), fp32 or bf16 (the same test on
+// the rounded value, except for positive values below about 5e-41, which round to 0). Instantiated for
+// (X, Y, dx) = fp32 throughout, and for a bf16 dx with any of x and y in bf16 (batchnorm.cpp).
+template <class X, class Y, class Out>
+void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const float* dy,
+                        const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta);
 
 }  // namespace gt::vision

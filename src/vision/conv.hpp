@@ -54,6 +54,9 @@ void conv_backward(const ConvShape& s, const float* x, const float* dy, const fl
 void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, float* y);
 void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,
                    float* dw);
+// ... with y written in bf16: the fp32 sums rounded to nearest even as they are stored (oneDNN's bf16 destination),
+// for a BatchNorm that reads bf16 (half the bytes of the element-wise passes that follow every convolution)
+void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_bits* yb);
 
 namespace detail {
 void conv_forward_naive(const ConvShape& s, const float* x, const float* w, float* y);
@@ -66,6 +69,7 @@ void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float*
 void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw);
 void conv_backward_onednn(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
 void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w, float* y);
+void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_bits* yb);
 void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,
                           float* dw);
 }  // namespace detail

@@ -17,6 +17,7 @@ void conv_backward_data_onednn(const ConvShape&, const float*, const float*, flo
 void conv_backward_weights_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_onednn(const ConvShape&, const float*, const float*, const float*, float*, float*) {}
 void conv_forward_onednn(const ConvShape&, const bf16_bits*, const float*, float*) {}
+void conv_forward_onednn(const ConvShape&, const bf16_bits*, const float*, bf16_bits*) {}
 void conv_backward_onednn(const ConvShape&, const bf16_bits*, const bf16_bits*, const float*, float*, float*) {}
 #endif
 }  // namespace detail
@@ -117,6 +118,14 @@ void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, float
   if (s.bf16 && conv_bf16_native()) return detail::conv_forward_onednn(s, xb, w, y);
   Rounded& r = rounded();  // widened x (r.a) and rounded w (r.b): the fp32 pass on the same values
   conv_forward(fp32(s), r.of(r.a, xb, s.in_size()), r.of(r.b, w, s.weight_size()), y);
+}
+
+void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_bits* yb) {
+  if (s.bf16 && conv_bf16_native()) return detail::conv_forward_onednn(s, xb, w, yb);
+  thread_local std::vector<float> y;  // the fp32 result, rounded once as a whole (per thread, kept: see Rounded)
+  y.resize(size_t(s.out_size()));
+  conv_forward(s, xb, w, y.data());
+  round_to_bf16(s.out_size(), y.data(), yb);
 }
 
 void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -56,8 +57,10 @@ struct Prims {
   dnnl::memory::desc src16, dst16;   // bf16: the caller's bf16 x and dy (conv.hpp's bf16-operand forms)
   Lowered x_in, dy_in;               // bf16: x and dy as the primitives read them
   dnnl::memory::desc fwd_scratch, bd_scratch, bw_scratch;  // what each pass needs of the shared scratchpad
-  WeightsIn fwd_w, bd_w, bw_dw;
+  WeightsIn fwd_w, bd_w, bw_dw, fwd16_w;
   dnnl::convolution_forward fwd;
+  dnnl::convolution_forward fwd16;  // bf16: the forward writing y in bf16
+  dnnl::memory::desc fwd16_scratch;
   dnnl::convolution_backward_data bwd_data;
   dnnl::convolution_backward_weights bwd_weights;
 };
@@ -133,6 +136,20 @@ PassDescs pass_descs(const dnnl::engine& eng, const ConvShape& s) {
               dnnl::convolution_backward_weights::desc(alg, x, dw, dy, strides, pad, pad), attr, eng, fwd)};
 }
 
+// The bf16 forward writing y in bf16 (a primitive of its own: the destination type is part of it)
+dnnl::convolution_forward::primitive_desc forward16_desc(const dnnl::engine& eng, const ConvShape& s) {
+  const dnnl::memory::desc x({s.n, s.c, s.h, s.w}, dt::bf16, tag::acdb);
+  const dnnl::memory::desc y({s.n, s.k, s.out_h(), s.out_w()}, dt::bf16, tag::acdb);
+  const dnnl::memory::desc w({s.k, s.c, s.r, s.s}, dt::bf16, tag::any);
+  const dnnl::memory::dims strides = {s.stride, s.stride}, pad = {s.pad, s.pad};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return dnnl::convolution_forward::primitive_desc(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x, w,
+                                      y, strides, pad, pad),
+      attr, eng);
+}
+
 std::unique_ptr<Prims> make_prims(const dnnl::engine& eng, const ConvShape& s) {
   auto p = std::make_unique<Prims>();
   p->src = dnnl::memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::acdb);
@@ -151,6 +168,12 @@ std::unique_ptr<Prims> make_prims(const dnnl::engine& eng, const ConvShape& s) {
   p->bd_w = weights_in(eng, p->wei, d.bd.weights_desc(), false);
   p->bw_dw = weights_in(eng, p->wei, d.bw.diff_weights_desc(), true);
   p->fwd = dnnl::convolution_forward(d.fwd);
+  if (s.bf16) {  // the same forward with a bf16 destination; the backward passes are the same for both
+    const dnnl::convolution_forward::primitive_desc f16 = forward16_desc(eng, s);
+    p->fwd16_scratch = f16.scratchpad_desc();
+    p->fwd16_w = weights_in(eng, p->wei, f16.weights_desc(), false);
+    p->fwd16 = dnnl::convolution_forward(f16);
+  }
   p->bwd_data = dnnl::convolution_backward_data(d.bd);
   p->bwd_weights = dnnl::convolution_backward_weights(d.bw);
   return p;
@@ -263,6 +286,15 @@ void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w
   p.fwd.execute(context().strm, {{DNNL_ARG_SRC, wrap(p.src16, xb)}, {DNNL_ARG_WEIGHTS, weights_for(p.fwd_w, p.wei, w)},
                                  {DNNL_ARG_DST, wrap(p.dst, y)},
                                  {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.fwd_scratch)}});
+  context().strm.wait();
+}
+
+void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_bits* yb) {
+  auto& p = prims(s);
+  if (!s.bf16) throw std::logic_error("conv: a bf16 destination needs a bf16 shape");
+  p.fwd16.execute(context().strm,
+                  {{DNNL_ARG_SRC, wrap(p.src16, xb)}, {DNNL_ARG_WEIGHTS, weights_for(p.fwd16_w, p.wei, w)},
+                   {DNNL_ARG_DST, wrap(p.dst16, yb)}, {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.fwd16_scratch)}});
   context().strm.wait();
 }
 

@@ -17,7 +17,8 @@ struct ResNet::Impl {
   // the last training forward's activations that backward needs
   detail::Dims in_dims, stem_dims, pool_dims;  // pool_dims: after the ImageNet stem's max pool
   const float* images = nullptr;
-  std::vector<float> stem_a, stem_out, stem_pooled, pooled, logits, dlogits;
+  detail::ConvOut stem_a;
+  std::vector<float> stem_out, stem_pooled, pooled, logits, dlogits;
   std::vector<long> stem_argmax;  // the max pool's winners
   std::vector<int> labels;
   std::vector<float> g_pooled, g_x, g_next, g_stem;  // backward's gradients, kept between steps (see ResBlock)

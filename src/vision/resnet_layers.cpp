@@ -9,11 +9,15 @@
 
 namespace gt::vision::detail {
 
-void ConvLayer::forward(const Dims& in, const float* params, const float* x, std::vector<float>& y) {
-  y.resize(out(in).size());
-  if (!bf16) return conv_forward(shape(in), x, params + w_off, y.data());
+void ConvLayer::forward(const Dims& in, const float* params, const float* x, ConvOut& y) {
+  y.bf16 = bf16;
+  if (!bf16) {
+    y.f.resize(out(in).size());
+    return conv_forward(shape(in), x, params + w_off, y.f.data());
+  }
   if (x) round_to_bf16(in.size(), x, x_bf16(in));
-  conv_forward(shape(in), xb.data(), params + w_off, y.data());
+  y.h.resize(size_t(out(in).size()));
+  conv_forward(shape(in), xb.data(), params + w_off, y.h.data());
 }
 
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
@@ -31,8 +35,8 @@ void BatchNormLayer::init(int channels) {
   running_var.assign(channels, 1.f);
 }
 
-template <class Out>
-void BatchNormLayer::forward(const Dims& d, const float* params, const float* x, Out* y, bool train) {
+template <class X, class Out>
+void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, Out* y, bool train) {
   const long rows = long(d.n) * d.h * d.w;
   if (train)
     batchnorm_forward_train(p, rows, x, params + gamma_off, params + beta_off, y, saved, running_mean.data(),
@@ -42,22 +46,22 @@ void BatchNormLayer::forward(const Dims& d, const float* params, const float* x,
                            running_var.data(), y);
 }
 
-void BatchNormLayer::forward(const Dims& d, const float* params, const float* x, std::vector<float>& y,
-                             bool train) {
+template <class X>
+void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, std::vector<float>& y, bool train) {
   y.resize(d.size());
   forward(d, params, x, y.data(), train);
 }
 
-template <class Y, class Out>
-void BatchNormLayer::backward(const Dims& d, const float* params, const float* x, const Y* y, const float* dy,
+template <class X, class Y, class Out>
+void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, const Y* y, const float* dy,
                               float* grads, Out* dx) const {
   batchnorm_backward(p, long(d.n) * d.h * d.w, x, y, dy, params + gamma_off, saved, dx, grads + gamma_off,
                      grads + beta_off);
 }
 
-template <class Y>
+template <class A, class Y>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
-                   const float* a, const Y* b, const float* x, const float* dy, float* grads,
+                   const A* a, const Y* b, const float* x, const float* dy, float* grads,
                    std::vector<float>& g_a, std::vector<float>* dx) {
   const Dims od = conv.out(conv_in);
   if (conv.bf16) {
@@ -65,15 +69,21 @@ void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& b
     conv.backward(conv_in, params, x, nullptr, grads, dx);
     return;
   }
-  if constexpr (std::is_same_v<Y, float>) {  // a bf16 BN output exists only before a bf16 conv
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<Y, float>) {  // bf16 ones come from bf16 convs
     g_a.resize(od.size());
     bn.backward(od, params, a, b, dy, grads, g_a.data());
     conv.backward(conv_in, params, x, g_a.data(), grads, dx);
   }
 }
 
+// the stem's (resnet_step.cpp): its conv's output fp32 or bf16, its BN's output fp32 (a max pool or a block reads it)
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const float*, const float*,
                             const float*, const float*, float*, std::vector<float>&, std::vector<float>*);
+template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const bf16_bits*,
+                            const float*, const float*, const float*, float*, std::vector<float>&,
+                            std::vector<float>*);
+template void BatchNormLayer::forward(const Dims&, const float*, const float*, std::vector<float>&, bool);
+template void BatchNormLayer::forward(const Dims&, const float*, const bf16_bits*, std::vector<float>&, bool);
 
 void ResBlock::forward(const Dims& d, const float* params, const float* input, bool train) {
   const size_t n = convs.size();
@@ -88,19 +98,21 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
     conv_in[k] = cur;
     convs[k].forward(cur, params, h, a[k]);  // h null: the previous BN wrote this conv's bf16 input
     cur = convs[k].out(cur);
-    if (lowered(k)) {  // ReLU'd in the pass, but for the last unit
-      bns[k].forward(cur, params, a[k].data(), convs[k + 1].x_bf16(cur), train);
-      h = nullptr;
-    } else {
-      bns[k].forward(cur, params, a[k].data(), b[k], train);
-      h = b[k].data();
-    }
+    a[k].visit([&](const auto* ak) {  // ReLU'd in the pass, but for the last unit
+      if (lowered(k)) {
+        bns[k].forward(cur, params, ak, convs[k + 1].x_bf16(cur), train);
+        h = nullptr;
+      } else {
+        bns[k].forward(cur, params, ak, b[k], train);
+        h = b[k].data();
+      }
+    });
   }
   mid = cur;
   const float* shortcut = x;
   if (has_proj) {
     proj.forward(d, params, x, ap);
-    bn_proj.forward(mid, params, ap.data(), bp, train);
+    ap.visit([&](const auto* a_proj) { bn_proj.forward(mid, params, a_proj, bp, train); });
     shortcut = bp.data();
   }
   out.resize(mid.size());
@@ -115,19 +127,23 @@ void ResBlock::backward(const float* params, const float* dout, float* grads, st
   const float* g_out = g_sum.data();  // the last unit's output gradient: the sum's, before any ReLU
   for (size_t k = n; k-- > 0;) {  // b[k]: relu(bn(a[k])) but the last; in bf16 the next conv's input (lowered)
     const float* conv_x = k == 0 ? x : b[k - 1].data();  // read only by an fp32 conv
-    if (lowered(k))
-      unit_backward(convs[k], conv_in[k], bns[k], params, a[k].data(), convs[k + 1].xb.data(), conv_x, g_out, grads,
-                    g_a, k == 0 ? &dx : &g_prev);
-    else
-      unit_backward(convs[k], conv_in[k], bns[k], params, a[k].data(), b[k].data(), conv_x, g_out, grads, g_a,
-                    k == 0 ? &dx : &g_prev);
+    std::vector<float>* g_in = k == 0 ? &dx : &g_prev;
+    a[k].visit([&](const auto* ak) {
+      if (lowered(k))
+        unit_backward(convs[k], conv_in[k], bns[k], params, ak, convs[k + 1].xb.data(), conv_x, g_out, grads, g_a,
+                      g_in);
+      else
+        unit_backward(convs[k], conv_in[k], bns[k], params, ak, b[k].data(), conv_x, g_out, grads, g_a, g_in);
+    });
     if (k > 0) {
       g_h.swap(g_prev);
       g_out = g_h.data();
     }
   }
   if (has_proj) {
-    unit_backward(proj, in, bn_proj, params, ap.data(), bp.data(), x, g_sum.data(), grads, g_proj, &g_xproj);
+    ap.visit([&](const auto* a_proj) {
+      unit_backward(proj, in, bn_proj, params, a_proj, bp.data(), x, g_sum.data(), grads, g_proj, &g_xproj);
+    });
     for (long i = 0; i < in.size(); ++i) dx[i] += g_xproj[i];
   } else {
     for (long i = 0; i < in.size(); ++i) dx[i] += g_sum[i];

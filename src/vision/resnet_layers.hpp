@@ -14,6 +14,21 @@ struct Dims {
   long size() const { return long(n) * h * w * c; }
 };
 
+// A convolution's output: fp32, or bf16 from a bf16 convolution (the BatchNorm after it reads half the bytes).
+// visit(fn) calls fn with a pointer to the one in use.
+struct ConvOut {
+  bool bf16 = false;
+  std::vector<float> f;
+  std::vector<bf16_bits> h;
+  template <class Fn>
+  void visit(Fn&& fn) const {
+    if (bf16)
+      fn(static_cast<const bf16_bits*>(h.data()));
+    else
+      fn(static_cast<const float*>(f.data()));
+  }
+};
+
 struct ConvLayer {
   int cin = 0, cout = 0, kernel = 3, stride = 1, pad = 1;
   long w_off = 0;
@@ -26,8 +41,9 @@ struct ConvLayer {
     const ConvShape s = shape(in);
     return {in.n, s.out_h(), s.out_w(), cout};
   }
-  // x: fp32, or null with bf16 when x_bf16() holds it (written by the BatchNorm before this conv)
-  void forward(const Dims& in, const float* params, const float* x, std::vector<float>& y);
+  // x: fp32, or null with bf16 when x_bf16() holds it (written by the BatchNorm before this conv); y: in bf16 with
+  // bf16, fp32 otherwise
+  void forward(const Dims& in, const float* params, const float* x, ConvOut& y);
   bf16_bits* x_bf16(const Dims& in) {
     xb.resize(size_t(in.size()));
     return xb.data();
@@ -48,22 +64,24 @@ struct BatchNormLayer {
   std::vector<float> running_mean, running_var;
   BatchNormSaved saved;
   void init(int channels);
-  void forward(const Dims& d, const float* params, const float* x, std::vector<float>& y, bool train);
-  // y: d.size() values, fp32 or bf16 (the input of the bf16 conv after it)
-  template <class Out>
-  void forward(const Dims& d, const float* params, const float* x, Out* y, bool train);
+  // x: the conv's output (fp32 or bf16); y: d.size() values, fp32 or bf16 (the input of the bf16 conv after it)
+  template <class X>
+  void forward(const Dims& d, const float* params, const X* x, std::vector<float>& y, bool train);
+  template <class X, class Out>
+  void forward(const Dims& d, const float* params, const X* x, Out* y, bool train);
   // y: the forward's output (its ReLU mask, when p.relu), fp32 or bf16; dx: d.size() values, fp32 or bf16
-  template <class Y, class Out>
-  void backward(const Dims& d, const float* params, const float* x, const Y* y, const float* dy, float* grads,
+  template <class X, class Y, class Out>
+  void backward(const Dims& d, const float* params, const X* x, const Y* y, const float* dy, float* grads,
                 Out* dx) const;
 };
 
 // Back through a conv - BN unit: BN (and its ReLU) into `g_a` (or the conv's bf16 gradient), then the conv.
 // a, b: the conv's and the BN's outputs of the forward; x: the conv's input; dx as ConvLayer::backward's.
-// b: fp32, or bf16 when the BN wrote the next conv's bf16 input (ResBlock::lowered).
-template <class Y>
+// a: the conv's output (ConvOut: fp32 or bf16); b: fp32, or bf16 when the BN wrote the next conv's bf16 input
+// (ResBlock::lowered).
+template <class A, class Y>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
-                   const float* a, const Y* b, const float* x, const float* dy, float* grads,
+                   const A* a, const Y* b, const float* x, const float* dy, float* grads,
                    std::vector<float>& g_a, std::vector<float>* dx);
 
 // A residual block: a chain of conv - BN units with ReLU after each but the last (fused into the BN: its
@@ -80,10 +98,12 @@ struct ResBlock {
   Dims in, mid;              // the block's input and output shapes
   std::vector<Dims> conv_in;  // each conv's input shape
   const float* x = nullptr;  // the block's input of the last forward (the previous layer's output, kept there)
-  std::vector<std::vector<float>> a, b;  // per unit: the conv's output, the BN's (ReLU'd but the last)
+  std::vector<ConvOut> a;                // per unit: the conv's output
+  std::vector<std::vector<float>> b;     // per unit: the BN's (ReLU'd but the last)
   // Unit k's BN writes the next conv's input in bf16 (convs[k + 1].xb) instead of b[k]: no fp32 copy, no conversion
   bool lowered(size_t k) const { return k + 1 < convs.size() && convs[k + 1].bf16; }
-  std::vector<float> ap, bp, out;
+  ConvOut ap;
+  std::vector<float> bp, out;
   // backward's gradients, kept between steps: freshly allocated buffers of this size come from mmap, and their
   // page faults cost more than some of the layers (a ResNet-50 step at batch 16 touches ~2 GB of them)
   std::vector<float> g_sum, g_h, g_a, g_prev, g_proj, g_xproj;

@@ -21,7 +21,7 @@ float* ResNet::forward_features(bool train) {
   const float* p = p_;
   m.stem.forward(m.in_dims, p, m.images, m.stem_a);
   m.stem_dims = m.stem.out(m.in_dims);
-  m.stem_bn.forward(m.stem_dims, p, m.stem_a.data(), m.stem_out, train);  // with its ReLU (stem_bn.p.relu)
+  m.stem_a.visit([&](const auto* a) { m.stem_bn.forward(m.stem_dims, p, a, m.stem_out, train); });  // and ReLU
   const float* x = m.stem_out.data();
   Dims d = m.stem_dims;
   if (cfg_.stem == ResNetStem::ImageNet) {  // the 3x3 stride-2 max pool after the 7x7 stem
@@ -89,8 +89,9 @@ void ResNet::backward(const std::function<void(int)>& unit_done) {
     maxpool_backward(stem_pool(m.stem_dims), dx.data(), m.stem_argmax, dnext.data());
     dx.swap(dnext);
   }
-  detail::unit_backward(m.stem, m.in_dims, m.stem_bn, p, m.stem_a.data(), m.stem_out.data(), m.images, dx.data(), g,
-                        da, nullptr);  // BN with its ReLU's mask, then the stem conv
+  m.stem_a.visit([&](const auto* a) {  // BN with its ReLU's mask, then the stem conv
+    detail::unit_backward(m.stem, m.in_dims, m.stem_bn, p, a, m.stem_out.data(), m.images, dx.data(), g, da, nullptr);
+  });
   done(0);
 }
 

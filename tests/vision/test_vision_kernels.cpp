@@ -136,7 +136,8 @@ void check_conv(const ConvShape& s, const char* name) {
     EXPECT_EQ(dx2, dx);
     EXPECT_EQ(dw2, dw);
   }
-  if (s.bf16) {  // the bf16-operand forms (x and dy rounded by the caller): the same bits as the fp32-operand forms
+  if (s.bf16) {  // the bf16-operand forms (x and dy rounded by the caller): the same bits as the fp32-operand forms,
+    // and a bf16 y the same values rounded
     std::vector<bf16_bits> xb(x.size()), dyb(Rin.size());
     round_to_bf16(long(x.size()), x.data(), xb.data());
     round_to_bf16(long(Rin.size()), Rin.data(), dyb.data());
@@ -146,6 +147,10 @@ void check_conv(const ConvShape& s, const char* name) {
     EXPECT_EQ(y3, y);
     EXPECT_EQ(dx3, dx);
     EXPECT_EQ(dw3, dw);
+    std::vector<bf16_bits> yb(y.size()), want(y.size());  // a bf16 destination: the fp32 result, rounded
+    conv_forward(s, xb.data(), w.data(), yb.data());
+    round_to_bf16(long(y.size()), y.data(), want.data());
+    EXPECT_EQ(yb, want);
   }
   auto loss_x = [&](const std::vector<double>& v) { return dot(conv_ref(s, v, wd), R); };
   auto loss_w = [&](const std::vector<double>& v) { return dot(conv_ref(s, xd, v), R); };
@@ -285,10 +290,11 @@ TEST(VisionBatchNorm, TrainForwardBackwardRunningStatsAndEval) {
 // fp32 at 100: rounding the result alone costs up to half of one); one fp32 running sum over the rows would be off
 // by ~1e-3 here, which is what the two-level sums (fp32 within a block of rows, double across) must avoid. The
 // unbiased variance (~1/3: uniform on +-1) within 1e-5 relative; the backward's dbeta (a sum of dy) likewise.
-// The bf16 outputs (a bf16 convolution's input and output gradient, written by BatchNorm as it computes them): the
-// fp32 outputs rounded to nearest even, bit for bit, in training and evaluation; and the backward reading its
-// ReLU mask from the bf16 output gives the fp32 mask's dx (no output here is near bf16's smallest value).
-TEST(VisionBatchNorm, Bf16OutputsAreTheRoundedFp32Outputs) {
+// bf16 around BatchNorm (the ResNet's bf16 units): its bf16 outputs (a bf16 convolution's input and output gradient,
+// written as they are computed) are the fp32 outputs rounded to nearest even, bit for bit, in training and
+// evaluation; the backward reading its ReLU mask from the bf16 output gives the fp32 mask's dx (no output here is
+// near bf16's smallest value); a bf16 input (a bf16 convolution's output) gives what its widened values give.
+TEST(VisionBatchNorm, Bf16InputsAndOutputsMatchTheFp32Kernels) {
   const long rows = 2 * 3 * 5;
   const int C = 20;  // more than one vector of channels, and a remainder
   for (bool relu : {false, true}) {
@@ -322,6 +328,20 @@ TEST(VisionBatchNorm, Bf16OutputsAreTheRoundedFp32Outputs) {
     batchnorm_forward_eval(p, rows, x.data(), g.data(), b.data(), rm.data(), rv.data(), yb.data());
     round_to_bf16(rows * C, y.data(), want.data());
     EXPECT_EQ(yb, want) << "eval forward";
+    // a bf16 input (a bf16 convolution's output) reads as its widened fp32 values: the same bits as the fp32 kernels
+    std::vector<bf16_bits> xb(rows * C);
+    std::vector<float> xw(rows * C), y1(rows * C), y2(rows * C), dx1(rows * C), dx2(rows * C);
+    round_to_bf16(rows * C, x.data(), xb.data());
+    widen_bf16(rows * C, xb.data(), xw.data());
+    BatchNormSaved s1, s2;
+    batchnorm_forward_train(p, rows, xw.data(), g.data(), b.data(), y1.data(), s1, rm.data(), rv.data());
+    batchnorm_forward_train(p, rows, xb.data(), g.data(), b.data(), y2.data(), s2, rm2.data(), rv2.data());
+    EXPECT_EQ(y2, y1) << "bf16 x, train forward";
+    batchnorm_backward(p, rows, xw.data(), y1.data(), dy.data(), g.data(), s1, dxb.data(), dg.data(), db.data());
+    std::vector<bf16_bits> dxb2(rows * C);
+    batchnorm_backward(p, rows, xb.data(), y1.data(), dy.data(), g.data(), s2, dxb2.data(), dg2.data(), db2.data());
+    EXPECT_EQ(dxb2, dxb) << "bf16 x, backward";
+    EXPECT_EQ(dg2, dg);
   }
 }
 
