@@ -19,7 +19,10 @@
 #   step 18: keeps (pp 2 was tried and is never tried again, tp 2 predicted worse).
 # The held run has the same fake and rank 1 slowed 2x: the straggler detector flags rank 1 (from step 5), so every
 # evaluation keeps with the guard's reason ("straggler: rank 1"), though the fake prediction clears the bar. With
-# the guard disabled it switched at step 6 like the decided run (tried once, restored).
+# the guard disabled it switched at step 6 like the decided run (tried once, restored). The held_pp run is the slow
+# stage the straggler detector cannot see (pp 2: one rank per stage, no peers): 4 blocks on 2,2, rank 1 (stage 1)
+# slowed 2x, dp 2 faked 4x better; every evaluation must keep with the rebalancing decider's imbalance (measured
+# 2026-12-06: stage 1 at 1.4-1.6x the mean stage time, a rebalance to 3,1 predicting 1.5-1.9).
 # Losses against the undisturbed dp 2 run (parallel.adapt = off, nothing slow): steps 1-6 bitwise (the same layout,
 # the same sums); the steps after the switch within 1e-6 relative: the same global
 # batch and weights on another layout, whose sums run in another order (pp 2 accumulates the 4 micro-batches on
@@ -36,14 +39,28 @@ common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=19 o
 TAG=relayoutdecided
 source "$(dirname "$0")/../common/train_runs.sh"
 run_np 2 even parallel.adapt=off
-GRIDTRAIN_TEST_LAYOUT_PREDICT="1,2,1:0.25;2,1,1:4" run_np 2 decided parallel.adapt=full
+# The decided run needs no rank flagged a straggler at step 6 (the guard would hold the switch, as designed). On 2
+# shared, loaded cores the detector flags a descheduled rank now and then (measured 2026-12-06 01:58 UTC, load 2.6:
+# three runs in a row held at every evaluation, "straggler: rank 1", then "rank 0"; docs/adaptive.md, the
+# monitor's findings), so a run held at its first evaluation is tried again, 3 times at most; the checks below are
+# those of one run.
+for try in 1 2 3; do
+  GRIDTRAIN_TEST_LAYOUT_PREDICT="1,2,1:0.25;2,1,1:4" run_np 2 decided parallel.adapt=full
+  first=$(grep -m1 '"adapt"' "$work/decided/metrics.jsonl")
+  [[ $first == *'"reason"'* ]] || break
+  echo "decided run held at its first evaluation by this machine's noise (try $try): $(grep -o '"reason":[^,}]*' <<<"$first")"
+  [[ $try == 3 ]] || rm -rf "$work/decided" "$work/decided.log"
+done
 GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT="1,2,1:0.25;2,1,1:4" run_np 2 held parallel.adapt=full
+GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT="1,1,2:0.25;2,1,1:4" run_np 2 held_pp parallel.adapt=full \
+  parallel.dp=1 parallel.pp=2 train.micro_batches=4 model.n_layer=4
 run_np 2 quiet parallel.adapt=full
 GRIDTRAIN_TEST_SLOW_RANK=1:2 run_np 2 slow parallel.adapt=full
 python3 - "$work" <<'PY' || exit 1
 import json, sys
 w = sys.argv[1]
-lines = {k: [json.loads(l) for l in open(f"{w}/{k}/metrics.jsonl")] for k in ("even", "decided", "held", "quiet", "slow")}
+runs = ("even", "decided", "held", "held_pp", "quiet", "slow")
+lines = {k: [json.loads(l) for l in open(f"{w}/{k}/metrics.jsonl")] for k in runs}
 ok = True
 def fail(*a):
     global ok
@@ -51,7 +68,7 @@ def fail(*a):
     print("FAIL:", *a)
 def evals(k): return [l["adapt"] for l in lines[k] if "adapt" in l]
 d = evals("decided")
-acts = [(e["step"], e["action"], e["to_layout"]) for e in d]
+acts = [(e["step"], e["action"], e["to_layout"], e.get("reason", e.get("note", ""))) for e in d]
 print("decided run:", acts)
 sw = [e for e in d if e["action"] != "keep"]
 if len(sw) != 2 or sw[0]["action"] != "switch" or sw[1]["action"] != "switch_back":
@@ -76,15 +93,16 @@ else:
 summary = json.load(open(f"{w}/decided/summary.json"))
 if [x["action"] for x in summary.get("adapt_decisions", [])] != [e["action"] for e in d]:
     fail("summary.json adapt_decisions differ from the metrics' evaluations")
-h = evals("held")
-print("held run:", [(e["step"], e["action"], e.get("reason")) for e in h])
-if not h:
-    fail("the held run never evaluated")
-for e in h:
-    if e["action"] != "keep" or not e.get("reason", "").startswith(("straggler: rank 1", "imbalance: ")):
-        fail("rank 1 slowed and the fake prediction, and not kept with the guard's reason:", e)
-    if e["predicted_gain"] < e["needed_gain"] and "note" not in e:
-        fail("the held run's fake prediction did not clear the bar: the guard is untested there:", e)
+for k, why in (("held", "straggler: rank 1"), ("held_pp", "imbalance: stage 1 ")):
+    h = evals(k)
+    print(f"{k} run:", [(e["step"], e["action"], e.get("reason")) for e in h])
+    if not h:
+        fail(f"the {k} run never evaluated")
+    for e in h:
+        if e["action"] != "keep" or not e.get("reason", "").startswith(why):
+            fail(f"{k}: rank 1 slowed and the fake prediction, and not kept with the guard's reason {why!r}:", e)
+        if e["predicted_gain"] < e["needed_gain"] and "note" not in e:
+            fail(f"{k}: the fake prediction did not clear the bar: the guard is untested there:", e)
 for e in evals("slow"):  # the honest prediction keeps on its own (the guard aside)
     if e["predicted_gain"] >= e["needed_gain"] and "note" not in e:
         fail("rank 1 slowed, nothing faked: the prediction alone would have switched:", e)
