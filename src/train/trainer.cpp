@@ -150,7 +150,7 @@ std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule, int micro_b
 // stages when pp > 1, of the data-parallel shares when pp = 1.
 void Trainer::make_adaptation(AdaptMode mode, const std::vector<int>& partition) {
   if (mode != AdaptMode::Off) straggler_ = std::make_unique<StragglerMonitor>(grid_);
-  layout_adapter_ = LayoutAdapter::make(cfg_, grid_);  // full: the live re-layout's decision (or its test hook)
+  layout_adapter_ = LayoutAdapter::make(cfg_, grid_, partition);  // full: the re-layout's decision (or its hook)
   if (mode == AdaptMode::Rebalance && grid_.shape().pp == 1) {
     check_adapt_dp_shares(cfg_, grid_.shape());
     dp_adapter_ = std::make_unique<DpShareAdapter>(cfg_, grid_);
@@ -374,8 +374,11 @@ int Trainer::run() {
     if (dp_adapter_ && step < steps && dp_adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back()))
       apply_dp_shares(dp_adapter_->shares());
     // parallel.adapt = full (or its test hook): another (tp, pp, dp) from the next step, decided (and agreed) here
+    // (held while a rank or a stage is slower than its peers: the monitor's all-gathered compute, layout_guard.hpp)
+    const std::vector<double> no_compute;
+    const std::vector<double>& compute = straggler_ ? straggler_->last_compute_ms() : no_compute;
     const std::optional<GridShape> relayout =
-        layout_adapter_ && step < steps ? layout_adapter_->after_step(step, &history_.back()) : std::nullopt;
+        layout_adapter_ && step < steps ? layout_adapter_->after_step(step, compute, &history_.back()) : std::nullopt;
     report_->log_step(step, history_.back());
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");

@@ -4,10 +4,13 @@
 // Times are chosen so that the gains and thresholds below are exact or far from their bars.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "src/core/error.hpp"
 #include "src/train/adapt/layout_decider.hpp"
+#include "src/train/adapt/layout_guard.hpp"
 
 namespace gt {
 namespace {
@@ -98,7 +101,8 @@ struct AfterSwitch {
   LayoutDecider d;
   LayoutDecision x;
 };
-AfterSwitch switch_then_measure(double before_ms, double promised_gain, double after_ms) {
+// hold: the guard's reason at the judging evaluation ("" when balanced).
+AfterSwitch switch_then_measure(double before_ms, double promised_gain, double after_ms, const std::string& hold = "") {
   LayoutDecider first(settings(), kDp2);
   const int at = run_until_due(first, 1, {before_ms});
   const LayoutDecision s = first.decide(at, predictions(100, 100 / promised_gain, 500));
@@ -107,7 +111,7 @@ AfterSwitch switch_then_measure(double before_ms, double promised_gain, double a
   LayoutDecider d(settings(), kPp2, first.memory());
   const int next = run_until_due(d, at + 1, {after_ms});
   // the calibration from the new layout's figures still predicts pp2 better: the judgement alone decides
-  LayoutDecision x = d.decide(next, {{kPp2, 50}, {kDp2, 100}, {kTp2, 500}});
+  LayoutDecision x = d.decide(next, {{kPp2, 50}, {kDp2, 100}, {kTp2, 500}}, hold);
   return {std::move(d), x};
 }
 
@@ -183,6 +187,95 @@ TEST(LayoutDecider, NothingElseToTryAndBadInput) {
   LayoutDecider e(settings(), kDp2);
   EXPECT_THROW(e.decide(run_until_due(e, 1, {100}), {{kPp2, 50}}), Error);  // the current layout not predicted
   EXPECT_THROW(LayoutDecider(LayoutSettings{0, 0.1, 5, 2}, kDp2), Error);
+}
+
+// The guard (layout_guard.hpp) on made-up per-rank compute: pp 4 on 4 ranks, 8 blocks of unit cost on 2,2,2,2 and
+// no embedding or head extras, so the rebalancing decider's figure is arithmetic (test_adapt_decider): stage 1 at
+// 2 ms per block measures 2,4,2,2 ms, balanced (2,1,2,3) the slowest stage takes 3 ms, a gain of 4/3 >= 1.1.
+LayoutGuard four_stage_guard() {
+  plan::UnitCosts unit;
+  unit.block = 1;
+  AdaptSettings s;
+  s.gain_threshold = 0.1;
+  return LayoutGuard(5, std::make_unique<AdaptDecider>(s, std::vector<int>{0, 1, 2, 3}, unit,
+                                                       std::vector<int>{0, 2, 4, 6, 8}));
+}
+
+void feed(LayoutGuard& g, const std::vector<std::vector<double>>& steps) {
+  for (const std::vector<double>& ms : steps) g.observe(ms);
+}
+
+TEST(LayoutGuard, NamesAnImbalancedStageByTheRebalancersFigure) {
+  LayoutGuard g = four_stage_guard();
+  feed(g, std::vector<std::vector<double>>(6, {2, 4, 2, 2}));  // warm-up + the window of 5
+  const std::string why = g.hold({});
+  EXPECT_EQ(why.rfind("imbalance: stage 1 is 1.60x the mean stage time (rebalancing blocks 2,2,2,2 -> ", 0), 0u) << why;
+  EXPECT_NE(why.find("predicts a gain of 1.33, at or above the rebalancer's bar 1.10"), std::string::npos) << why;
+}
+
+TEST(LayoutGuard, BalancedStagesAndOneDisturbedStepHoldNothing) {
+  LayoutGuard g = four_stage_guard();
+  // the warm-up step is not counted, and one disturbed step of 5 does not move the medians
+  feed(g, {{2, 9, 2, 2}, {2, 2, 2, 2}, {2, 2, 2, 2}, {2, 5, 2, 2}, {2, 2, 2, 2}, {2, 2, 2, 2}});
+  EXPECT_EQ(g.hold({}), "");
+  // a stage 5% slower: no partition beats 2,2,2,2 (a stage with 3 blocks takes 3 ms), so the figure is a gain of 1
+  LayoutGuard h = four_stage_guard();
+  feed(h, std::vector<std::vector<double>>(6, {2, 2.1, 2, 2}));
+  EXPECT_EQ(h.hold({}), "");
+}
+
+TEST(LayoutGuard, NamesTheStragglersAndJoinsBothReasons) {
+  LayoutGuard one(5, nullptr);  // pp = 1: no stages to compare, the straggler detector's verdict alone
+  feed(one, std::vector<std::vector<double>>(6, {100, 200}));
+  EXPECT_EQ(one.hold({}), "");
+  EXPECT_EQ(one.hold({1}), "straggler: rank 1");
+  EXPECT_EQ(one.hold({1, 3}), "stragglers: ranks 1, 3");
+  LayoutGuard g = four_stage_guard();
+  feed(g, std::vector<std::vector<double>>(6, {2, 4, 2, 2}));
+  EXPECT_EQ(g.hold({1}).rfind("straggler: rank 1; imbalance: stage 1 is 1.60x", 0), 0u) << g.hold({1});
+}
+
+// The decider fed the guard's reason from made-up timings: an imbalanced window keeps (with the reason) although
+// the prediction clears the bar; the same prediction on a balanced window switches.
+TEST(LayoutDecider, TheGuardKeepsAnImbalancedWindowWhateverThePrediction) {
+  for (const bool imbalanced : {true, false}) {
+    LayoutGuard g = four_stage_guard();
+    LayoutDecider d(settings(), kDp2);
+    const std::vector<double> ranks = imbalanced ? std::vector<double>{2, 4, 2, 2} : std::vector<double>{2, 2, 2, 2};
+    int at = 0;
+    for (int step = 1; at == 0 && step < 40; ++step) {
+      g.observe(ranks);
+      if (d.observe(step, sample(100))) at = step;
+    }
+    ASSERT_GT(at, 0);
+    const LayoutDecision x = d.decide(at, predictions(100, 50, 120), g.hold({}));  // pp2 predicted 2x
+    EXPECT_DOUBLE_EQ(x.gain, 2.0);
+    EXPECT_TRUE(same(x.best, kPp2));  // what the model proposes is still logged
+    if (imbalanced) {
+      EXPECT_EQ(x.action, LayoutAction::Keep);
+      EXPECT_EQ(x.reason.rfind("imbalance: stage 1", 0), 0u) << x.reason;
+      EXPECT_TRUE(same(d.now(), kDp2));
+      EXPECT_FALSE(d.memory().pending);
+    } else {
+      EXPECT_EQ(x.action, LayoutAction::Switch);
+      EXPECT_EQ(x.reason, "");
+      EXPECT_TRUE(same(x.to, kPp2));
+    }
+  }
+}
+
+// The judgement of an earlier switch is measured against measured, no model: the guard does not block it. A
+// switch measured short goes back although the window is imbalanced; one that delivered stays, and the guard then
+// holds any further switch.
+TEST(LayoutDecider, TheGuardDoesNotBlockTheJudgementOfASwitch) {
+  AfterSwitch back = switch_then_measure(100, 2.0, 105, "straggler: rank 1");
+  EXPECT_EQ(back.x.action, LayoutAction::SwitchBack);
+  EXPECT_TRUE(same(back.x.to, kDp2));
+  EXPECT_EQ(back.x.reason, "");
+  AfterSwitch stay = switch_then_measure(100, 2.0, 52, "straggler: rank 1");
+  EXPECT_EQ(stay.x.action, LayoutAction::Keep);
+  EXPECT_EQ(stay.x.reason, "straggler: rank 1");
+  EXPECT_NEAR(stay.x.measured_gain, 100.0 / 52.0, 1e-12);
 }
 
 }  // namespace

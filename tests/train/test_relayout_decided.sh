@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # parallel.adapt = full (docs/adaptive.md, "Live re-layout"): the decided switch, its judgement, the switch back and
-# no retry, end to end on 2 ranks (tiny, dp 2 x 2 micro-batches, 19 steps, an evaluation every 3 steps at most).
+# no retry, end to end on 2 ranks (tiny, dp 2 x 2 micro-batches, 19 steps, an evaluation every 3 steps at most);
+# and the guard: no switch while a rank is a straggler, whatever the prediction.
 #
 # Why a hook fakes the planner here: the calibrated planner models identical devices, so a slow rank slows every
 # layout of the same ranks alike (dp 2 waits for it at the all-reduce, pp 2 at its stage, tp 2 at every
@@ -10,32 +11,56 @@
 # so the fast rank's waiting at the all-reduce is not mistaken for a slow link). GRIDTRAIN_TEST_LAYOUT_PREDICT=1,2,1:0.25 makes the model claim pp 2 is 4x
 # better than it thinks: a model that misjudges this machine, the case the judgement is for. tp 2's prediction is
 # multiplied by 4 so that no real prediction for it can take part (the test is about the mechanism, not about
-# what tiny's real figures favour on a loaded machine). Expected, with rank 1 slowed 2x throughout:
+# what tiny's real figures favour on a loaded machine). The decided run has nothing slow (a slowed rank is what
+# the guard, src/train/adapt/layout_guard.hpp, holds every switch for: the model's identical devices are the wrong
+# evidence then). Expected:
 #   step 6: the first evaluation (warm-up step 1, window 2..6) switches dp 2 -> pp 2 (predicted gain >= 2);
 #   step 12: the first evaluation on pp 2 (warm-up 7, window 8..12) measures no such gain: switches back to dp 2;
 #   step 18: keeps (pp 2 was tried and is never tried again, tp 2 predicted worse).
+# The held run has the same fake and rank 1 slowed 2x: the straggler detector flags rank 1 (from step 5), so every
+# evaluation keeps with the guard's reason ("straggler: rank 1"), though the fake prediction clears the bar. With
+# the guard disabled it switched at step 6 like the decided run (tried once, restored). The held_pp run is the slow
+# stage the straggler detector cannot see (pp 2: one rank per stage, no peers): 4 blocks on 2,2, rank 1 (stage 1)
+# slowed 2x, dp 2 faked 4x better; every evaluation must keep with the rebalancing decider's imbalance (measured
+# 2026-12-06: stage 1 at 1.4-1.6x the mean stage time, a rebalance to 3,1 predicting 1.5-1.9).
 # Losses against the undisturbed dp 2 run (parallel.adapt = off, nothing slow): steps 1-6 bitwise (the same layout,
-# the same sums; the slow-rank hook only sleeps); the steps after the switch within 1e-6 relative: the same global
+# the same sums); the steps after the switch within 1e-6 relative: the same global
 # batch and weights on another layout, whose sums run in another order (pp 2 accumulates the 4 micro-batches on
 # one replica, dp 2 two per replica and then across; the same tolerance and reason as the data-parallel shares'
 # tests, measured 3e-9 there). A handover that lost or misplaced a value misses by orders more (a lost AdamW
 # moment: step 7's loss 36.2 instead of 4.36, tests/train/test_relayout.sh).
-# The quiet run (adapt = full, nothing slow, no fake) and the slowed run without the fake must not switch, and then
-# their losses equal the undisturbed run's bitwise (evaluating only reads the figures; the hook only sleeps). One
-# rank is refused with one line.
+# The quiet run (adapt = full, nothing slow, no fake) and the slowed run without the fake must not switch (the slowed
+# one's honest prediction must be below its bar on its own, besides the guard), and then their losses and the held
+# run's equal the undisturbed run's bitwise (evaluating only reads the figures; the hook only sleeps). One rank is
+# refused with one line.
 #   test_relayout_decided.sh GRIDTRAIN MPIEXEC
 common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=19 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false parallel.allreduce=mpi parallel.adapt_interval=3)
 TAG=relayoutdecided
 source "$(dirname "$0")/../common/train_runs.sh"
 run_np 2 even parallel.adapt=off
-GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT="1,2,1:0.25;2,1,1:4" run_np 2 decided parallel.adapt=full
+# The decided run needs no rank flagged a straggler at step 6 (the guard would hold the switch, as designed). On 2
+# shared, loaded cores the detector flags a descheduled rank now and then (measured 2026-12-06 01:58 UTC, load 2.6:
+# three runs in a row held at every evaluation, "straggler: rank 1", then "rank 0"; docs/adaptive.md, the
+# monitor's findings), so a run held at its first evaluation is tried again, 3 times at most; the checks below are
+# those of one run.
+for try in 1 2 3; do
+  GRIDTRAIN_TEST_LAYOUT_PREDICT="1,2,1:0.25;2,1,1:4" run_np 2 decided parallel.adapt=full
+  first=$(grep -m1 '"adapt"' "$work/decided/metrics.jsonl")
+  [[ $first == *'"reason"'* ]] || break
+  echo "decided run held at its first evaluation by this machine's noise (try $try): $(grep -o '"reason":[^,}]*' <<<"$first")"
+  [[ $try == 3 ]] || rm -rf "$work/decided" "$work/decided.log"
+done
+GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT="1,2,1:0.25;2,1,1:4" run_np 2 held parallel.adapt=full
+GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT="1,1,2:0.25;2,1,1:4" run_np 2 held_pp parallel.adapt=full \
+  parallel.dp=1 parallel.pp=2 train.micro_batches=4 model.n_layer=4
 run_np 2 quiet parallel.adapt=full
 GRIDTRAIN_TEST_SLOW_RANK=1:2 run_np 2 slow parallel.adapt=full
 python3 - "$work" <<'PY' || exit 1
 import json, sys
 w = sys.argv[1]
-lines = {k: [json.loads(l) for l in open(f"{w}/{k}/metrics.jsonl")] for k in ("even", "decided", "quiet", "slow")}
+runs = ("even", "decided", "held", "held_pp", "quiet", "slow")
+lines = {k: [json.loads(l) for l in open(f"{w}/{k}/metrics.jsonl")] for k in runs}
 ok = True
 def fail(*a):
     global ok
@@ -43,15 +68,15 @@ def fail(*a):
     print("FAIL:", *a)
 def evals(k): return [l["adapt"] for l in lines[k] if "adapt" in l]
 d = evals("decided")
-acts = [(e["step"], e["action"], e["to_layout"]) for e in d]
+acts = [(e["step"], e["action"], e["to_layout"], e.get("reason", e.get("note", ""))) for e in d]
 print("decided run:", acts)
 sw = [e for e in d if e["action"] != "keep"]
 if len(sw) != 2 or sw[0]["action"] != "switch" or sw[1]["action"] != "switch_back":
     fail("expected one switch and one switch back:", acts)
 else:
     a, b = sw
-    if a["to_layout"] != "tp 1 x pp 2 x dp 1" or a["predicted_gain"] < a["needed_gain"]:
-        fail("the switch was not to pp 2 on a gain above its bar:", a)
+    if a["to_layout"] != "tp 1 x pp 2 x dp 1" or a["predicted_gain"] < a["needed_gain"] or "reason" in a:
+        fail("the switch was not to pp 2 on a gain above its bar, unheld:", a)
     if b["to_layout"] != "tp 1 x pp 1 x dp 2" or b.get("last_switch_step") != a["step"]:
         fail("the switch back did not return to dp 2 judging the switch:", b)
     print(f"ok: switched at step {a['step']} (predicted gain {a['predicted_gain']:.2f}, needed {a['needed_gain']:.2f}),"
@@ -68,6 +93,19 @@ else:
 summary = json.load(open(f"{w}/decided/summary.json"))
 if [x["action"] for x in summary.get("adapt_decisions", [])] != [e["action"] for e in d]:
     fail("summary.json adapt_decisions differ from the metrics' evaluations")
+for k, why in (("held", "straggler: rank 1"), ("held_pp", "imbalance: stage 1 ")):
+    h = evals(k)
+    print(f"{k} run:", [(e["step"], e["action"], e.get("reason")) for e in h])
+    if not h:
+        fail(f"the {k} run never evaluated")
+    for e in h:
+        if e["action"] != "keep" or not e.get("reason", "").startswith(why):
+            fail(f"{k}: rank 1 slowed and the fake prediction, and not kept with the guard's reason {why!r}:", e)
+        if e["predicted_gain"] < e["needed_gain"] and "note" not in e:
+            fail(f"{k}: the fake prediction did not clear the bar: the guard is untested there:", e)
+for e in evals("slow"):  # the honest prediction keeps on its own (the guard aside)
+    if e["predicted_gain"] >= e["needed_gain"] and "note" not in e:
+        fail("rank 1 slowed, nothing faked: the prediction alone would have switched:", e)
 for k, what in (("quiet", "nothing slow and nothing faked"), ("slow", "rank 1 slowed, nothing faked")):
     if not evals(k):
         fail(f"the {k} run never evaluated")
@@ -76,7 +114,7 @@ for k, what in (("quiet", "nothing slow and nothing faked"), ("slow", "rank 1 sl
     print(f"{k} run: evaluations at steps", [e["step"] for e in evals(k)], "gains",
           [round(e["predicted_gain"], 3) for e in evals(k)], "needed", [round(e["needed_gain"], 3) for e in evals(k)])
 even = [l["loss"] for l in lines["even"]]
-for k in ("decided", "quiet", "slow"):
+for k in ("decided", "held", "quiet", "slow"):
     got = [l["loss"] for l in lines[k]]
     if len(got) != len(even): fail(f"{k}: {len(got)} steps, the undisturbed run {len(even)}")
     first_switch = sw[0]["step"] if (k == "decided" and sw) else len(even)
@@ -93,6 +131,9 @@ grep -q "^gridtrain: step 6: adapt: layout tp 1 x pp 1 x dp 2 .*: switching to t
 grep -q "^gridtrain: adapt: continuing at step 6 on blocks .* (tp 1 x pp 2 x dp 1)" "$work/decided.log" ||
   fail "the switch was not made at step 6: $(grep 'continuing' "$work/decided.log" | head -2)"
 echo "ok: $(grep -m1 'switching back' "$work/decided.log")"
+grep -q "^gridtrain: step 6: adapt: layout tp 1 x pp 1 x dp 2 .*; straggler: rank 1.*: keeping the layout (the rebalancers' case)$" \
+  "$work/held.log" || fail "no held line in the log: $(grep 'adapt' "$work/held.log" | head -3)"
+echo "ok: $(grep -m1 "the rebalancers' case" "$work/held.log")"
 
 # One rank has no other layout: refused before any step, one line.
 "$bin" "${common[@]}" parallel.dp=1 output.dir="$work/bad" parallel.adapt=full >"$work/bad.log" 2>&1 &&

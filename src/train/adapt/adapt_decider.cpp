@@ -97,7 +97,7 @@ AdaptDecision AdaptDecider::observe(int step, const std::vector<double>& compute
   for (auto it = history_.measured.begin(); it != history_.measured.end();)  // old measurements expire
     it = step - it->second.first > 4 * s_.interval ? history_.measured.erase(it) : std::next(it);
   if (++counted_ == 1) return none;  // warm-up on this partition
-  const bool gain_now = propose(compute_ms).gain >= 1.0 + s_.gain_threshold;
+  const bool gain_now = imbalanced(propose(compute_ms));
   recent_.push_back(compute_ms);
   imbalanced_.push_back(gain_now);
   if (int(recent_.size()) > s_.window) {

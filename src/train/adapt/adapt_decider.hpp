@@ -80,6 +80,14 @@ class AdaptDecider {
 
   const AdaptHistory& history() const { return history_; }
 
+  // The figure and the bar a step is judged imbalanced by (the votes above): the proposal for these per-rank
+  // compute times (gain: slowest measured stage over slowest predicted on the partition balanced for the measured
+  // speeds) and whether its gain is >= 1 + gain_threshold. Also the layout decider's guard (layout_guard.hpp):
+  // one definition of a stage imbalance for both.
+  AdaptDecision balance(const std::vector<double>& rank_ms) const { return propose(rank_ms); }
+  bool imbalanced(const AdaptDecision& d) const { return d.gain >= imbalance_bar(); }
+  double imbalance_bar() const { return 1.0 + s_.gain_threshold; }
+
  private:
   std::vector<double> stage_scales(const std::vector<double>& rank_ms, std::vector<double>* stage_ms) const;
   AdaptDecision propose(const std::vector<double>& rank_ms) const;

@@ -8,6 +8,7 @@
 #include "src/core/test_hooks.hpp"
 #include "src/train/adapt/adapt_agree.hpp"
 #include "src/train/adapt/layout_predict.hpp"
+#include "src/train/adapt/straggler_monitor.hpp"  // stage_of_every_rank
 
 namespace gt {
 
@@ -24,6 +25,7 @@ std::string decision_json(const LayoutDecision& d, const std::string& why) {
     j.num("measured_gain_of_last_switch", d.measured_gain).num("predicted_gain_of_last_switch", d.promised_gain)
         .integer("last_switch_step", d.judged_step);
   if (!why.empty()) j.str("note", why);
+  if (!d.reason.empty()) j.str("reason", d.reason);
   return j.dump();
 }
 
@@ -32,6 +34,19 @@ LayoutSettings settings(const Config& cfg) {
   s.interval = cfg.parallel.adapt_interval;
   s.threshold = cfg.parallel.rebalance_gain;
   return s;
+}
+
+// The guard's view of the stages: the rebalancing decider on this partition (its figure and bar alone are used);
+// none at pp = 1 (one stage) or under the interleaved schedule (a stage's blocks are not one range).
+std::unique_ptr<LayoutGuard> make_guard(const Config& cfg, Grid& grid, const std::vector<int>& partition) {
+  std::unique_ptr<AdaptDecider> balance;
+  if (grid.shape().pp > 1 && cfg.choices().schedule != PipelineSchedule::Interleaved) {
+    AdaptSettings s;
+    s.gain_threshold = cfg.parallel.rebalance_gain;  // as the pipeline adapter's decider
+    balance = std::make_unique<AdaptDecider>(s, stage_of_every_rank(grid),
+                                             plan::modelled_unit_costs(plan::ModelShape::from(cfg.model)), partition);
+  }
+  return std::make_unique<LayoutGuard>(settings(cfg).window, std::move(balance));
 }
 
 }  // namespace
@@ -45,7 +60,7 @@ void check_adapt_full(const Config& cfg, const GridShape& g) {
   if (!why.empty()) throw Error("config: parallel.adapt = \"full\" cannot run here: " + why);
 }
 
-std::unique_ptr<LayoutAdapter> LayoutAdapter::make(const Config& cfg, Grid& grid) {
+std::unique_ptr<LayoutAdapter> LayoutAdapter::make(const Config& cfg, Grid& grid, const std::vector<int>& partition) {
   const test_hooks::Relayout h = test_hooks::relayout();
   const bool full = cfg.choices().adapt == AdaptMode::Full;
   if (h.step < 1 && !full) return nullptr;
@@ -65,13 +80,14 @@ std::unique_ptr<LayoutAdapter> LayoutAdapter::make(const Config& cfg, Grid& grid
     test_hooks::layout_predict_factors();  // a malformed hook: refused at the start
     a->base_ = layout_base_cluster(cfg);
     a->decider_ = std::make_unique<LayoutDecider>(settings(cfg), now);
+    a->guard_ = make_guard(cfg, grid, partition);
   }
   return a;
 }
 
 // The decider's evaluation from this window's calibration; a calibration the figures cannot fit keeps the layout
 // (the same on every rank: the same figures).
-LayoutDecision LayoutAdapter::evaluate(int step) {
+LayoutDecision LayoutAdapter::evaluate(int step, const std::string& hold) {
   std::vector<LayoutPrediction> predicted;
   std::string why;
   try {
@@ -80,14 +96,17 @@ LayoutDecision LayoutAdapter::evaluate(int step) {
     why = std::string("the planner could not be calibrated: ") + e.what();
     predicted = {{decider_->now(), decider_->window_median().step_ms}};
   }
-  LayoutDecision d = decider_->decide(step, predicted);
+  LayoutDecision d = decider_->decide(step, predicted, hold);
   if (!why.empty()) d.note = why;
   return d;
 }
 
-std::optional<GridShape> LayoutAdapter::after_step(int step, StepStats* s) {
+std::optional<GridShape> LayoutAdapter::after_step(int step, const std::vector<double>& compute_ms, StepStats* s) {
+  if (guard_) guard_->observe(compute_ms);
   if (decider_ && decider_->observe(step, layout_sample(*s))) {
-    LayoutDecision d = evaluate(step);
+    // The guard's reason from the all-gathered figures and verdict: the same on every rank.
+    const std::vector<int> none;
+    LayoutDecision d = evaluate(step, guard_->hold(s->straggler_monitored ? s->straggler.stragglers : none));
     // The agreement: world rank 0's action and target are every rank's (computed alike from the same figures).
     std::vector<int> agreed{int(d.action), d.to.tp, d.to.pp, d.to.dp};
     agree_with_rank0(grid_.world(), d.action != LayoutAction::Keep, &agreed);
@@ -112,9 +131,11 @@ void LayoutAdapter::log(const LayoutDecision& d, const std::string& why) const {
     std::printf("; the switch at step %d measured gain %.2f (predicted %.2f)", d.judged_step, d.measured_gain,
                 d.promised_gain);
   if (!why.empty()) std::printf("; %s", why.c_str());
+  if (!d.reason.empty()) std::printf("; %s", d.reason.c_str());
   const char* what = d.action == LayoutAction::Switch       ? "switching to "
                      : d.action == LayoutAction::SwitchBack ? "short of it: switching back to "
-                                                            : "keeping the layout";
+                     : d.reason.empty()                     ? "keeping the layout"
+                                                            : "keeping the layout (the rebalancers' case)";
   std::printf(": %s%s\n", what, d.action == LayoutAction::Keep ? "" : layout_text(d.to).c_str());
   std::fflush(stdout);
 }

@@ -3,7 +3,8 @@
 // (tp, pp, dp) of the same ranks, the state handed over in memory in global shapes (state_handoff.hpp, as a live
 // pipeline move does), with the same global batch (micro-batches per replica scaled by the DP size).
 // The trigger: parallel.adapt = "full", whose decision is the LayoutDecider's (layout_decider.hpp, pure) on the
-// planner calibrated from this run's figures (layout_predict.hpp), agreed by a broadcast from world rank 0; or
+// planner calibrated from this run's figures (layout_predict.hpp), held while a rank or a stage is slower than its
+// peers (LayoutGuard, layout_guard.hpp), agreed by a broadcast from world rank 0; or
 // the test hook test_hooks::relayout() (src/core/test_hooks.hpp), a forced switch after a given step.
 // The switch itself: Trainer::run returns with relayout(), main.cpp builds the new grid and a trainer on it,
 // which adopts the state and this adapter's carry (the decider's memory and the decisions so far).
@@ -16,6 +17,7 @@
 #include "src/grid/grid.hpp"
 #include "src/plan/cluster.hpp"
 #include "src/train/adapt/layout_decider.hpp"
+#include "src/train/adapt/layout_guard.hpp"
 #include "src/train/report/step_stats.hpp"
 
 namespace gt {
@@ -36,24 +38,28 @@ class LayoutAdapter {
   // Null when nothing can ask for a re-layout in this run (adapt != full, no hook). Throws gt::Error (one line,
   // alike on every rank) on a malformed hook, a layout this run cannot continue on (relaid_config), or what
   // check_adapt_full refuses, before any step: a switch that cannot be made is refused at the start.
-  static std::unique_ptr<LayoutAdapter> make(const Config& cfg, Grid& grid);
-  // After step `step`, its world-reduced figures in *s (the same on every rank); under adapt = full collective
-  // over the world, and an evaluation's JSON goes into s->adapt_json. The layout to continue on from the next
-  // step, or none.
-  std::optional<GridShape> after_step(int step, StepStats* s);
+  // partition: the first block of each pipeline stage (+ n_layer), the guard's stage figure. Collective over the
+  // world under adapt = full with pp > 1 (gathers every rank's stage).
+  static std::unique_ptr<LayoutAdapter> make(const Config& cfg, Grid& grid, const std::vector<int>& partition);
+  // After step `step`, its world-reduced figures in *s (the same on every rank, the straggler verdict among them)
+  // and every rank's compute ms (the straggler monitor's all-gathered array; empty without the monitor); under
+  // adapt = full collective over the world, and an evaluation's JSON goes into s->adapt_json. The layout to
+  // continue on from the next step, or none.
+  std::optional<GridShape> after_step(int step, const std::vector<double>& compute_ms, StepStats* s);
   LayoutCarry carry() const;
   void adopt(LayoutCarry c);          // after a switch (before the first step on the new layout)
   std::string decisions_json() const;  // "[{...}, ...]"; "" without a decider (the test hook alone)
 
  private:
   LayoutAdapter(const Config& cfg, Grid& grid) : cfg_(cfg), grid_(grid) {}
-  LayoutDecision evaluate(int step);
+  LayoutDecision evaluate(int step, const std::string& hold);
   void log(const LayoutDecision& d, const std::string& why) const;
   Config cfg_;
   Grid& grid_;
   int hook_step_ = 0;  // the test hook's forced switch (0: none)
   GridShape hook_to_;
   std::unique_ptr<LayoutDecider> decider_;  // parallel.adapt = full
+  std::unique_ptr<LayoutGuard> guard_;      // parallel.adapt = full
   plan::Cluster base_;
   std::vector<std::string> decisions_;
 };

@@ -86,7 +86,8 @@ void LayoutDecider::take(LayoutDecision* d, LayoutAction a, const GridShape& to)
   warm_ = false;
 }
 
-LayoutDecision LayoutDecider::decide(int step, const std::vector<LayoutPrediction>& predicted) {
+LayoutDecision LayoutDecider::decide(int step, const std::vector<LayoutPrediction>& predicted,
+                                     const std::string& hold) {
   LayoutDecision d;
   d.evaluated = true;
   d.step = step;
@@ -112,7 +113,11 @@ LayoutDecision LayoutDecider::decide(int step, const std::vector<LayoutPredictio
     d.predicted_best_ms = best->predicted_ms;
     d.gain = d.predicted_now_ms / best->predicted_ms;
   }
-  if (judge(&d, t)) return d;
+  if (judge(&d, t)) return d;  // measured against measured: judged whatever the guard says
+  if (!hold.empty()) {  // what the model proposes is logged, not taken
+    d.reason = hold;
+    return d;
+  }
   if (!best) {
     d.note = predicted.size() > 1 ? "every other layout was tried and measured short" : "no other layout fits";
     return d;

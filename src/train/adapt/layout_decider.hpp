@@ -17,7 +17,10 @@
 //   - the first evaluation after a switch judges it: its measured gain (the measured step before it over the
 //     measured step of the first window after it) must reach 1 + t/2 and be no further below the predicted gain
 //     than 1 + t allows; if not, the run switches back to the layout it left, and the layout it tried is never
-//     tried again in this run (no flip-flop between a layout the model likes and the one the machine likes).
+//     tried again in this run (no flip-flop between a layout the model likes and the one the machine likes);
+//   - the guard (layout_guard.hpp): while a rank or a stage is measurably slower than its peers, no switch (the
+//     model's identical devices are the wrong evidence then; the rebalancers' case). The judgement of an earlier
+//     switch still runs first and may switch back: it compares two measurements on this machine, no model.
 #include <string>
 #include <vector>
 
@@ -59,6 +62,7 @@ struct LayoutDecision {
   int judged_step = 0;
   double measured_gain = 0, promised_gain = 0;
   std::string note;             // why nothing was proposed (no other layout, every one tried), or ""
+  std::string reason;           // the guard's: what is imbalanced, why no switch was made; "" when nothing held it
 };
 
 // What the decider keeps from one layout to the next (the trainer is rebuilt on each switch).
@@ -79,8 +83,9 @@ class LayoutDecider {
   bool observe(int step, const LayoutSample& sample);
   LayoutSample window_median() const;
   // The evaluation at `step` from every layout's prediction (the current one among them: throws gt::Error if
-  // not). A returned Switch or SwitchBack is taken: the decider is on decision.to from here.
-  LayoutDecision decide(int step, const std::vector<LayoutPrediction>& predicted);
+  // not). A returned Switch or SwitchBack is taken: the decider is on decision.to from here. hold: the guard's
+  // reason (LayoutGuard::hold), "" when balanced; with one, no Switch (a SwitchBack of the judgement still).
+  LayoutDecision decide(int step, const std::vector<LayoutPrediction>& predicted, const std::string& hold = "");
   const LayoutMemory& memory() const { return mem_; }
   const GridShape& now() const { return now_; }
 

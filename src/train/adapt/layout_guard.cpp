@@ -1,0 +1,60 @@
+#include "src/train/adapt/layout_guard.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "src/core/error.hpp"
+#include "src/train/adapt/adapt_noise.hpp"
+
+namespace gt {
+
+LayoutGuard::LayoutGuard(int window, std::unique_ptr<AdaptDecider> balance)
+    : window_(window), balance_(std::move(balance)) {
+  if (window_ < 1) throw Error("adapt: the layout guard needs a window >= 1");
+}
+
+void LayoutGuard::observe(const std::vector<double>& compute_ms) {
+  if (!warm_) {  // warm-up, as the decider's first step
+    warm_ = true;
+    return;
+  }
+  recent_.push_back(compute_ms);
+  if (int(recent_.size()) > window_) recent_.erase(recent_.begin());
+}
+
+// The rebalancing decider's verdict on each rank's median over the window (its evaluation's input, too).
+std::string LayoutGuard::stage_imbalance() const {
+  if (!balance_ || recent_.empty()) return "";
+  std::vector<double> med(recent_.back().size());
+  for (size_t r = 0; r < med.size(); ++r) {
+    std::vector<double> col;
+    for (const std::vector<double>& step : recent_) col.push_back(r < step.size() ? step[r] : 0.0);
+    std::sort(col.begin(), col.end());
+    med[r] = adapt_noise::quantile(col, 0.5);
+  }
+  const AdaptDecision d = balance_->balance(med);
+  if (!balance_->imbalanced(d) || d.stage_ms.empty()) return "";
+  const auto slow = std::max_element(d.stage_ms.begin(), d.stage_ms.end());
+  const double mean = std::accumulate(d.stage_ms.begin(), d.stage_ms.end(), 0.0) / double(d.stage_ms.size());
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "imbalance: stage %d is %.2fx the mean stage time (rebalancing blocks %s -> %s predicts a gain of "
+                "%.2f, at or above the rebalancer's bar %.2f)",
+                int(slow - d.stage_ms.begin()), mean > 0 ? *slow / mean : 1.0, stage_blocks_text(d.current).c_str(),
+                stage_blocks_text(d.proposed).c_str(), d.gain, balance_->imbalance_bar());
+  return buf;
+}
+
+std::string LayoutGuard::hold(const std::vector<int>& stragglers) const {
+  std::string why;
+  if (!stragglers.empty()) {
+    why = stragglers.size() == 1 ? "straggler: rank " : "stragglers: ranks ";
+    for (size_t i = 0; i < stragglers.size(); ++i) why += (i ? ", " : "") + std::to_string(stragglers[i]);
+  }
+  const std::string stages = stage_imbalance();
+  if (!stages.empty()) why += (why.empty() ? "" : "; ") + stages;
+  return why;
+}
+
+}  // namespace gt
