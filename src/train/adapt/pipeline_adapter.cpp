@@ -59,7 +59,7 @@ bool PipelineAdapter::after_step(int step, const std::vector<double>& compute_ms
   if (grid_.world_rank() == 0) {
     std::printf("gridtrain: step %d: adapt: stage compute %s ms on blocks %s; balanced for the measured speeds: %s ms "
                 "on blocks %s (predicted by the %s); gain %.2f, threshold %.2f (noise spread %.2f); saves %.0f ms over the steps left, a move "
-                "costs %.0f ms: %s\n",
+                "costs %.0f ms (it must save twice that): %s\n",
                 step, ms_list(mine.stage_ms).c_str(), stage_blocks_text(mine.current).c_str(),
                 ms_list(mine.predicted_ms).c_str(), stage_blocks_text(mine.proposed).c_str(),
                 mine.predicted_from_measurement ? "measurement of that partition" : "model", mine.gain,
