@@ -229,7 +229,8 @@ void check_batchnorm(bool relu) {
   SCOPED_TRACE(relu ? "with ReLU" : "without ReLU");
   const long rows = 2 * 3 * 5;  // N*H*W with odd sizes
   const int C = 4;
-  BatchNormParams p{C, 1e-5f, 0.1f};
+  BatchNormParams p;  // eps 1e-5, momentum 0.1: the defaults
+  p.channels = C;
   p.relu = relu;
   auto bn_ref = [relu](long r, int c, const std::vector<double>& x, const std::vector<double>& g,
                        const std::vector<double>& b, double eps) {
@@ -264,8 +265,9 @@ void check_batchnorm(bool relu) {
     ASSERT_NEAR(dx[i], fd(xd, i, lx), 1e-4) << i;
   }
   for (int c = 0; c < C; ++c) {
-    if (relu)
+    if (relu) {
       for (long m = 0; m < rows; ++m) ASSERT_GT(std::fabs(yref[m * C + c]), 1e-3) << "an output at the kink";
+    }
     EXPECT_NEAR(dg[c], fd(gd, c, lg), 1e-4);
     EXPECT_NEAR(db[c], fd(bd, c, lb), 1e-4);
   }
