@@ -6,17 +6,16 @@
 // forward primitive descriptor per shape serves as the hint for both backward passes; the three primitives are
 // created on first use and cached per thread, keyed by the shape. oneDNN runs on OpenMP: unless OMP_NUM_THREADS
 // says otherwise it gets one thread, because each rank drives one core.
-// bf16 (ConvShape::bf16): the primitives read bf16 x, w and dy and write fp32 y, dx and dw. The caller's fp32
-// inputs are converted by reorders into per-shape bf16 buffers (the weights' reorder converts and re-lays them in
-// one pass); the outputs stay fp32, so BatchNorm, the residual sums and the optimizer see fp32 as before. The
-// bf16-operand forms (conv.hpp) take x and dy in bf16 from the caller and skip those conversions.
+// bf16 (ConvShape::bf16): the primitives read bf16 x, w and dy and write fp32 dx and dw, and y in fp32 or (a second
+// forward primitive) bf16. The fp32-operand forms convert the caller's x and dy by reorders into per-shape bf16
+// buffers; the bf16-operand forms (conv.hpp, what the ResNet uses) read the caller's bf16 x and dy in place. The
+// weights' reorder converts and re-lays them in one pass either way.
 #include <dnnl.hpp>
 #include <omp.h>
 
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -116,38 +115,38 @@ struct PassDescs {
   dnnl::convolution_backward_weights::primitive_desc bw;
 };
 
+dnnl::primitive_attr pass_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // Context::scratchpad
+  return attr;
+}
+
+// The forward for shape s with y of type `out`: fp32 (the hint of both backward passes), or bf16 with a bf16 shape
+// (a primitive of its own: the destination type is part of it).
+dnnl::convolution_forward::primitive_desc forward_desc(const dnnl::engine& eng, const ConvShape& s, dt out) {
+  const dt in = s.bf16 ? dt::bf16 : dt::f32;
+  const dnnl::memory::desc x({s.n, s.c, s.h, s.w}, in, tag::acdb), w({s.k, s.c, s.r, s.s}, in, tag::any);
+  const dnnl::memory::desc y({s.n, s.k, s.out_h(), s.out_w()}, out, tag::acdb);
+  const dnnl::memory::dims strides = {s.stride, s.stride}, pad = {s.pad, s.pad};
+  return dnnl::convolution_forward::primitive_desc(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x, w,
+                                      y, strides, pad, pad),
+      pass_attr(), eng);
+}
+
 PassDescs pass_descs(const dnnl::engine& eng, const ConvShape& s) {
   const dt in = s.bf16 ? dt::bf16 : dt::f32;
   const dnnl::memory::desc x({s.n, s.c, s.h, s.w}, in, tag::acdb), dx({s.n, s.c, s.h, s.w}, dt::f32, tag::acdb);
-  const dnnl::memory::desc y({s.n, s.k, s.out_h(), s.out_w()}, dt::f32, tag::acdb);
   const dnnl::memory::desc dy({s.n, s.k, s.out_h(), s.out_w()}, in, tag::acdb);
   const dnnl::memory::desc w_in({s.k, s.c, s.r, s.s}, in, tag::any), dw({s.k, s.c, s.r, s.s}, dt::f32, tag::any);
   const dnnl::memory::dims strides = {s.stride, s.stride}, pad = {s.pad, s.pad};
   const auto alg = dnnl::algorithm::convolution_direct;
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // Context::scratchpad
-  const dnnl::convolution_forward::primitive_desc fwd(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x, w_in, y, strides, pad, pad), attr,
-      eng);
+  const dnnl::convolution_forward::primitive_desc fwd = forward_desc(eng, s, dt::f32);
   return {fwd,
           dnnl::convolution_backward_data::primitive_desc(
-              dnnl::convolution_backward_data::desc(alg, dx, w_in, dy, strides, pad, pad), attr, eng, fwd),
+              dnnl::convolution_backward_data::desc(alg, dx, w_in, dy, strides, pad, pad), pass_attr(), eng, fwd),
           dnnl::convolution_backward_weights::primitive_desc(
-              dnnl::convolution_backward_weights::desc(alg, x, dw, dy, strides, pad, pad), attr, eng, fwd)};
-}
-
-// The bf16 forward writing y in bf16 (a primitive of its own: the destination type is part of it)
-dnnl::convolution_forward::primitive_desc forward16_desc(const dnnl::engine& eng, const ConvShape& s) {
-  const dnnl::memory::desc x({s.n, s.c, s.h, s.w}, dt::bf16, tag::acdb);
-  const dnnl::memory::desc y({s.n, s.k, s.out_h(), s.out_w()}, dt::bf16, tag::acdb);
-  const dnnl::memory::desc w({s.k, s.c, s.r, s.s}, dt::bf16, tag::any);
-  const dnnl::memory::dims strides = {s.stride, s.stride}, pad = {s.pad, s.pad};
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return dnnl::convolution_forward::primitive_desc(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, x, w,
-                                      y, strides, pad, pad),
-      attr, eng);
+              dnnl::convolution_backward_weights::desc(alg, x, dw, dy, strides, pad, pad), pass_attr(), eng, fwd)};
 }
 
 std::unique_ptr<Prims> make_prims(const dnnl::engine& eng, const ConvShape& s) {
@@ -169,7 +168,7 @@ std::unique_ptr<Prims> make_prims(const dnnl::engine& eng, const ConvShape& s) {
   p->bw_dw = weights_in(eng, p->wei, d.bw.diff_weights_desc(), true);
   p->fwd = dnnl::convolution_forward(d.fwd);
   if (s.bf16) {  // the same forward with a bf16 destination; the backward passes are the same for both
-    const dnnl::convolution_forward::primitive_desc f16 = forward16_desc(eng, s);
+    const dnnl::convolution_forward::primitive_desc f16 = forward_desc(eng, s, dt::bf16);
     p->fwd16_scratch = f16.scratchpad_desc();
     p->fwd16_w = weights_in(eng, p->wei, f16.weights_desc(), false);
     p->fwd16 = dnnl::convolution_forward(f16);
@@ -291,7 +290,6 @@ void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w
 
 void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_bits* yb) {
   auto& p = prims(s);
-  if (!s.bf16) throw std::logic_error("conv: a bf16 destination needs a bf16 shape");
   p.fwd16.execute(context().strm,
                   {{DNNL_ARG_SRC, wrap(p.src16, xb)}, {DNNL_ARG_WEIGHTS, weights_for(p.fwd16_w, p.wei, w)},
                    {DNNL_ARG_DST, wrap(p.dst16, yb)}, {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.fwd16_scratch)}});

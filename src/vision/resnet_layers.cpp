@@ -25,8 +25,7 @@ void ConvLayer::backward(const Dims& in, const float* params, const float* x, co
   if (dx) dx->resize(in.size());
   float* dxp = dx ? dx->data() : nullptr;
   if (!bf16) return conv_backward(shape(in), x, dy, params + w_off, dxp, grads + w_off);
-  if (dy) round_to_bf16(out(in).size(), dy, dy_bf16(in));
-  conv_backward(shape(in), xb.data(), dyb.data(), params + w_off, dxp, grads + w_off);
+  conv_backward(shape(in), xb.data(), dyb.data(), params + w_off, dxp, grads + w_off);  // BN wrote dyb
 }
 
 void BatchNormLayer::init(int channels) {

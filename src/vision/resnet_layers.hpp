@@ -52,7 +52,8 @@ struct ConvLayer {
     dyb.resize(size_t(out(in).size()));
     return dyb.data();
   }
-  // dy: fp32, or null with bf16 when dy_bf16() holds it; x is read only without bf16 (xb holds it otherwise).
+  // Without bf16: x and dy in fp32. With bf16 both are ignored: xb (from forward) and dyb (dy_bf16(), written by
+  // the BatchNorm after this conv) hold them.
   // dx may be null (the stem's input needs no gradient)
   void backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
                 std::vector<float>* dx);

@@ -60,18 +60,6 @@ AdaptDecision AdaptDecider::propose(const std::vector<double>& rank_ms) const {
   return d;
 }
 
-std::vector<double> AdaptDecider::window_median() const {
-  std::vector<double> med(recent_.front().size());
-  std::vector<double> col(recent_.size());
-  for (size_t r = 0; r < med.size(); ++r) {
-    for (size_t i = 0; i < recent_.size(); ++i) col[i] = recent_[i][r];
-    std::sort(col.begin(), col.end());
-    const size_t n = col.size();
-    med[r] = n % 2 ? col[n / 2] : 0.5 * (col[n / 2 - 1] + col[n / 2]);
-  }
-  return med;
-}
-
 // The relative interquartile range of the step's bottleneck (its slowest stage's time) over the window: the noise of
 // the figure the gain divides (the slowest stage now). Not the largest over the stages: with 4 ranks on 2 cores a
 // fast stage's few milliseconds spread by 60-130% from step to step (descheduling), which held back every move
@@ -105,7 +93,7 @@ AdaptDecision AdaptDecider::observe(int step, const std::vector<double>& compute
     imbalanced_.erase(imbalanced_.begin());
   }
   if (int(recent_.size()) < s_.window) return none;
-  const std::vector<double> med = window_median();
+  const std::vector<double> med = adapt_noise::rank_medians(recent_);
   std::vector<double> stage_ms;
   stage_scales(med, &stage_ms);
   const std::string here = stage_blocks_text(partition_);

@@ -91,7 +91,6 @@ class AdaptDecider {
  private:
   std::vector<double> stage_scales(const std::vector<double>& rank_ms, std::vector<double>* stage_ms) const;
   AdaptDecision propose(const std::vector<double>& rank_ms) const;
-  std::vector<double> window_median() const;
   double window_spread() const;
 
   AdaptSettings s_;

@@ -23,6 +23,21 @@ inline double quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (pos - double(lo)) * (sorted[hi] - sorted[lo]);
 }
 
+// Each rank's median over a window: steps[i][r] is rank r's time in the window's step i (every step the same
+// ranks); the middle value, or the mean of the middle two for an even count. The per-rank figure the pipeline
+// decider (adapt_decider.*) evaluates and the layout guard (layout_guard.*) judges.
+inline std::vector<double> rank_medians(const std::vector<std::vector<double>>& steps) {
+  if (steps.empty()) return {};
+  std::vector<double> med(steps.front().size()), col(steps.size());
+  for (size_t r = 0; r < med.size(); ++r) {
+    for (size_t i = 0; i < steps.size(); ++i) col[i] = steps[i][r];
+    std::sort(col.begin(), col.end());
+    const size_t n = col.size();
+    med[r] = n % 2 ? col[n / 2] : 0.5 * (col[n / 2 - 1] + col[n / 2]);
+  }
+  return med;
+}
+
 // (p75 - p25) / median of `values` (any order); 0 when the median is not positive.
 inline double relative_spread(std::vector<double> values) {
   std::sort(values.begin(), values.end());

@@ -26,14 +26,7 @@ void LayoutGuard::observe(const std::vector<double>& compute_ms) {
 // The rebalancing decider's verdict on each rank's median over the window (its evaluation's input, too).
 std::string LayoutGuard::stage_imbalance() const {
   if (!balance_ || recent_.empty()) return "";
-  std::vector<double> med(recent_.back().size());
-  for (size_t r = 0; r < med.size(); ++r) {
-    std::vector<double> col;
-    for (const std::vector<double>& step : recent_) col.push_back(r < step.size() ? step[r] : 0.0);
-    std::sort(col.begin(), col.end());
-    med[r] = adapt_noise::quantile(col, 0.5);
-  }
-  const AdaptDecision d = balance_->balance(med);
+  const AdaptDecision d = balance_->balance(adapt_noise::rank_medians(recent_));
   if (!balance_->imbalanced(d) || d.stage_ms.empty()) return "";
   const auto slow = std::max_element(d.stage_ms.begin(), d.stage_ms.end());
   const double mean = std::accumulate(d.stage_ms.begin(), d.stage_ms.end(), 0.0) / double(d.stage_ms.size());
