@@ -173,6 +173,13 @@ PY
   done
   grep -q "input deck 'no-such-deck' not found" "$work/bad/chain.stopped" || fail "chain.stopped: $(cat "$work/bad/chain.stopped")"
   ok "elastic chain with a bad deck: stopped at job ${ids[0]}, the rest cancelled"
+  # A job the stopping job could not cancel (it started before chain.sh had written the later ids, as on an idle
+  # cluster) finds chain.stopped and cancels itself: CANCELLED, not FAILED. Forced here: one more job in that chain.
+  mapfile -t ids < <("$here/slurm/chain.sh" --elastic --jobs 1 --ntasks 2 --deck tiny --run-dir "$work/bad" --job-name t-ebad2)
+  wait_job "${ids[0]}" 60
+  [ "$(job_field "${ids[0]}" JobState)" = CANCELLED ] ||
+    fail "a job of a stopped chain ended $(job_field "${ids[0]}" JobState), expected CANCELLED: $(tail -3 "$work/bad/slurm-${ids[0]}.out")"
+  ok "a job started after the chain stopped cancelled itself: $(grep -m1 'the chain was stopped' "$work/bad/slurm-${ids[0]}.out")"
   ;;
 
 timelimit)
