@@ -17,6 +17,7 @@
 #include "src/train/optim/lr_schedule.hpp"
 #include "src/data/data_source.hpp"
 #include "src/train/report/metrics.hpp"
+#include "src/train/adapt/adapt_agree.hpp"
 #include "src/train/adapt/rebalancer.hpp"
 #include "src/train/stage_chunks.hpp"
 #include "src/train/startup_stop.hpp"
@@ -146,18 +147,27 @@ std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule, int micro_b
   return pipeline_schedule(kind, grid_.shape().pp, grid_.pp_rank(), micro_batches, cfg_.pipeline_chunks());
 }
 
-// parallel.adapt: the straggler monitor (monitor, rebalance) and the live rebalancer (rebalance): of the pipeline
-// stages when pp > 1, of the data-parallel shares when pp = 1.
+// parallel.adapt: the straggler monitor (monitor, rebalance, full), the live rebalancer (rebalance, full): of the
+// pipeline stages when pp > 1, of the data-parallel shares when pp = 1, and the re-layout's decision (full).
+// Under full a layout the rebalancer cannot run on (a check below refuses it) keeps the layout decision alone, with
+// a note: the re-layout may move the run to one where it can; under rebalance the refusal is the run's error.
 void Trainer::make_adaptation(AdaptMode mode, const std::vector<int>& partition) {
   if (mode != AdaptMode::Off) straggler_ = std::make_unique<StragglerMonitor>(grid_);
   layout_adapter_ = LayoutAdapter::make(cfg_, grid_, partition);  // full: the re-layout's decision (or its hook)
-  if (mode == AdaptMode::Rebalance && grid_.shape().pp == 1) {
-    check_adapt_dp_shares(cfg_, grid_.shape());
-    dp_adapter_ = std::make_unique<DpShareAdapter>(cfg_, grid_);
-  } else if (mode == AdaptMode::Rebalance) {
-    check_adapt_rebalance(cfg_, grid_.shape().pp);
-    adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition, AdaptCarry{});
+  if (mode != AdaptMode::Rebalance && mode != AdaptMode::Full) return;
+  const bool shares = grid_.shape().pp == 1;
+  try {
+    if (shares) check_adapt_dp_shares(cfg_, grid_.shape());
+    else check_adapt_rebalance(cfg_, grid_.shape().pp);
+  } catch (const Error& e) {
+    if (mode == AdaptMode::Rebalance) throw;
+    if (grid_.world_rank() == 0)
+      std::printf("gridtrain: note: parallel.adapt = \"full\" on tp %d x pp %d x dp %d: no live rebalancer (%s); the "
+                  "layout decision alone\n", grid_.shape().tp, grid_.shape().pp, grid_.shape().dp, e.what());
+    return;
   }
+  if (shares) dp_adapter_ = std::make_unique<DpShareAdapter>(cfg_, grid_);
+  else adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition, AdaptCarry{});
 }
 
 // The start line: the DP plan and its path, the model state per rank (predicted and allocated) and the
@@ -328,10 +338,22 @@ void Trainer::finish(const std::string& status) {
   in.zero_stage = dp_->zero().stage;
   in.activation_bytes = activation_bytes();
   in.activation_dtype = cfg_.train.precision;
-  if (adapter_) in.adapt_decisions_json = adapter_->decisions_json();
-  if (dp_adapter_) in.adapt_decisions_json = dp_adapter_->decisions_json();
-  if (layout_adapter_ && !layout_adapter_->decisions_json().empty()) in.adapt_decisions_json = layout_adapter_->decisions_json();
+  in.adapt_decisions_json = adapt_decisions_json();
   report_->write_summary(in);
+}
+
+// Every evaluation of the run's adapters in step order ("" when none runs): the rebalancer's of this layout and,
+// under parallel.adapt = full, of the layouts before it, and the layout decider's.
+std::string Trainer::adapt_decisions_json() const {
+  std::vector<std::string> all;
+  auto add = [&](const std::vector<std::string>& v) { all.insert(all.end(), v.begin(), v.end()); };
+  if (layout_adapter_) add(layout_adapter_->earlier_rebalancing());
+  if (adapter_) add(adapter_->carry().decisions);
+  if (dp_adapter_) add(dp_adapter_->decisions());
+  const bool decides_layout = layout_adapter_ && !layout_adapter_->decisions_json().empty();
+  if (decides_layout) add(layout_adapter_->decisions());
+  if (all.empty() && !adapter_ && !dp_adapter_ && !decides_layout) return "";
+  return json_list(by_step(std::move(all)));
 }
 
 // At a step boundary: this replica's new share of the global batch (the loader's samples, the schedule).
@@ -374,11 +396,14 @@ int Trainer::run() {
     if (dp_adapter_ && step < steps && dp_adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back()))
       apply_dp_shares(dp_adapter_->shares());
     // parallel.adapt = full (or its test hook): another (tp, pp, dp) from the next step, decided (and agreed) here
-    // (held while a rank or a stage is slower than its peers: the monitor's all-gathered compute, layout_guard.hpp)
+    // (held while a rank or a stage is slower than its peers: the monitor's all-gathered compute, layout_guard.hpp;
+    // or while the shares are uneven). Not in the step a block move was decided: the move comes first.
     const std::vector<double> no_compute;
     const std::vector<double>& compute = straggler_ ? straggler_->last_compute_ms() : no_compute;
-    const std::optional<GridShape> relayout =
-        layout_adapter_ && step < steps ? layout_adapter_->after_step(step, compute, &history_.back()) : std::nullopt;
+    const std::string uneven = dp_adapter_ ? dp_adapter_->uneven_reason() : std::string();
+    const std::optional<GridShape> relayout = layout_adapter_ && step < steps && !move
+                                                  ? layout_adapter_->after_step(step, compute, uneven, &history_.back())
+                                                  : std::nullopt;
     report_->log_step(step, history_.back());
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
@@ -390,7 +415,13 @@ int Trainer::run() {
     if (relayout) {
       relayout_ = relayout;
       handoff_ = hand_off({});  // every tensor: main.cpp builds the new grid, whose trainer adopts them
-      handoff_->layout = layout_adapter_->carry();
+      // The rebalancer of the new layout starts afresh (its partitions and shares were this grid's); what it
+      // decided here stays in the run's list.
+      std::vector<std::string>& earlier = handoff_->layout.earlier_rebalancing;
+      const std::vector<std::string> here = adapter_ ? adapter_->carry().decisions
+                                            : dp_adapter_ ? dp_adapter_->decisions() : std::vector<std::string>{};
+      earlier.insert(earlier.end(), here.begin(), here.end());
+      handoff_->adapt = AdaptCarry{};
       return kExitOk;
     }
     if (step < steps && rebalancer_->after_step(int(history_.size()))) {
@@ -432,6 +463,7 @@ std::unique_ptr<StateHandoff> Trainer::hand_off(const std::vector<int>& partitio
   for (const TrainExtension* e : extensions_) e->save_meta(h->extension_meta);  // as into a checkpoint
   h->history = history_;
   if (adapter_) h->adapt = adapter_->carry();
+  if (layout_adapter_) h->layout = layout_adapter_->carry();  // across a block move too (parallel.adapt = full)
   return h;
 }
 

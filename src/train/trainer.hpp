@@ -97,6 +97,7 @@ class Trainer {
   std::vector<PipeOp> pipeline_ops(PipelineSchedule schedule, int micro_batches) const;
   void apply_dp_shares(const std::vector<int>& shares);
   void make_adaptation(AdaptMode mode, const std::vector<int>& partition);
+  std::string adapt_decisions_json() const;
   struct CommMarks {
     double tp = 0, pp = 0, dp = 0, other = 0;  // seconds blocked so far (other: the model-parallel and embedding groups)
   };

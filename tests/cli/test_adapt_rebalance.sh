@@ -9,6 +9,11 @@
 #                    global gradient norm's partial sums change grouping in double, below what its rounding to the
 #                    fp32 clip factor can see).
 #   pp=4 (8 blocks)  the same with world rank 1 (stage 1) 3x slower, 4 ranks.
+#   pp=4 under full  parallel.adapt = full runs the same rebalancer (the same checks) and its layout decision beside
+#                    it: every layout evaluation keeps, held by the guard's reason for the slow stage, also after
+#                    the move has balanced the stage times ("the stages hold ..., rebalanced around the slower
+#                    device": the guard measures speeds on the equal-devices partition); summary.json lists both
+#                    kinds of decisions in step order, as the metrics lines have them.
 #   bad input        adapt = rebalance on one stage, with the interleaved schedule, with 2:4 sparsity: one error line
 #                    each, non-zero exit, no metrics written.
 # Margins: a 3x stage measures ~3x its modelled share (the hook's sleep is real time), predicted gain ~1.5 (pp=2)
@@ -42,29 +47,42 @@ run() {
   timeout -k 5 300 "$mpiexec" "${args[@]}" >"$work/$name.log" 2>&1
 }
 
-for case in "2 0 4" "4 1 8"; do
-  read -r pp slow layers <<<"$case"
-  run off$pp "$pp" "$slow" parallel.pp=$pp model.n_layer=$layers parallel.adapt=off ||
+for case in "2 0 4 rebalance" "4 1 8 rebalance" "4 1 8 full"; do
+  read -r pp slow layers mode <<<"$case"
+  [ -f "$work/off$pp/metrics.jsonl" ] || run off$pp "$pp" "$slow" parallel.pp=$pp model.n_layer=$layers parallel.adapt=off ||
     fail "pp=$pp adapt=off: exit $?: $(tail -3 "$work/off$pp.log")"
-  run live$pp "$pp" "$slow" parallel.pp=$pp model.n_layer=$layers parallel.adapt=rebalance ||
-    fail "pp=$pp adapt=rebalance: exit $?: $(tail -3 "$work/live$pp.log")"
-  python3 - "$work/off$pp" "$work/live$pp" "$slow" "$steps" <<'PY' || fail "pp=$pp: $(grep 'adapt' "$work/live$pp.log")"
+  live=$mode$pp
+  run $live "$pp" "$slow" parallel.pp=$pp model.n_layer=$layers parallel.adapt=$mode ||
+    fail "pp=$pp adapt=$mode: exit $?: $(tail -3 "$work/$live.log")"
+  python3 - "$work/off$pp" "$work/$live" "$slow" "$steps" "$mode" <<'PY' || fail "pp=$pp $mode: $(grep 'adapt' "$work/$live.log")"
 import json, re, sys
-off_dir, live_dir, slow, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+off_dir, live_dir, slow, steps, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 def losses(d):  # the loss text as written (%.17g of the double): equal text is equal bits
     return [re.search(r'"loss": ?([^,}]+)', l).group(1) for l in open(d + "/metrics.jsonl")]
 off, live = losses(off_dir), losses(live_dir)
 assert len(off) == steps and len(live) == steps, (len(off), len(live))
 rows = [json.loads(l) for l in open(live_dir + "/metrics.jsonl")]
-moves = [r["adapt"] for r in rows if "adapt" in r and r["adapt"]["action"] == "move"]
-assert moves, "no move: " + str([r.get("adapt") for r in rows])
+records = [r["adapt"] for r in rows if "adapt" in r]
+moves = [a for a in records if "from_blocks" in a and a["action"] == "move"]
+assert moves, "no move: " + str(records)
 m = moves[0]
 before = [int(x) for x in m["from_blocks"].split(",")]
 after = [int(x) for x in m["to_blocks"].split(",")]
 assert after[slow] < before[slow], f"the slow stage {slow} did not lose blocks: {m}"
 assert m["predicted_gain"] >= 1.1 and len(m["stage_ms"]) == len(before), m
 summary = json.load(open(live_dir + "/summary.json"))
-assert [d for d in summary["adapt_decisions"] if d["action"] == "move"] == moves, summary["adapt_decisions"]
+assert summary["adapt_decisions"] == records, (summary["adapt_decisions"], records)
+layout = [a for a in records if "from_layout" in a]
+if mode == "full":
+    assert layout, "no layout evaluation under full: " + str(records)
+    for a in layout:
+        assert a["action"] == "keep" and a.get("reason", "").startswith(f"imbalance: stage {slow} "), a
+    after = [a for a in layout if a["step"] > m["step"]]
+    assert after and all("rebalanced around the slower device" in a["reason"] for a in after), layout
+    print(f"ok: full: {len(layout)} layout evaluations held (steps {[a['step'] for a in layout]}); after the move: "
+          f"{after[0]['reason']}")
+else:
+    assert not layout, layout
 final = moves[-1]["to_blocks"]
 assert f'stage_blocks = "{final}"' in open(live_dir + "/config.toml").read(), "config.toml lacks the partition"
 diff = [(i + 1, a, b) for i, (a, b) in enumerate(zip(off, live)) if a != b]
@@ -73,8 +91,8 @@ print(f"ok: pp={len(before)}: moved {m['from_blocks']} -> {m['to_blocks']} at st
       f"(stage ms {m['stage_ms']}, predicted gain {m['predicted_gain']:.2f}); {len(moves)} move(s); "
       f"{steps} losses bitwise equal to adapt=off")
 PY
-  grep -q "^gridtrain: step [0-9]*: adapt: .*moving blocks" "$work/live$pp.log" || fail "pp=$pp: no log line"
-  ! ls "$work/live$pp/checkpoints/"step_* >/dev/null 2>&1 || fail "pp=$pp: the move wrote a checkpoint"
+  grep -q "^gridtrain: step [0-9]*: adapt: .*moving blocks" "$work/$live.log" || fail "pp=$pp $mode: no log line"
+  ! ls "$work/$live/checkpoints/"step_* >/dev/null 2>&1 || fail "pp=$pp $mode: the move wrote a checkpoint"
 done
 
 for bad in "parallel.pp=1|parallel.pp = 1" "parallel.pp=2 parallel.schedule=interleaved parallel.virtual_stages=2 model.n_layer=4|interleaved" \

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/core/error.hpp"
+#include "src/train/adapt/adapt_agree.hpp"
 #include "src/train/adapt/layout_decider.hpp"
 #include "src/train/adapt/layout_guard.hpp"
 
@@ -192,13 +193,13 @@ TEST(LayoutDecider, NothingElseToTryAndBadInput) {
 // The guard (layout_guard.hpp) on made-up per-rank compute: pp 4 on 4 ranks, 8 blocks of unit cost on 2,2,2,2 and
 // no embedding or head extras, so the rebalancing decider's figure is arithmetic (test_adapt_decider): stage 1 at
 // 2 ms per block measures 2,4,2,2 ms, balanced (2,1,2,3) the slowest stage takes 3 ms, a gain of 4/3 >= 1.1.
-LayoutGuard four_stage_guard() {
+LayoutGuard four_stage_guard(std::vector<int> running = {0, 2, 4, 6, 8}) {
   plan::UnitCosts unit;
   unit.block = 1;
   AdaptSettings s;
   s.gain_threshold = 0.1;
-  return LayoutGuard(5, std::make_unique<AdaptDecider>(s, std::vector<int>{0, 1, 2, 3}, unit,
-                                                       std::vector<int>{0, 2, 4, 6, 8}));
+  return LayoutGuard(5, std::make_unique<AdaptDecider>(s, std::vector<int>{0, 1, 2, 3}, unit, std::move(running)),
+                     std::vector<int>{0, 2, 4, 6, 8});  // the equal-devices partition
 }
 
 void feed(LayoutGuard& g, const std::vector<std::vector<double>>& steps) {
@@ -222,6 +223,41 @@ TEST(LayoutGuard, BalancedStagesAndOneDisturbedStepHoldNothing) {
   LayoutGuard h = four_stage_guard();
   feed(h, std::vector<std::vector<double>>(6, {2, 2.1, 2, 2}));
   EXPECT_EQ(h.hold({}), "");
+}
+
+// Under parallel.adapt = full the rebalancer may already have moved blocks off the slow stage: on 2,1,2,3 stage 1
+// (2 ms per block) measures 2 ms like its neighbours and the last stage 3 ms, so the stage times alone show no
+// imbalance a partition could fix (the running partition's own figure: a gain of 1). The guard takes the speeds
+// these times measure to the equal-devices partition 2,2,2,2 (stage 1 at 4 ms there, 1.60x the mean) and holds.
+TEST(LayoutGuard, SeesTheSlowDeviceBehindARebalancedPartition) {
+  LayoutGuard g = four_stage_guard({0, 2, 3, 5, 8});
+  feed(g, std::vector<std::vector<double>>(6, {2, 2, 2, 3}));
+  const std::string why = g.hold({});
+  EXPECT_EQ(why.rfind("imbalance: stage 1 is 1.60x the mean stage time (rebalancing blocks 2,2,2,2 -> ", 0), 0u) << why;
+  EXPECT_NE(why.find("; the stages hold 2,1,2,3, rebalanced around the slower device"), std::string::npos) << why;
+  // equal devices on a partition that is not the equal-devices one: the speeds are equal, nothing to hold
+  LayoutGuard h = four_stage_guard({0, 2, 3, 5, 8});
+  feed(h, std::vector<std::vector<double>>(6, {2, 1, 2, 3}));
+  EXPECT_EQ(h.hold({}), "");
+  // the reference must fit the decider's partition
+  plan::UnitCosts unit;
+  unit.block = 1;
+  EXPECT_THROW(LayoutGuard(5, std::make_unique<AdaptDecider>(AdaptSettings{}, std::vector<int>{0, 1}, unit,
+                                                             std::vector<int>{0, 4, 8})),
+               Error);  // no reference
+  LayoutGuard wrong(5, std::make_unique<AdaptDecider>(AdaptSettings{}, std::vector<int>{0, 1}, unit,
+                                                      std::vector<int>{0, 4, 8}),
+                    std::vector<int>{0, 2, 4, 8});
+  feed(wrong, std::vector<std::vector<double>>(6, {4, 4}));
+  EXPECT_THROW(wrong.hold({}), Error);
+}
+
+// A reason from outside the guard (uneven data-parallel shares) comes last.
+TEST(LayoutGuard, AddsAnOutsideReason) {
+  LayoutGuard one(5, nullptr);
+  feed(one, std::vector<std::vector<double>>(6, {100, 100}));
+  EXPECT_EQ(one.hold({}, "uneven data-parallel shares 3,1"), "uneven data-parallel shares 3,1");
+  EXPECT_EQ(one.hold({1}, "uneven data-parallel shares 3,1"), "straggler: rank 1; uneven data-parallel shares 3,1");
 }
 
 TEST(LayoutGuard, NamesTheStragglersAndJoinsBothReasons) {
@@ -280,3 +316,16 @@ TEST(LayoutDecider, TheGuardDoesNotBlockTheJudgementOfASwitch) {
 
 }  // namespace
 }  // namespace gt
+
+// summary.json's adapt_decisions under full: the rebalancer's and the layout decider's records in step order, the
+// rebalancer's first within a step (its list comes first), a step of two or more digits after one of one.
+TEST(AdaptRecords, MergedInStepOrder) {
+  const std::vector<std::string> merged = gt::by_step({R"({"step": 6, "action": "move"})", R"({"step": 16, "action": "keep"})",
+                                                   R"({"step": 7, "action": "keep", "from_layout": "a"})",
+                                                   R"({"step": 16, "action": "keep", "from_layout": "a"})"});
+  ASSERT_EQ(merged.size(), 4u);
+  EXPECT_EQ(merged[0], R"({"step": 6, "action": "move"})");
+  EXPECT_EQ(merged[1], R"({"step": 7, "action": "keep", "from_layout": "a"})");
+  EXPECT_EQ(merged[2], R"({"step": 16, "action": "keep"})");
+  EXPECT_EQ(merged[3], R"({"step": 16, "action": "keep", "from_layout": "a"})");
+}

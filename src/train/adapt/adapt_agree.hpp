@@ -1,8 +1,10 @@
 #pragma once
 // What the two live adapters of parallel.adapt = rebalance (the pipeline's, pipeline_adapter.hpp, and the
-// data-parallel shares', dp_share_adapter.hpp) share: the agreement on a decision and the JSON list of decisions.
+// data-parallel shares', dp_share_adapter.hpp) and the layout adapter share: the agreement on a decision and the JSON
+// list of decisions.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,6 @@ inline bool agree_with_rank0(Comm& world, bool move, std::vector<int>* proposed)
   return agreed[0] != 0;
 }
 
-// "[{...}, ...]" from JSON objects.
 // "[a, b, ...]" with `digits` decimals: the adapters' per-stage and per-replica times, in their log lines and in
 // their JSON decisions (a JSON array of numbers).
 inline std::string number_list(const std::vector<double>& v, int digits) {
@@ -35,10 +36,24 @@ inline std::string number_list(const std::vector<double>& v, int digits) {
   return out + "]";
 }
 
+// "[{...}, ...]" from JSON objects.
 inline std::string json_list(const std::vector<std::string>& objects) {
   std::string out = "[";
   for (size_t i = 0; i < objects.size(); ++i) out += (i ? ", " : "") + objects[i];
   return out + "]";
+}
+
+// The adapters' decisions (JSON objects that begin {"step":N, ...) in step order, the order of the run: under
+// parallel.adapt = full the layout decider's and a live rebalancer's come from separate lists. Stable: the
+// rebalancer's list first, as in the step.
+inline std::vector<std::string> by_step(std::vector<std::string> objects) {
+  auto step = [](const std::string& o) {
+    const size_t at = o.find("\"step\":");
+    return at == std::string::npos ? 0L : std::strtol(o.c_str() + at + 7, nullptr, 10);
+  };
+  std::stable_sort(objects.begin(), objects.end(),
+                   [&](const std::string& a, const std::string& b) { return step(a) < step(b); });
+  return objects;
 }
 
 }  // namespace gt

@@ -60,6 +60,28 @@ AdaptDecision AdaptDecider::propose(const std::vector<double>& rank_ms) const {
   return d;
 }
 
+AdaptDecision AdaptDecider::balance_on(const std::vector<double>& rank_ms, const std::vector<int>& reference) const {
+  if (reference.size() != partition_.size() || reference.back() != partition_.back())
+    throw Error("adapt: a reference partition of " + std::to_string(reference.size() - 1) + " stages for " +
+                std::to_string(partition_.size() - 1) + " (" + stage_blocks_text(reference) + ")");
+  AdaptDecision d;
+  std::vector<double> measured;
+  const std::vector<double> scale = stage_scales(rank_ms, &measured);
+  const std::vector<double> blocks(size_t(partition_.back()), costs_.block);
+  auto times_on = [&](const std::vector<int>& p) {  // scale[s] x the modelled cost of stage s on p
+    std::vector<double> t = plan::stage_costs(p, blocks, costs_.embedding, costs_.head);
+    for (size_t s = 0; s < t.size(); ++s) t[s] *= scale[s];
+    return t;
+  };
+  d.current = reference;
+  d.stage_ms = times_on(reference);
+  d.proposed = plan::partition_by_speed(blocks, scale, costs_.embedding, costs_.head);
+  d.predicted_ms = times_on(d.proposed);
+  const double then = *std::max_element(d.predicted_ms.begin(), d.predicted_ms.end());
+  d.gain = then > 0 ? *std::max_element(d.stage_ms.begin(), d.stage_ms.end()) / then : 1.0;
+  return d;
+}
+
 // The relative interquartile range of the step's bottleneck (its slowest stage's time) over the window: the noise of
 // the figure the gain divides (the slowest stage now). Not the largest over the stages: with 4 ranks on 2 cores a
 // fast stage's few milliseconds spread by 60-130% from step to step (descheduling), which held back every move

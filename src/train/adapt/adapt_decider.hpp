@@ -79,12 +79,18 @@ class AdaptDecider {
   AdaptDecision observe(int step, const std::vector<double>& compute_ms);
 
   const AdaptHistory& history() const { return history_; }
+  const std::vector<int>& partition() const { return partition_; }  // the one running
 
   // The figure and the bar a step is judged imbalanced by (the votes above): the proposal for these per-rank
   // compute times (gain: slowest measured stage over slowest predicted on the partition balanced for the measured
   // speeds) and whether its gain is >= 1 + gain_threshold. Also the layout decider's guard (layout_guard.hpp):
   // one definition of a stage imbalance for both.
   AdaptDecision balance(const std::vector<double>& rank_ms) const { return propose(rank_ms); }
+  // The same figure for the stage speeds these times measure on the current partition, but as if the stages held
+  // `reference` (the partition for equal devices): current = reference, stage_ms the times predicted there. Once
+  // the rebalancer has balanced the stage times around a slow device, balance() sees nothing while this still
+  // sees the unequal speeds (the layout guard's question is whether the devices are equal, not the times).
+  AdaptDecision balance_on(const std::vector<double>& rank_ms, const std::vector<int>& reference) const;
   bool imbalanced(const AdaptDecision& d) const { return d.gain >= imbalance_bar(); }
   double imbalance_bar() const { return 1.0 + s_.gain_threshold; }
 

@@ -1,6 +1,7 @@
 #include "src/train/adapt/dp_share_adapter.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 
 #include "src/core/error.hpp"
@@ -154,6 +155,11 @@ bool DpShareAdapter::after_step(int step, const std::vector<double>& compute_ms,
   }
   if (mine.move) shares_ = mine.proposed;
   return mine.move;
+}
+
+std::string DpShareAdapter::uneven_reason() const {
+  if (std::adjacent_find(shares_.begin(), shares_.end(), std::not_equal_to<int>()) == shares_.end()) return "";
+  return "uneven data-parallel shares " + shares_text(shares_) + ": the replicas' ranks are not equally fast";
 }
 
 std::string DpShareAdapter::decisions_json() const {

@@ -34,6 +34,10 @@ class DpShareAdapter : public TrainExtension {
   bool after_step(int step, const std::vector<double>& compute_ms, StepStats* s);
   const std::vector<int>& shares() const { return shares_; }
   std::string decisions_json() const;  // "[{...}, ...]"
+  const std::vector<std::string>& decisions() const { return decisions_; }  // the same, one object each
+  // Why the replicas are known to differ in speed: the shares in force are uneven (adapted, or configured so);
+  // "" when even. Under parallel.adapt = full the layout guard holds a switch on it (layout_guard.hpp).
+  std::string uneven_reason() const;
 
   // TrainExtension: no buffers, no datasets; the shares as a meta entry.
   std::vector<Buffer> buffers() const override { return {}; }

@@ -46,7 +46,10 @@ std::unique_ptr<LayoutGuard> make_guard(const Config& cfg, Grid& grid, const std
     balance = std::make_unique<AdaptDecider>(s, stage_of_every_rank(grid),
                                              plan::modelled_unit_costs(plan::ModelShape::from(cfg.model)), partition);
   }
-  return std::make_unique<LayoutGuard>(settings(cfg).window, std::move(balance));
+  // the equal-devices partition the guard measures the stages' speeds on (layout_guard.hpp)
+  std::vector<int> reference;
+  if (balance) reference = plan::modelled_partition(plan::ModelShape::from(cfg.model), grid.shape().pp);
+  return std::make_unique<LayoutGuard>(settings(cfg).window, std::move(balance), std::move(reference));
 }
 
 }  // namespace
@@ -101,12 +104,14 @@ LayoutDecision LayoutAdapter::evaluate(int step, const std::string& hold) {
   return d;
 }
 
-std::optional<GridShape> LayoutAdapter::after_step(int step, const std::vector<double>& compute_ms, StepStats* s) {
+std::optional<GridShape> LayoutAdapter::after_step(int step, const std::vector<double>& compute_ms,
+                                                   const std::string& uneven, StepStats* s) {
   if (guard_) guard_->observe(compute_ms);
-  if (decider_ && decider_->observe(step, layout_sample(*s))) {
+  const bool due = decider_ && decider_->observe(step, layout_sample(*s));
+  if (due && s->adapt_json.empty()) {  // (a rebalancer's evaluation in this step: due again at the next)
     // The guard's reason from the all-gathered figures and verdict: the same on every rank.
     const std::vector<int> none;
-    LayoutDecision d = evaluate(step, guard_->hold(s->straggler_monitored ? s->straggler.stragglers : none));
+    LayoutDecision d = evaluate(step, guard_->hold(s->straggler_monitored ? s->straggler.stragglers : none, uneven));
     // The agreement: world rank 0's action and target are every rank's (computed alike from the same figures).
     std::vector<int> agreed{int(d.action), d.to.tp, d.to.pp, d.to.dp};
     agree_with_rank0(grid_.world(), d.action != LayoutAction::Keep, &agreed);
@@ -144,11 +149,13 @@ LayoutCarry LayoutAdapter::carry() const {
   LayoutCarry c;
   if (decider_) c.memory = decider_->memory();
   c.decisions = decisions_;
+  c.earlier_rebalancing = earlier_rebalancing_;
   return c;
 }
 
 void LayoutAdapter::adopt(LayoutCarry c) {
   decisions_ = std::move(c.decisions);
+  earlier_rebalancing_ = std::move(c.earlier_rebalancing);
   if (decider_) decider_ = std::make_unique<LayoutDecider>(settings(cfg_), grid_.shape(), std::move(c.memory));
 }
 

@@ -26,6 +26,9 @@ namespace gt {
 struct LayoutCarry {
   LayoutMemory memory;
   std::vector<std::string> decisions;  // the JSON objects of every evaluation so far
+  // parallel.adapt = full: the live rebalancers' evaluations on the layouts before this one (their adapters are
+  // rebuilt for each layout), so summary.json lists the run's every decision
+  std::vector<std::string> earlier_rebalancing;
 };
 
 // Throws gt::Error (one line, the same on every rank) where parallel.adapt = "full" cannot run: one rank (no
@@ -43,12 +46,18 @@ class LayoutAdapter {
   static std::unique_ptr<LayoutAdapter> make(const Config& cfg, Grid& grid, const std::vector<int>& partition);
   // After step `step`, its world-reduced figures in *s (the same on every rank, the straggler verdict among them)
   // and every rank's compute ms (the straggler monitor's all-gathered array; empty without the monitor); under
-  // adapt = full collective over the world, and an evaluation's JSON goes into s->adapt_json. The layout to
+  // adapt = full collective over the world, and an evaluation's JSON goes into s->adapt_json. uneven: why the
+  // ranks are known unequal from outside the guard ("" when not: the data-parallel shares' adapter's
+  // uneven_reason), a reason to hold. A live rebalancer's evaluation in this step (s->adapt_json already set)
+  // defers a due evaluation to the next step: one decision per step, each in its own metrics line. The layout to
   // continue on from the next step, or none.
-  std::optional<GridShape> after_step(int step, const std::vector<double>& compute_ms, StepStats* s);
+  std::optional<GridShape> after_step(int step, const std::vector<double>& compute_ms, const std::string& uneven,
+                                      StepStats* s);
   LayoutCarry carry() const;
   void adopt(LayoutCarry c);          // after a switch (before the first step on the new layout)
   std::string decisions_json() const;  // "[{...}, ...]"; "" without a decider (the test hook alone)
+  const std::vector<std::string>& decisions() const { return decisions_; }  // the same, one object each
+  const std::vector<std::string>& earlier_rebalancing() const { return earlier_rebalancing_; }  // (LayoutCarry)
 
  private:
   LayoutAdapter(const Config& cfg, Grid& grid) : cfg_(cfg), grid_(grid) {}
@@ -62,6 +71,7 @@ class LayoutAdapter {
   std::unique_ptr<LayoutGuard> guard_;      // parallel.adapt = full
   plan::Cluster base_;
   std::vector<std::string> decisions_;
+  std::vector<std::string> earlier_rebalancing_;
 };
 
 // The configuration of the run continued on `to`: the grid's sizes, micro-batches per replica so that the global
