@@ -65,8 +65,14 @@ plan::Cluster layout_base_cluster(const Config& cfg) {
 LayoutSample layout_sample(const StepStats& s) {
   LayoutSample x;
   x.step_ms = s.ms_max;
-  x.optimizer_ms = s.opt_ms;
-  x.compute_ms = std::max(0.0, s.compute_ms_max - s.opt_ms - s.data_ms);
+  // The optimizer phase's own work: its wall time less what the ranks were blocked in it, the model-parallel
+  // gradient-norm reduction (comm_other) where the faster stages wait for the slowest one's backward, and the DP
+  // reduction's last wait. With those in, a pipeline with a slow stage measured AdamW at 7-14 ms for 30 MB of state
+  // (about 2-4% of the memory's speed) and the element-wise time the fit then predicted exceeded the whole compute:
+  // "computed faster than the peak", no calibration (docs/adaptive.md, 2026-12-06). Where the DP wait fell in
+  // the backward instead this undercounts: the fit caps the memory efficiency at 1 and keeps the base one for 0.
+  x.optimizer_ms = std::max(0.0, s.opt_ms - s.comm_other_ms - s.comm_dp_ms);
+  x.compute_ms = std::max(0.0, s.compute_ms_max - x.optimizer_ms - s.data_ms);
   x.tp_ms = s.comm_tp_ms;
   const double blocked = std::max(0.0, s.ms_max - s.compute_ms_max);  // about the critical rank's blocked time
   x.dp_ms = std::min(s.comm_dp_ms, std::max(0.0, blocked - s.comm_tp_ms - s.comm_pp_ms));

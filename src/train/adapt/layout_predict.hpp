@@ -22,8 +22,8 @@ namespace gt {
 plan::Cluster layout_base_cluster(const Config& cfg);
 
 // The figures one step gives the calibration, from the world-reduced StepStats (the same on every rank): the
-// step of the slowest rank; the critical (slowest-computing) rank's forward and backward, its compute less the
-// optimizer and the data wait; the exposed TP time and the DP time the critical rank was blocked (the means over
+// step of the slowest rank; the optimizer's own time (less the waits in it); the critical (slowest-computing)
+// rank's forward and backward, its compute less the optimizer and the data wait; the exposed TP time and the DP time the critical rank was blocked (the means over
 // ranks include the faster ranks' waiting for the slowest, which is imbalance, not link time).
 LayoutSample layout_sample(const StepStats& s);
 
