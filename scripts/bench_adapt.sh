@@ -4,11 +4,16 @@
 # RANKS=2 puts one rank on each core of a 2-core machine: the premise of the adapter's model (independent devices)
 # holds there, while 4 ranks on 2 cores couple each rank's speed to its core-mate's (docs/adaptive.md).
 #   scripts/bench_adapt.sh [OUT_DIR]    (env: BIN, MODE=pp, RANKS=4, STEPS=40, LAYERS=8, SLOW_RANK=1, FACTOR=2,
+#                                        SLOWDOWN=hook (or process),
 #                                        REPS=1, STATIC="2,2,2,2 3,1,2,2 2,1,3,2 2,1,2,3" (RANKS=2: "4,4 5,3 6,2"):
 #                                        stage blocks (pp) or shares (dp))
-# The slowdown is the test hook GRIDTRAIN_TEST_SLOW_RANK=r:k (the rank sleeps (k - 1) x its own compute each step,
-# a device k times slower, from step 2 on); the hook lives in the straggler monitor, so "no adaptation" runs with
-# parallel.adapt = monitor (one 8-byte all-gather per step more than off; the quiet pair below shows its cost).
+# SLOWDOWN=hook (default): the test hook GRIDTRAIN_TEST_SLOW_RANK=r:k (the rank sleeps (k - 1) x its own compute
+# each step, a device k times slower, from step 2 on); the hook lives in the straggler monitor, so "no adaptation"
+# runs with parallel.adapt = monitor (one 8-byte all-gather per step more than off; the quiet pair below shows its
+# cost). SLOWDOWN=process: a real one, a competing busy process on the slowed rank's core for the whole run (each
+# rank pinned to core r mod the cores; the scheduler gives the two about half the core each, so about FACTOR 2,
+# whatever FACTOR says; its waits, its memory traffic and the scheduler's time slices come with it, which the hook
+# does not model). With RANKS=2 on 2 cores each rank has its own core.
 # Runs, each REPS times, interleaved:
 #   quiet_off, quiet_rebalance       nothing slow: adapt = off / rebalance (the adapter must cost nothing)
 #   slow_monitor                     rank SLOW_RANK slowed, no adaptation (the partition the cost model chose)
@@ -34,6 +39,11 @@ case $ranks in
   *) echo "bench_adapt: RANKS must be 2 or 4" >&2; exit 2 ;;
 esac
 mode=${MODE:-pp}
+slowdown=${SLOWDOWN:-hook}
+case $slowdown in hook|process) ;; *) echo "bench_adapt: SLOWDOWN must be hook or process" >&2; exit 2 ;; esac
+cores=$(nproc)
+burner=""  # the competing process of the run in progress: never left behind
+trap '[ -z "$burner" ] || kill "$burner" 2>/dev/null' EXIT
 mkdir -p "$out"
 common=(train --config tiny model.n_layer="$layers" train.micro_batch_size=4
         train.steps="$steps" output.peak_gflops=1 output.log_every=100 parallel.allreduce=mpi checkpoint.save_final=false)
@@ -46,13 +56,26 @@ run() {  # run NAME SLOWED(0|1) overrides...
   local name=$1 slowed=$2; shift 2
   local dir=$out/$name args=() r
   rm -rf "$dir"
+  burner=""
   for r in $(seq 0 $((ranks - 1))); do
     [ $r -gt 0 ] && args+=(:)
     args+=(-n 1)
-    [ "$slowed" = 1 ] && [ $r = "$slow" ] && args+=(-env GRIDTRAIN_TEST_SLOW_RANK "$slow:$factor")
-    args+=("$bin" "${common[@]}" output.dir="$dir" "$@")
+    if [ $slowdown = hook ]; then
+      [ "$slowed" = 1 ] && [ $r = "$slow" ] && args+=(-env GRIDTRAIN_TEST_SLOW_RANK "$slow:$factor")
+      args+=("$bin")
+    else
+      args+=(taskset -c $((r % cores)) "$bin")
+    fi
+    args+=("${common[@]}" output.dir="$dir" "$@")
   done
-  timeout -k 5 600 mpiexec "${args[@]}" >"$dir.log" 2>&1 || { echo "bench_adapt: $name failed: $(tail -3 "$dir.log")" >&2; exit 1; }
+  if [ $slowdown = process ] && [ "$slowed" = 1 ]; then
+    taskset -c $((slow % cores)) bash -c 'while :; do :; done' &
+    burner=$!
+  fi
+  local rc=0
+  timeout -k 5 600 mpiexec "${args[@]}" >"$dir.log" 2>&1 || rc=$?
+  [ -z "$burner" ] || { kill "$burner"; wait "$burner" 2>/dev/null || true; burner=""; }
+  [ $rc = 0 ] || { echo "bench_adapt: $name failed: $(tail -3 "$dir.log")" >&2; exit 1; }
   echo "bench_adapt: $name done"
 }
 
