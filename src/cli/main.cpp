@@ -249,18 +249,32 @@ int cmd_train(const std::vector<std::string>& args) {
   // next trainer is built without a resume and adopts it.
   std::unique_ptr<gt::StateHandoff> handoff;
   // A live re-layout (src/train/adapt/layout_adapter.hpp) continues on a new grid of the same world, built once the
-  // old trainer is gone; the first grid is kept (unused) until the end.
+  // old trainer is gone; the first grid is kept (unused) until the end. When the new layout does not fit in memory
+  // (the check agrees on every rank) the run continues on the layout it had, from the state handed over: nothing
+  // is lost, and the layout decider never proposes that one again.
   std::unique_ptr<gt::Grid> relaid;
   bool new_grid = false;
+  gt::Config before_switch;
   for (;;) {
     if (new_grid) {
-      relaid.reset();  // the previous re-layout's grid: no trainer uses it any more
+      new_grid = false;
       const gt::AllreduceAlgo algo =
           gt::device_allreduce_algo(gt::parse_allreduce_algo(cfg.parallel.allreduce), backend, device_is_cuda);
-      relaid = std::make_unique<gt::Grid>(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp, algo,
-                                          backend);
-      gt::check_memory_fits(cfg, *relaid);
-      new_grid = false;
+      auto next = std::make_unique<gt::Grid>(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp, algo,
+                                             backend);
+      try {
+        gt::check_memory_fits(cfg, *next);
+        relaid = std::move(next);  // the previous re-layout's grid goes: no trainer uses it any more
+      } catch (const gt::Error& e) {
+        const gt::GridShape to = next->shape();
+        next.reset();
+        cfg = before_switch;
+        gt::LayoutAdapter::switch_refused(&handoff->layout, handoff->progress.step, to, e.what());
+        if (grid.world_rank() == 0)
+          std::printf("gridtrain: adapt: the switch to %s cannot be made (%s); continuing at step %d on %s from the "
+                      "state handed over, nothing lost\n", gt::layout_text(to).c_str(), e.what(),
+                      handoff->progress.step, gt::layout_text({cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp}).c_str());
+      }
     }
     gt::Grid& on = relaid ? *relaid : grid;
     gt::Config build = cfg;
@@ -269,6 +283,7 @@ int cmd_train(const std::vector<std::string>& args) {
     if (handoff) trainer.adopt(std::move(*handoff));
     const int code = trainer.run();
     if (const auto& to = trainer.relayout()) {
+      before_switch = cfg;
       cfg = gt::relaid_config(cfg, *to);
       handoff = trainer.take_handoff();
       new_grid = true;

@@ -159,6 +159,15 @@ void LayoutAdapter::adopt(LayoutCarry c) {
   if (decider_) decider_ = std::make_unique<LayoutDecider>(settings(cfg_), grid_.shape(), std::move(c.memory));
 }
 
+void LayoutAdapter::switch_refused(LayoutCarry* c, int step, const GridShape& to, const std::string& why) {
+  c->memory.failed.push_back(to);
+  c->memory.pending = false;
+  c->memory.has_left = false;
+  JsonObject j;
+  j.integer("step", step).str("action", "switch_refused").str("to_layout", layout_text(to)).str("note", why);
+  c->decisions.push_back(j.dump());
+}
+
 std::string LayoutAdapter::decisions_json() const { return decider_ ? json_list(decisions_) : std::string(); }
 
 Config relaid_config(const Config& now, const GridShape& to) {

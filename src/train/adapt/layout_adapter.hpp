@@ -55,6 +55,10 @@ class LayoutAdapter {
                                       StepStats* s);
   LayoutCarry carry() const;
   void adopt(LayoutCarry c);          // after a switch (before the first step on the new layout)
+  // The switch after step `step` to `to` could not be made (why: its memory check's one line, the same on every
+  // rank) and the run continues on the layout it had: `to` is never proposed again, no switch is pending
+  // judgement, and the list of decisions records it ("switch_refused").
+  static void switch_refused(LayoutCarry* c, int step, const GridShape& to, const std::string& why);
   std::string decisions_json() const;  // "[{...}, ...]"; "" without a decider (the test hook alone)
   const std::vector<std::string>& decisions() const { return decisions_; }  // the same, one object each
   const std::vector<std::string>& earlier_rebalancing() const { return earlier_rebalancing_; }  // (LayoutCarry)
