@@ -255,6 +255,7 @@ int cmd_train(const std::vector<std::string>& args) {
   std::unique_ptr<gt::Grid> relaid;
   bool new_grid = false;
   gt::Config before_switch;
+  gt::LayoutChoice switching_to;
   for (;;) {
     if (new_grid) {
       new_grid = false;
@@ -266,14 +267,14 @@ int cmd_train(const std::vector<std::string>& args) {
         gt::check_memory_fits(cfg, *next);
         relaid = std::move(next);  // the previous re-layout's grid goes: no trainer uses it any more
       } catch (const gt::Error& e) {
-        const gt::GridShape to = next->shape();
         next.reset();
         cfg = before_switch;
-        gt::LayoutAdapter::switch_refused(&handoff->layout, handoff->progress.step, to, e.what());
+        gt::LayoutAdapter::switch_refused(&handoff->layout, handoff->progress.step, switching_to, e.what());
         if (grid.world_rank() == 0)
           std::printf("gridtrain: adapt: the switch to %s cannot be made (%s); continuing at step %d on %s from the "
-                      "state handed over, nothing lost\n", gt::layout_text(to).c_str(), e.what(),
-                      handoff->progress.step, gt::layout_text({cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp}).c_str());
+                      "state handed over, nothing lost\n", gt::layout_text(switching_to).c_str(), e.what(),
+                      handoff->progress.step,
+                      gt::layout_text(gt::layout_of(cfg, {cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp})).c_str());
       }
     }
     gt::Grid& on = relaid ? *relaid : grid;
@@ -284,6 +285,7 @@ int cmd_train(const std::vector<std::string>& args) {
     const int code = trainer.run();
     if (const auto& to = trainer.relayout()) {
       before_switch = cfg;
+      switching_to = *to;
       cfg = gt::relaid_config(cfg, *to);
       handoff = trainer.take_handoff();
       new_grid = true;

@@ -158,6 +158,7 @@ inline Relayout relayout() {
 // when unset. Throws gt::Error naming the variable on a malformed entry.
 struct LayoutFactor {
   int tp = 1, pp = 1, dp = 1;
+  int zero = -1, micro_batch = -1;  // -1: any
   double factor = 1;
 };
 inline std::vector<LayoutFactor> layout_predict_factors() {
@@ -168,9 +169,13 @@ inline std::vector<LayoutFactor> layout_predict_factors() {
   for (const std::string& part : items(text, ';')) {
     LayoutFactor f;
     char tail = 0;
-    if (std::sscanf(part.c_str(), "%d,%d,%d:%lf%c", &f.tp, &f.pp, &f.dp, &f.factor, &tail) != 4 || f.tp < 1 ||
-        f.pp < 1 || f.dp < 1 || !(f.factor > 0))
-      throw Error("GRIDTRAIN_TEST_LAYOUT_PREDICT expects TP,PP,DP:FACTOR[;...] (each >= 1, FACTOR > 0), got '" + text + "'");
+    const bool full = std::sscanf(part.c_str(), "%d,%d,%d,%d,%d:%lf%c", &f.tp, &f.pp, &f.dp, &f.zero, &f.micro_batch,
+                                  &f.factor, &tail) == 6 && f.zero >= 0 && f.micro_batch >= 1;
+    if (!full) f.zero = f.micro_batch = -1;
+    if ((!full && std::sscanf(part.c_str(), "%d,%d,%d:%lf%c", &f.tp, &f.pp, &f.dp, &f.factor, &tail) != 4) ||
+        f.tp < 1 || f.pp < 1 || f.dp < 1 || !(f.factor > 0))
+      throw Error("GRIDTRAIN_TEST_LAYOUT_PREDICT expects TP,PP,DP[,ZERO,MICRO_BATCH]:FACTOR[;...] (each >= 1, ZERO "
+                  ">= 0, FACTOR > 0), got '" + text + "'");
     out.push_back(f);
   }
   return out;

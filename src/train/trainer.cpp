@@ -401,7 +401,7 @@ int Trainer::run() {
     const std::vector<double> no_compute;
     const std::vector<double>& compute = straggler_ ? straggler_->last_compute_ms() : no_compute;
     const std::string uneven = dp_adapter_ ? dp_adapter_->uneven_reason() : std::string();
-    const std::optional<GridShape> relayout = layout_adapter_ && step < steps && !move
+    const std::optional<LayoutChoice> relayout = layout_adapter_ && step < steps && !move
                                                   ? layout_adapter_->after_step(step, compute, uneven, &history_.back())
                                                   : std::nullopt;
     report_->log_step(step, history_.back());

@@ -69,7 +69,7 @@ class Trainer {
   // trainer built on the new partition takes the state over instead of a resume (state_handoff.hpp).
   std::unique_ptr<StateHandoff> take_handoff() { return std::move(handoff_); }
   // Set when run() returned to continue on another (tp, pp, dp) (layout_adapter.hpp), with take_handoff().
-  const std::optional<GridShape>& relayout() const { return relayout_; }
+  const std::optional<LayoutChoice>& relayout() const { return relayout_; }
   void adopt(StateHandoff h);
 
   // Access for tests.
@@ -146,7 +146,7 @@ class Trainer {
   std::unique_ptr<DpShareAdapter> dp_adapter_;   // parallel.adapt = rebalance, pp = 1
   std::unique_ptr<StateHandoff> handoff_;        // set by a live move, for the next trainer
   std::unique_ptr<LayoutAdapter> layout_adapter_;  // a live re-layout: parallel.adapt = full (or its test hook)
-  std::optional<GridShape> relayout_;
+  std::optional<LayoutChoice> relayout_;
   std::vector<int> partition_;                   // first block of every stage
   // Collective: this trainer's state in global shapes, the tensors this rank holds on `partition`.
   std::unique_ptr<StateHandoff> hand_off(const std::vector<int>& partition);

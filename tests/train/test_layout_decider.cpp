@@ -12,11 +12,14 @@
 #include "src/train/adapt/adapt_agree.hpp"
 #include "src/train/adapt/layout_decider.hpp"
 #include "src/train/adapt/layout_guard.hpp"
+#include "src/train/adapt/layout_predict.hpp"
 
 namespace gt {
 namespace {
 
-const GridShape kDp2{1, 1, 2}, kPp2{1, 2, 1}, kTp2{2, 1, 1};
+// zero 0, micro-batch 4: the decider compares whole layouts (the same grid with another ZeRO stage or micro-batch
+// size is another layout: SameGridOtherMicroBatchIsAnotherLayout)
+const LayoutChoice kDp2{{1, 1, 2}, 0, 4}, kPp2{{1, 2, 1}, 0, 4}, kTp2{{2, 1, 1}, 0, 4};
 
 LayoutSettings settings(int interval = 3) {
   LayoutSettings s;
@@ -45,7 +48,7 @@ std::vector<LayoutPrediction> predictions(double dp2, double pp2, double tp2) {
   return {{kDp2, dp2}, {kPp2, pp2}, {kTp2, tp2}};
 }
 
-bool same(const GridShape& a, const GridShape& b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; }
+bool same(const LayoutChoice& a, const LayoutChoice& b) { return same_layout(a, b); }
 
 TEST(LayoutDecider, WarmUpThenWindowThenInterval) {
   LayoutDecider d(settings(10), kDp2);
@@ -329,3 +332,46 @@ TEST(AdaptRecords, MergedInStepOrder) {
   EXPECT_EQ(merged[2], R"({"step": 16, "action": "keep"})");
   EXPECT_EQ(merged[3], R"({"step": 16, "action": "keep", "from_layout": "a"})");
 }
+
+namespace gt {
+namespace {
+
+// The same grid with another micro-batch size is another layout: proposed, switched to, and when measured short
+// never tried again, while other layouts on that grid stay candidates.
+TEST(LayoutDecider, SameGridOtherMicroBatchIsAnotherLayout) {
+  const LayoutChoice dp2_mb8{{1, 1, 2}, 0, 8}, dp2_z1{{1, 1, 2}, 1, 4};
+  LayoutDecider d(settings(), kDp2);
+  int at = run_until_due(d, 1, {100});
+  LayoutDecision x = d.decide(at, {{kDp2, 100}, {dp2_mb8, 50}, {dp2_z1, 95}});
+  ASSERT_EQ(x.action, LayoutAction::Switch);
+  EXPECT_TRUE(same(x.to, dp2_mb8));
+  EXPECT_EQ(layout_text(x.to), "tp 1 x pp 1 x dp 2, zero 0, micro-batch 8");
+  at = run_until_due(d, at + 1, {100});  // measured no faster: switched back, never to micro-batch 8 again
+  x = d.decide(at, {{dp2_mb8, 50}, {kDp2, 100}, {dp2_z1, 95}});
+  ASSERT_EQ(x.action, LayoutAction::SwitchBack);
+  at = run_until_due(d, at + 1, {100});
+  x = d.decide(at, {{kDp2, 100}, {dp2_mb8, 10}, {dp2_z1, 80}});
+  EXPECT_TRUE(same(x.best, dp2_z1)) << layout_text(x.best);  // the same grid's other layouts remain
+  EXPECT_EQ(x.action, LayoutAction::Switch);
+}
+
+// The candidates on 2 ranks from dp 2, zero 0, micro-batch 4 with a global batch of 16 sequences: 3 grids; ZeRO 0-3
+// only where dp > 1; micro-batch 2, 4 and 8 (each keeps 16 in whole micro-batches per replica); the current first,
+// no duplicates. With 12 sequences micro-batch 8 cannot keep the batch on dp 2 (8 x 2 does not divide 12) but can
+// on dp 1 (not 12 either): gone everywhere; 2 and 4 stay.
+TEST(LayoutChoices, GridsZeroStagesAndMicroBatchSizes) {
+  const std::vector<LayoutChoice> c = layout_choices(kDp2, 16);
+  ASSERT_FALSE(c.empty());
+  EXPECT_TRUE(same(c[0], kDp2));
+  EXPECT_EQ(c.size(), 12u + 3u + 3u);  // dp 2: 4 stages x 3 sizes; pp 2 and tp 2: zero 0 x 3 sizes
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(c[i].grid.size(), 2);
+    EXPECT_TRUE(c[i].grid.dp > 1 || c[i].zero == 0) << layout_text(c[i]);
+    EXPECT_EQ(16 % (c[i].micro_batch * c[i].grid.dp), 0) << layout_text(c[i]);
+    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(same(c[i], c[j])) << layout_text(c[i]);
+  }
+  for (const LayoutChoice& x : layout_choices(kDp2, 12)) EXPECT_NE(x.micro_batch, 8) << layout_text(x);
+}
+
+}  // namespace
+}  // namespace gt

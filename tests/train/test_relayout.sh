@@ -51,7 +51,7 @@ need_pp=$(need "${pp2[@]}") need_dp=$(need parallel.dp=2 train.micro_batches=2)
 mid=$(( (need_pp + need_dp) / 2 ))
 GRIDTRAIN_TEST_MEMAVAILABLE_MB=$mid GRIDTRAIN_TEST_RELAYOUT=5:1,1,2 run_np 2 refused "${pp2[@]}"
 run_np 2 plain "${pp2[@]}"
-grep -q "^gridtrain: adapt: the switch to tp 1 x pp 1 x dp 2 cannot be made (memory: .*); continuing at step 5 on tp 1 x pp 2 x dp 1 from the state handed over, nothing lost$" \
+grep -q "^gridtrain: adapt: the switch to tp 1 x pp 1 x dp 2, zero 0, micro-batch 8 cannot be made (memory: .*); continuing at step 5 on tp 1 x pp 2 x dp 1, zero 0, micro-batch 8 from the state handed over, nothing lost$" \
   "$work/refused.log" || fail "no fallback line: $(grep 'adapt\|error' "$work/refused.log" | head -3)"
 losses refused >"$work/a.txt"; losses plain >"$work/b.txt"
 [ "$(wc -l <"$work/a.txt")" = 10 ] || fail "the refused switch's run has $(wc -l <"$work/a.txt") steps"

@@ -50,14 +50,28 @@ run_np 2 even parallel.adapt=off
 # three runs in a row held at every evaluation, "straggler: rank 1", then "rank 0"; docs/adaptive.md, the
 # monitor's findings), so a run held at its first evaluation is tried again, 3 times at most; the checks below are
 # those of one run.
-for try in 1 2 3; do
-  GRIDTRAIN_TEST_LAYOUT_PREDICT="1,2,1:0.25;2,1,1:4" run_np 2 decided parallel.adapt=full
-  first=$(grep -m1 '"from_layout"' "$work/decided/metrics.jsonl")
-  [[ $first == *'"reason"'* ]] || break
-  echo "decided run held at its first evaluation by this machine's noise (try $try): $(grep -o '"reason":[^,}]*' <<<"$first")"
-  [[ $try == 3 ]] || rm -rf "$work/decided" "$work/decided.log"
-done
-GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT="1,2,1:0.25;2,1,1:4" run_np 2 held parallel.adapt=full
+# The fake names one layout (tp 1 x pp 2 x dp 1, zero 0, micro-batch 8); every other layout but the current one is
+# made 4x worse, so that no real prediction among the 18 candidates (3 grids, ZeRO stages, micro-batch sizes 4, 8,
+# 16) takes part: the test is about the mechanism.
+others="1,1,2,0,8:1;1,1,2:4;1,2,1:4;2,1,1:4"
+fake="1,2,1,0,8:0.25;$others"
+decided_run() {  # decided_run NAME FAKE: a run under full with the fake, tried again while held at its first evaluation
+  local name=$1 try first
+  for try in 1 2 3; do
+    GRIDTRAIN_TEST_LAYOUT_PREDICT=$2 run_np 2 "$name" parallel.adapt=full
+    first=$(grep -m1 '"from_layout"' "$work/$name/metrics.jsonl")
+    [[ $first == *'"reason"'* ]] || break
+    echo "$name run held at its first evaluation by this machine's noise (try $try): $(grep -o '"reason":[^,}]*' <<<"$first")"
+    [[ $try == 3 ]] || rm -rf "${work:?}/$name" "$work/$name.log"
+  done
+}
+decided_run decided "$fake"
+# The same on one grid: a switch of micro-batch size (8 -> 16: one micro-batch of 16 per replica) and one of ZeRO
+# stage (0 -> 1), each faked alone the same way; the checks below: the first evaluation switches to that layout, and
+# every loss is within 1e-6 of the undisturbed run (the global batch kept; the sums regroup).
+decided_run to_mb "1,1,2,0,16:0.25;$others"
+decided_run to_zero "1,1,2,1,8:0.25;$others"
+GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT=$fake run_np 2 held parallel.adapt=full
 GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT="1,1,2:0.25;2,1,1:4" run_np 2 held_pp parallel.adapt=full \
   parallel.dp=1 parallel.pp=2 train.micro_batches=4 model.n_layer=4
 run_np 2 quiet parallel.adapt=full
@@ -65,7 +79,7 @@ GRIDTRAIN_TEST_SLOW_RANK=1:2 run_np 2 slow parallel.adapt=full
 python3 - "$work" <<'PY' || exit 1
 import json, sys
 w = sys.argv[1]
-runs = ("even", "decided", "held", "held_pp", "quiet", "slow")
+runs = ("even", "decided", "held", "held_pp", "quiet", "slow", "to_mb", "to_zero")
 lines = {k: [json.loads(l) for l in open(f"{w}/{k}/metrics.jsonl")] for k in runs}
 ok = True
 def fail(*a):
@@ -82,9 +96,9 @@ if len(sw) != 2 or sw[0]["action"] != "switch" or sw[1]["action"] != "switch_bac
     fail("expected one switch and one switch back:", acts)
 else:
     a, b = sw
-    if a["to_layout"] != "tp 1 x pp 2 x dp 1" or a["predicted_gain"] < a["needed_gain"] or "reason" in a:
+    if a["to_layout"] != "tp 1 x pp 2 x dp 1, zero 0, micro-batch 8" or a["predicted_gain"] < a["needed_gain"] or "reason" in a:
         fail("the switch was not to pp 2 on a gain above its bar, unheld:", a)
-    if b["to_layout"] != "tp 1 x pp 1 x dp 2" or b.get("last_switch_step") != a["step"]:
+    if b["to_layout"] != "tp 1 x pp 1 x dp 2, zero 0, micro-batch 8" or b.get("last_switch_step") != a["step"]:
         fail("the switch back did not return to dp 2 judging the switch:", b)
     print(f"ok: switched at step {a['step']} (predicted gain {a['predicted_gain']:.2f}, needed {a['needed_gain']:.2f}),"
           f" back at step {b['step']} (measured gain {b['measured_gain_of_last_switch']:.2f} of the predicted"
@@ -93,7 +107,7 @@ else:
     if not later:
         fail("no evaluation after the switch back (the no-retry rule untested)")
     for e in later:
-        if e["action"] != "keep" or e["best_other_layout"] == "tp 1 x pp 2 x dp 1":
+        if e["action"] != "keep" or e["best_other_layout"] == "tp 1 x pp 2 x dp 1, zero 0, micro-batch 8":
             fail("after the switch back it proposed pp 2 again or moved:", e)
     print("ok: kept after the switch back at steps", [e["step"] for e in later], "best other:",
           sorted({e["best_other_layout"] for e in later}))
@@ -121,11 +135,18 @@ for k, what in (("quiet", "nothing slow and nothing faked"), ("slow", "rank 1 sl
         fail(f"{what}, and still a switch:", evals(k))
     print(f"{k} run: evaluations at steps", [e["step"] for e in evals(k)], "gains",
           [round(e["predicted_gain"], 3) for e in evals(k)], "needed", [round(e["needed_gain"], 3) for e in evals(k)])
+for k, to in (("to_mb", "tp 1 x pp 1 x dp 2, zero 0, micro-batch 16"), ("to_zero", "tp 1 x pp 1 x dp 2, zero 1, micro-batch 8")):
+    e = evals(k)
+    if not e or e[0]["action"] != "switch" or e[0]["to_layout"] != to:
+        fail(f"{k}: the first evaluation did not switch to {to}:", e[:2])
+    else:
+        print(f"ok: {k}: switched to {to} at step {e[0]['step']};", [(x["step"], x["action"]) for x in e[1:]])
 even = [l["loss"] for l in lines["even"]]
-for k in ("decided", "held", "quiet", "slow"):
+for k in ("decided", "held", "quiet", "slow", "to_mb", "to_zero"):
     got = [l["loss"] for l in lines[k]]
     if len(got) != len(even): fail(f"{k}: {len(got)} steps, the undisturbed run {len(even)}")
-    first_switch = sw[0]["step"] if (k == "decided" and sw) else len(even)
+    switches = [e["step"] for e in evals(k) if e["action"] != "keep"]
+    first_switch = switches[0] if switches else len(even)
     first_switch = min([first_switch] + share_moves(k))  # new shares from the step after: sums regroup
     for i, (a, b) in enumerate(zip(even, got)):
         if i + 1 <= first_switch and a != b:
@@ -135,12 +156,12 @@ for k in ("decided", "held", "quiet", "slow"):
     print(k, "max relative gap", max(abs(a - b) / abs(a) for a, b in zip(even, got)))
 sys.exit(0 if ok else 1)
 PY
-at=$(sed -n 's/^gridtrain: step \([0-9]*\): adapt: layout tp 1 x pp 1 x dp 2 .*: switching to tp 1 x pp 2 x dp 1$/\1/p' "$work/decided.log" | head -1)
+at=$(sed -n 's/^gridtrain: step \([0-9]*\): adapt: layout tp 1 x pp 1 x dp 2, zero 0, micro-batch 8 .*: switching to tp 1 x pp 2 x dp 1, zero 0, micro-batch 8$/\1/p' "$work/decided.log" | head -1)
 [ -n "$at" ] || fail "no switch line in the log: $(grep 'adapt' "$work/decided.log" | head -3)"
 grep -q "^gridtrain: adapt: continuing at step $at on blocks .* (tp 1 x pp 2 x dp 1)" "$work/decided.log" ||
   fail "the switch was not made at step $at: $(grep 'continuing' "$work/decided.log" | head -2)"
 echo "ok: $(grep -m1 'switching back' "$work/decided.log")"
-grep -q "^gridtrain: step [0-9]*: adapt: layout tp 1 x pp 1 x dp 2 .*; \(straggler: rank 1\|uneven data-parallel shares\).*: keeping the layout (the rebalancers' case)$" \
+grep -q "^gridtrain: step [0-9]*: adapt: layout tp 1 x pp 1 x dp 2, zero 0, micro-batch 8 .*; \(straggler: rank 1\|uneven data-parallel shares\).*: keeping the layout (the rebalancers' case)$" \
   "$work/held.log" || fail "no held line in the log: $(grep 'adapt' "$work/held.log" | head -3)"
 echo "ok: $(grep -m1 "the rebalancers' case" "$work/held.log")"
 

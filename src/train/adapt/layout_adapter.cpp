@@ -67,19 +67,19 @@ std::unique_ptr<LayoutAdapter> LayoutAdapter::make(const Config& cfg, Grid& grid
   const test_hooks::Relayout h = test_hooks::relayout();
   const bool full = cfg.choices().adapt == AdaptMode::Full;
   if (h.step < 1 && !full) return nullptr;
-  const GridShape now = grid.shape();
+  const LayoutChoice now = layout_of(cfg, grid.shape());
   std::unique_ptr<LayoutAdapter> a(new LayoutAdapter(cfg, grid));
   if (h.step >= 1) {
-    const GridShape to{h.tp, h.pp, h.dp};
-    if (to.size() != now.size())
-      throw Error(std::string(test_hooks::kRelayout) + ": tp " + std::to_string(to.tp) + " x pp " + std::to_string(to.pp) +
-                  " x dp " + std::to_string(to.dp) + " is not the run's " + std::to_string(now.size()) + " ranks");
+    const LayoutChoice to{GridShape{h.tp, h.pp, h.dp}, now.zero, now.micro_batch};  // the hook changes the grid
+    if (to.grid.size() != now.grid.size())
+      throw Error(std::string(test_hooks::kRelayout) + ": " + layout_text(to.grid) + " is not the run's " +
+                  std::to_string(now.grid.size()) + " ranks");
     relaid_config(cfg, to);  // throws here, at the start, when the run could not continue on it
     a->hook_step_ = h.step;
     a->hook_to_ = to;
   }
   if (full) {
-    check_adapt_full(cfg, now);
+    check_adapt_full(cfg, now.grid);
     test_hooks::layout_predict_factors();  // a malformed hook: refused at the start
     a->base_ = layout_base_cluster(cfg);
     a->decider_ = std::make_unique<LayoutDecider>(settings(cfg), now);
@@ -104,8 +104,8 @@ LayoutDecision LayoutAdapter::evaluate(int step, const std::string& hold) {
   return d;
 }
 
-std::optional<GridShape> LayoutAdapter::after_step(int step, const std::vector<double>& compute_ms,
-                                                   const std::string& uneven, StepStats* s) {
+std::optional<LayoutChoice> LayoutAdapter::after_step(int step, const std::vector<double>& compute_ms,
+                                                      const std::string& uneven, StepStats* s) {
   if (guard_) guard_->observe(compute_ms);
   const bool due = decider_ && decider_->observe(step, layout_sample(*s));
   if (due && s->adapt_json.empty()) {  // (a rebalancer's evaluation in this step: due again at the next)
@@ -113,10 +113,10 @@ std::optional<GridShape> LayoutAdapter::after_step(int step, const std::vector<d
     const std::vector<int> none;
     LayoutDecision d = evaluate(step, guard_->hold(s->straggler_monitored ? s->straggler.stragglers : none, uneven));
     // The agreement: world rank 0's action and target are every rank's (computed alike from the same figures).
-    std::vector<int> agreed{int(d.action), d.to.tp, d.to.pp, d.to.dp};
+    std::vector<int> agreed{int(d.action), d.to.grid.tp, d.to.grid.pp, d.to.grid.dp, d.to.zero, d.to.micro_batch};
     agree_with_rank0(grid_.world(), d.action != LayoutAction::Keep, &agreed);
     d.action = LayoutAction(agreed[0]);
-    d.to = GridShape{agreed[1], agreed[2], agreed[3]};
+    d.to = LayoutChoice{GridShape{agreed[1], agreed[2], agreed[3]}, agreed[4], agreed[5]};
     s->adapt_json = decision_json(d, d.note);
     decisions_.push_back(s->adapt_json);
     log(d, d.note);
@@ -156,10 +156,10 @@ LayoutCarry LayoutAdapter::carry() const {
 void LayoutAdapter::adopt(LayoutCarry c) {
   decisions_ = std::move(c.decisions);
   earlier_rebalancing_ = std::move(c.earlier_rebalancing);
-  if (decider_) decider_ = std::make_unique<LayoutDecider>(settings(cfg_), grid_.shape(), std::move(c.memory));
+  if (decider_) decider_ = std::make_unique<LayoutDecider>(settings(cfg_), layout_of(cfg_, grid_.shape()), std::move(c.memory));
 }
 
-void LayoutAdapter::switch_refused(LayoutCarry* c, int step, const GridShape& to, const std::string& why) {
+void LayoutAdapter::switch_refused(LayoutCarry* c, int step, const LayoutChoice& to, const std::string& why) {
   c->memory.failed.push_back(to);
   c->memory.pending = false;
   c->memory.has_left = false;
@@ -170,16 +170,24 @@ void LayoutAdapter::switch_refused(LayoutCarry* c, int step, const GridShape& to
 
 std::string LayoutAdapter::decisions_json() const { return decider_ ? json_list(decisions_) : std::string(); }
 
-Config relaid_config(const Config& now, const GridShape& to) {
+LayoutChoice layout_of(const Config& cfg, const GridShape& g) {
+  return LayoutChoice{g, cfg.parallel.zero, cfg.train.micro_batch_size};
+}
+
+Config relaid_config(const Config& now, const LayoutChoice& to) {
   Config c = now;
-  const int replicas_micro = now.train.micro_batches * now.parallel.dp;  // the global batch in micro-batches
-  if (replicas_micro % to.dp != 0)
-    throw Error("adapt: a re-layout to dp = " + std::to_string(to.dp) + " cannot keep the global batch of " +
-                std::to_string(replicas_micro) + " micro-batches");
-  c.parallel.tp = to.tp;
-  c.parallel.pp = to.pp;
-  c.parallel.dp = to.dp;
-  c.train.micro_batches = replicas_micro / to.dp;
+  // the global batch in sequences: micro-batch size x micro-batches per replica x replicas
+  const int samples = now.train.micro_batch_size * now.train.micro_batches * now.parallel.dp;
+  if (to.micro_batch < 1 || samples % (to.micro_batch * to.grid.dp) != 0)
+    throw Error("adapt: a re-layout to dp = " + std::to_string(to.grid.dp) + " with micro-batches of " +
+                std::to_string(to.micro_batch) + " cannot keep the global batch of " + std::to_string(samples) +
+                " sequences");
+  c.parallel.tp = to.grid.tp;
+  c.parallel.pp = to.grid.pp;
+  c.parallel.dp = to.grid.dp;
+  c.parallel.zero = to.zero;
+  c.train.micro_batch_size = to.micro_batch;
+  c.train.micro_batches = samples / (to.micro_batch * to.grid.dp);
   c.parallel.stage_blocks.clear();
   c.parallel.dp_shares.clear();
   c.validate();

@@ -51,14 +51,14 @@ class LayoutAdapter {
   // uneven_reason), a reason to hold. A live rebalancer's evaluation in this step (s->adapt_json already set)
   // defers a due evaluation to the next step: one decision per step, each in its own metrics line. The layout to
   // continue on from the next step, or none.
-  std::optional<GridShape> after_step(int step, const std::vector<double>& compute_ms, const std::string& uneven,
-                                      StepStats* s);
+  std::optional<LayoutChoice> after_step(int step, const std::vector<double>& compute_ms, const std::string& uneven,
+                                         StepStats* s);
   LayoutCarry carry() const;
   void adopt(LayoutCarry c);          // after a switch (before the first step on the new layout)
   // The switch after step `step` to `to` could not be made (why: its memory check's one line, the same on every
   // rank) and the run continues on the layout it had: `to` is never proposed again, no switch is pending
   // judgement, and the list of decisions records it ("switch_refused").
-  static void switch_refused(LayoutCarry* c, int step, const GridShape& to, const std::string& why);
+  static void switch_refused(LayoutCarry* c, int step, const LayoutChoice& to, const std::string& why);
   std::string decisions_json() const;  // "[{...}, ...]"; "" without a decider (the test hook alone)
   const std::vector<std::string>& decisions() const { return decisions_; }  // the same, one object each
   const std::vector<std::string>& earlier_rebalancing() const { return earlier_rebalancing_; }  // (LayoutCarry)
@@ -70,7 +70,7 @@ class LayoutAdapter {
   Config cfg_;
   Grid& grid_;
   int hook_step_ = 0;  // the test hook's forced switch (0: none)
-  GridShape hook_to_;
+  LayoutChoice hook_to_;
   std::unique_ptr<LayoutDecider> decider_;  // parallel.adapt = full
   std::unique_ptr<LayoutGuard> guard_;      // parallel.adapt = full
   plan::Cluster base_;
@@ -78,10 +78,14 @@ class LayoutAdapter {
   std::vector<std::string> earlier_rebalancing_;
 };
 
-// The configuration of the run continued on `to`: the grid's sizes, micro-batches per replica so that the global
-// batch (micro_batch_size x micro_batches x dp) is the same, the default pipeline partition and even data-parallel
-// shares (both were for the old grid). Validated as a fresh start is; throws gt::Error (one line, the same on every
-// rank) when the layout cannot run this model or keep its global batch.
-Config relaid_config(const Config& now, const GridShape& to);
+// The layout a configuration runs on grid `g`.
+LayoutChoice layout_of(const Config& cfg, const GridShape& g);
+
+// The configuration of the run continued on `to`: the grid's sizes, the ZeRO stage, the micro-batch size and
+// micro-batches per replica so that the global batch (micro_batch_size x micro_batches x dp) is the same, the
+// default pipeline partition and even data-parallel shares (both were for the old grid). Validated as a fresh start
+// is; throws gt::Error (one line, the same on every rank) when the layout cannot run this model or keep its global
+// batch.
+Config relaid_config(const Config& now, const LayoutChoice& to);
 
 }  // namespace gt

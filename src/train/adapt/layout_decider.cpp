@@ -9,7 +9,7 @@ namespace gt {
 
 namespace {
 
-bool same(const GridShape& a, const GridShape& b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; }
+bool same(const LayoutChoice& a, const LayoutChoice& b) { return same_layout(a, b); }
 
 double median_of(const std::vector<LayoutSample>& w, double LayoutSample::*field) {
   std::vector<double> v;
@@ -28,7 +28,16 @@ std::string layout_text(const GridShape& g) {
   return "tp " + std::to_string(g.tp) + " x pp " + std::to_string(g.pp) + " x dp " + std::to_string(g.dp);
 }
 
-LayoutDecider::LayoutDecider(LayoutSettings s, GridShape now, LayoutMemory memory)
+std::string layout_text(const LayoutChoice& c) {
+  return layout_text(c.grid) + ", zero " + std::to_string(c.zero) + ", micro-batch " + std::to_string(c.micro_batch);
+}
+
+bool same_layout(const LayoutChoice& a, const LayoutChoice& b) {
+  return a.grid.tp == b.grid.tp && a.grid.pp == b.grid.pp && a.grid.dp == b.grid.dp && a.zero == b.zero &&
+         a.micro_batch == b.micro_batch;
+}
+
+LayoutDecider::LayoutDecider(LayoutSettings s, LayoutChoice now, LayoutMemory memory)
     : set_(s), now_(now), mem_(std::move(memory)) {
   if (set_.window < 1 || set_.interval < 1) throw Error("adapt: the layout decider needs window and interval >= 1");
 }
@@ -64,13 +73,13 @@ bool LayoutDecider::judge(LayoutDecision* d, double t) {
   d->promised_gain = mem_.promised;
   if (d->measured_gain >= 1.0 + t / 2 && d->measured_gain * (1.0 + t) >= mem_.promised) return false;
   mem_.failed.push_back(now_);
-  const GridShape back = mem_.left;
+  const LayoutChoice back = mem_.left;
   mem_.has_left = false;  // going back is not a switch to judge: the old layout was measured already
   take(d, LayoutAction::SwitchBack, back);
   return true;
 }
 
-void LayoutDecider::take(LayoutDecision* d, LayoutAction a, const GridShape& to) {
+void LayoutDecider::take(LayoutDecision* d, LayoutAction a, const LayoutChoice& to) {
   d->action = a;
   d->to = to;
   if (a == LayoutAction::Switch) {

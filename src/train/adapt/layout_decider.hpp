@@ -1,6 +1,6 @@
 #pragma once
 // parallel.adapt = full (issue 25, docs/adaptive.md, "Live re-layout"): when to continue the run on another
-// (tp, pp, dp) of the same ranks, and when to come back. A pure class (no MPI, no clock, no planner): fed every
+// layout (tp, pp, dp, ZeRO stage, micro-batch size) of the same ranks, and when to come back. A pure class (no MPI, no clock, no planner): fed every
 // step's measured figures (the world-reduced StepStats, the same on every rank), it says when an evaluation is
 // due and gives the window's medians; the caller predicts every layout's step from them (layout_predict.hpp: the
 // planner calibrated from this run) and the decider chooses from those predictions.
@@ -34,8 +34,17 @@ struct LayoutSample {
   double step_ms = 0, compute_ms = 0, optimizer_ms = 0, tp_ms = 0, dp_ms = 0;
 };
 
+// A layout the run can continue on: the grid, the ZeRO stage and the micro-batch size (the micro-batch count
+// follows from the global batch: relaid_config, layout_adapter.hpp).
+struct LayoutChoice {
+  GridShape grid;
+  int zero = 0;
+  int micro_batch = 1;
+};
+bool same_layout(const LayoutChoice& a, const LayoutChoice& b);
+
 struct LayoutPrediction {
-  GridShape shape;
+  LayoutChoice shape;
   double predicted_ms = 0;  // the calibrated planner's step
 };
 
@@ -49,12 +58,13 @@ struct LayoutSettings {
 enum class LayoutAction { Keep, Switch, SwitchBack };
 const char* layout_action_name(LayoutAction a);  // "keep", "switch", "switch_back"
 std::string layout_text(const GridShape& g);     // "tp 1 x pp 2 x dp 1"
+std::string layout_text(const LayoutChoice& c);  // "tp 1 x pp 2 x dp 1, zero 0, micro-batch 4"
 
 struct LayoutDecision {
   bool evaluated = false;
   LayoutAction action = LayoutAction::Keep;
   int step = 0;
-  GridShape current, best, to;  // best: the best other layout predicted; to: where the run continues
+  LayoutChoice current, best, to;  // best: the best other layout predicted; to: where the run continues
   double measured_ms = 0;       // the window's median step
   double predicted_now_ms = 0, predicted_best_ms = 0, gain = 1, needed = 1, noise = 0;
   int candidates = 0;           // layouts predicted (the current one included)
@@ -69,8 +79,8 @@ struct LayoutDecision {
 struct LayoutMemory {
   int last_eval = -1000000;
   bool has_left = false;
-  GridShape left;                 // the layout left at the last switch
-  std::vector<GridShape> failed;  // switched to, measured short, switched back: never again
+  LayoutChoice left;                 // the layout left at the last switch
+  std::vector<LayoutChoice> failed;  // switched to, measured short, switched back (or refused): never again
   bool pending = false;           // a switch not judged yet
   int switch_step = 0;
   double before_ms = 0, promised = 0;
@@ -78,7 +88,7 @@ struct LayoutMemory {
 
 class LayoutDecider {
  public:
-  LayoutDecider(LayoutSettings s, GridShape now, LayoutMemory memory = {});
+  LayoutDecider(LayoutSettings s, LayoutChoice now, LayoutMemory memory = {});
   // After step `step`: true when an evaluation is due now (then call window_median and decide).
   bool observe(int step, const LayoutSample& sample);
   LayoutSample window_median() const;
@@ -87,13 +97,13 @@ class LayoutDecider {
   // reason (LayoutGuard::hold), "" when balanced; with one, no Switch (a SwitchBack of the judgement still).
   LayoutDecision decide(int step, const std::vector<LayoutPrediction>& predicted, const std::string& hold = "");
   const LayoutMemory& memory() const { return mem_; }
-  const GridShape& now() const { return now_; }
+  const LayoutChoice& now() const { return now_; }
 
  private:
   bool judge(LayoutDecision* d, double t);
-  void take(LayoutDecision* d, LayoutAction a, const GridShape& to);
+  void take(LayoutDecision* d, LayoutAction a, const LayoutChoice& to);
   LayoutSettings set_;
-  GridShape now_;
+  LayoutChoice now_;
   LayoutMemory mem_;
   bool warm_ = false;
   std::vector<LayoutSample> window_;

@@ -23,7 +23,7 @@ plan::Layout plan_layout(const Config& cfg, const GridShape& g) {
   l.dp = g.dp;
   l.micro_batch = cfg.train.micro_batch_size;
   l.micro_batches = cfg.train.micro_batches;
-  l.zero = cfg.parallel.zero;
+  l.zero = cfg.parallel.zero;  // with the micro-batch size: a relaid configuration carries the candidate's
   l.precision = c.precision;
   l.recompute = c.recompute;
   l.sequence_parallel = cfg.parallel.sequence_parallel;
@@ -32,26 +32,35 @@ plan::Layout plan_layout(const Config& cfg, const GridShape& g) {
   return l;
 }
 
-// Every (tp, pp, dp) of the world's size, the current first, then by tp, pp (a fixed order: ties go alike).
-std::vector<GridShape> shapes_of(const GridShape& now) {
-  std::vector<GridShape> out{now};
-  const int n = now.size();
-  for (int tp = 1; tp <= n; ++tp)
-    for (int pp = 1; tp * pp <= n; ++pp)
-      if (n % (tp * pp) == 0) {
-        const GridShape g{tp, pp, n / (tp * pp)};
-        if (g.tp != now.tp || g.pp != now.pp || g.dp != now.dp) out.push_back(g);
-      }
-  return out;
-}
-
-double hook_factor(const GridShape& g) {
+double hook_factor(const LayoutChoice& c) {
   for (const test_hooks::LayoutFactor& f : test_hooks::layout_predict_factors())
-    if (f.tp == g.tp && f.pp == g.pp && f.dp == g.dp) return f.factor;
+    if (f.tp == c.grid.tp && f.pp == c.grid.pp && f.dp == c.grid.dp && (f.zero < 0 || f.zero == c.zero) &&
+        (f.micro_batch < 0 || f.micro_batch == c.micro_batch))
+      return f.factor;
   return 1.0;
 }
 
 }  // namespace
+
+std::vector<LayoutChoice> layout_choices(const LayoutChoice& now, int samples) {
+  std::vector<LayoutChoice> out{now};
+  const int n = now.grid.size();
+  std::vector<int> sizes;
+  if (now.micro_batch % 2 == 0) sizes.push_back(now.micro_batch / 2);
+  sizes.push_back(now.micro_batch);
+  sizes.push_back(now.micro_batch * 2);
+  for (int tp = 1; tp <= n; ++tp)
+    for (int pp = 1; tp * pp <= n; ++pp) {
+      if (n % (tp * pp) != 0) continue;
+      const GridShape g{tp, pp, n / (tp * pp)};
+      for (int zero = 0; zero <= (g.dp > 1 ? 3 : 0); ++zero)
+        for (int mb : sizes) {
+          const LayoutChoice c{g, zero, mb};
+          if (samples % (mb * g.dp) == 0 && !same_layout(c, now)) out.push_back(c);
+        }
+    }
+  return out;
+}
 
 plan::Cluster layout_base_cluster(const Config& cfg) {
   const std::string name = cfg.parallel.cluster.empty() ? "cpu-2core" : cfg.parallel.cluster;
@@ -79,18 +88,18 @@ LayoutSample layout_sample(const StepStats& s) {
   return x;
 }
 
-std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const GridShape& now, const LayoutSample& median,
+std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const LayoutChoice& now, const LayoutSample& median,
                                               const plan::Cluster& base, std::vector<std::string>* notes) {
   const plan::ModelShape m = plan::ModelShape::from(cfg.model);
   plan::RunSample r;
   r.dir = "this run";
   r.model = m;
-  r.layout = plan_layout(cfg, now);
+  r.layout = plan_layout(cfg, now.grid);
   r.step_ms = median.step_ms;
   r.compute_ms = median.compute_ms;
   r.optimizer_ms = median.optimizer_ms;
   r.tp_ms = median.tp_ms;
-  r.dp_ms = now.dp > 1 ? median.dp_ms : -1;
+  r.dp_ms = now.grid.dp > 1 ? median.dp_ms : -1;
   r.stage_compute = true;
   const plan::Calibration cal = plan::calibrate({r}, base);
   if (notes) *notes = cal.notes;
@@ -99,15 +108,16 @@ std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const GridShape
   const double room = std::max(here, base.usable_memory_bytes());
   std::vector<LayoutPrediction> out;
   out.push_back({now, plan::step_time(m, r.layout, cal.cluster, plan::Framework::Gridtrain).step * 1e3 * hook_factor(now)});
-  for (const GridShape& g : shapes_of(now)) {
-    if (g.tp == now.tp && g.pp == now.pp && g.dp == now.dp) continue;  // predicted above, on its own configuration
+  const int samples = cfg.train.micro_batch_size * cfg.train.micro_batches * now.grid.dp;
+  for (const LayoutChoice& g : layout_choices(now, samples)) {
+    if (same_layout(g, now)) continue;  // predicted above, on its own configuration
     Config relaid;
     try {
-      relaid = relaid_config(cfg, g);  // can this run continue there (heads, blocks, global batch)?
+      relaid = relaid_config(cfg, g);  // can this run continue there (heads, blocks, global batch, ZeRO)?
     } catch (const Error&) {
       continue;
     }
-    const plan::Layout l = plan_layout(relaid, g);
+    const plan::Layout l = plan_layout(relaid, g.grid);
     if (plan::peak_memory(m, l, plan::Framework::Gridtrain).total() > room) continue;
     const double ms = plan::step_time(m, l, cal.cluster, plan::Framework::Gridtrain).step * 1e3;
     out.push_back({g, ms * hook_factor(g)});

@@ -2,9 +2,10 @@
 // parallel.adapt = full (docs/adaptive.md, "Live re-layout"): the planner fed with this run's own figures. The
 // window's medians (layout_decider.hpp) become one plan::RunSample of the current layout; plan::calibrate fits
 // the base cluster description to it (GEMM and memory efficiency, the node link, the step overhead, as
-// `gridtrain plan --calibrate` does from finished runs); plan::step_time then predicts every (tp, pp, dp) of the
-// world that this run's configuration can continue on (relaid_config) and whose predicted memory fits, the current
-// layout included, so that the decider compares prediction with prediction.
+// `gridtrain plan --calibrate` does from finished runs); plan::step_time then predicts every layout of the world
+// (tp, pp, dp, ZeRO stage, micro-batch size: layout_choices) that this run's configuration can continue on
+// (relaid_config) and whose predicted memory fits, the current layout included, so that the decider compares
+// prediction with prediction.
 #include <string>
 #include <vector>
 
@@ -27,9 +28,15 @@ plan::Cluster layout_base_cluster(const Config& cfg);
 // ranks include the faster ranks' waiting for the slowest, which is imbalance, not link time).
 LayoutSample layout_sample(const StepStats& s);
 
+// The candidates: every (tp, pp, dp) of the world's size, each with every ZeRO stage (only 0 at dp = 1: nothing to
+// shard) and the micro-batch sizes half, equal and twice the current one that keep the global batch (`samples`
+// sequences) in whole micro-batches per replica; the current first, then in a fixed order (ties go alike on every
+// rank). Whether the configuration can run each is relaid_config's question, asked by predict_layouts.
+std::vector<LayoutChoice> layout_choices(const LayoutChoice& now, int samples);
+
 // Every layout's predicted step (ms), the current first. `notes` gets the calibration's notes. Throws gt::Error
 // when the calibration fails (figures the model cannot fit). Applies the test hook test_hooks::layout_predict_factors().
-std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const GridShape& now, const LayoutSample& median,
+std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const LayoutChoice& now, const LayoutSample& median,
                                               const plan::Cluster& base, std::vector<std::string>* notes);
 
 }  // namespace gt
