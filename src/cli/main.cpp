@@ -205,6 +205,29 @@ std::unique_ptr<gt::io::RunDirLock> preflight(const gt::Config& cfg, gt::Grid& g
   return std::make_unique<gt::io::RunDirLock>(grid.world_mpi(), cfg.checkpoint_dir());
 }
 
+// The grid of a live re-layout to *cfg, or null when that layout does not fit in memory (the check agrees on every
+// rank): then *cfg goes back to `before`, the refusal goes into the handover's carry, and the run continues on the
+// layout it had from the state handed over (nothing lost; the layout decider never proposes that one again).
+std::unique_ptr<gt::Grid> relaid_grid(gt::Config* cfg, const gt::Config& before, const gt::LayoutChoice& to,
+                                      gt::StateHandoff* handoff, gt::AllreduceAlgo algo, gt::CommBackend backend) {
+  auto next = std::make_unique<gt::Grid>(MPI_COMM_WORLD, cfg->parallel.tp, cfg->parallel.pp, cfg->parallel.dp, algo,
+                                         backend);
+  try {
+    gt::check_memory_fits(*cfg, *next);
+    return next;
+  } catch (const gt::Error& e) {
+    const int rank = next->world_rank();
+    next.reset();
+    *cfg = before;
+    gt::LayoutAdapter::switch_refused(&handoff->layout, handoff->progress.step, to, e.what());
+    if (rank == 0)
+      std::printf("gridtrain: adapt: the switch to %s cannot be made (%s); continuing at step %d on %s from the state "
+                  "handed over, nothing lost\n", gt::layout_text(to).c_str(), e.what(), handoff->progress.step,
+                  gt::layout_text(gt::layout_of(*cfg, {cfg->parallel.tp, cfg->parallel.pp, cfg->parallel.dp})).c_str());
+    return nullptr;
+  }
+}
+
 int cmd_train(const std::vector<std::string>& args) {
   gt::Config cfg;
   const TrainArgs targs = parse_train_args(args);
@@ -249,9 +272,7 @@ int cmd_train(const std::vector<std::string>& args) {
   // next trainer is built without a resume and adopts it.
   std::unique_ptr<gt::StateHandoff> handoff;
   // A live re-layout (src/train/adapt/layout_adapter.hpp) continues on a new grid of the same world, built once the
-  // old trainer is gone; the first grid is kept (unused) until the end. When the new layout does not fit in memory
-  // (the check agrees on every rank) the run continues on the layout it had, from the state handed over: nothing
-  // is lost, and the layout decider never proposes that one again.
+  // old trainer is gone (relaid_grid); the first grid is kept (unused) until the end.
   std::unique_ptr<gt::Grid> relaid;
   bool new_grid = false;
   gt::Config before_switch;
@@ -261,21 +282,8 @@ int cmd_train(const std::vector<std::string>& args) {
       new_grid = false;
       const gt::AllreduceAlgo algo =
           gt::device_allreduce_algo(gt::parse_allreduce_algo(cfg.parallel.allreduce), backend, device_is_cuda);
-      auto next = std::make_unique<gt::Grid>(MPI_COMM_WORLD, cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp, algo,
-                                             backend);
-      try {
-        gt::check_memory_fits(cfg, *next);
-        relaid = std::move(next);  // the previous re-layout's grid goes: no trainer uses it any more
-      } catch (const gt::Error& e) {
-        next.reset();
-        cfg = before_switch;
-        gt::LayoutAdapter::switch_refused(&handoff->layout, handoff->progress.step, switching_to, e.what());
-        if (grid.world_rank() == 0)
-          std::printf("gridtrain: adapt: the switch to %s cannot be made (%s); continuing at step %d on %s from the "
-                      "state handed over, nothing lost\n", gt::layout_text(switching_to).c_str(), e.what(),
-                      handoff->progress.step,
-                      gt::layout_text(gt::layout_of(cfg, {cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp})).c_str());
-      }
+      // the previous re-layout's grid goes: no trainer uses it any more
+      if (auto next = relaid_grid(&cfg, before_switch, switching_to, handoff.get(), algo, backend)) relaid = std::move(next);
     }
     gt::Grid& on = relaid ? *relaid : grid;
     gt::Config build = cfg;

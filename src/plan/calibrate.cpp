@@ -164,6 +164,14 @@ void fit_node_link(const std::vector<RunSample>& runs, const std::vector<LinkSam
       for (auto& w : rows) rest += w[1] * (w[2] - w[0] * alpha_us);
       inv_gbs = rest / sbb;
     }
+    if (rows.size() == 1 && !(inv_gbs > 0)) {
+      // One exposed time below the base description's latency alone (the overlap hid the rest, as a live run's
+      // DP reduction behind its backward does): nothing to fit a bandwidth to. The base link stays, said so,
+      // rather than no calibration at all (a live re-layout's evaluation at dp 4 failed so, 2026-12-06).
+      notes.push_back("node link kept from the base description: the one measured TP/DP time (" +
+                      std::to_string(rows[0][2] * 1e3) + " ms) is below its latency term");
+      return;
+    }
     if (alpha_us < 0 || !(inv_gbs > 0))
       throw Error("calibrate: the TP/DP/benchmark times do not fit a latency-bandwidth model (negative latency or "
                   "bandwidth)");

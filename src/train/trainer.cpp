@@ -390,38 +390,17 @@ int Trainer::run() {
       history_.back().val_loss = v.loss;
       history_.back().val_top1 = v.top1;
     }
-    // parallel.adapt = rebalance: decided (and agreed) here, logged in this step's line, moved after its checkpoint
-    const bool move = adapter_ && step < steps && adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back());
-    // pp = 1: new data-parallel shares (agreed) from the next step on
-    if (dp_adapter_ && step < steps && dp_adapter_->after_step(step, straggler_->last_compute_ms(), &history_.back()))
-      apply_dp_shares(dp_adapter_->shares());
-    // parallel.adapt = full (or its test hook): another (tp, pp, dp) from the next step, decided (and agreed) here
-    // (held while a rank or a stage is slower than its peers: the monitor's all-gathered compute, layout_guard.hpp;
-    // or while the shares are uneven). Not in the step a block move was decided: the move comes first.
-    const std::vector<double> no_compute;
-    const std::vector<double>& compute = straggler_ ? straggler_->last_compute_ms() : no_compute;
-    const std::string uneven = dp_adapter_ ? dp_adapter_->uneven_reason() : std::string();
-    const std::optional<LayoutChoice> relayout = layout_adapter_ && step < steps && !move
-                                                  ? layout_adapter_->after_step(step, compute, uneven, &history_.back())
-                                                  : std::nullopt;
+    const AdaptOutcome adapt = step < steps ? adapt_after(step) : AdaptOutcome{};
     report_->log_step(step, history_.back());
     if (after_step) after_step(step);
     if (cfg_.checkpoint.every > 0 && step % cfg_.checkpoint.every == 0) save("every");
-    if (move) {  // main.cpp builds the trainer on the new partition, which adopts this state (no disk)
+    if (adapt.move) {  // main.cpp builds the trainer on the new partition, which adopts this state (no disk)
       handoff_ = hand_off(adapter_->proposed());
       repartition_ = stage_blocks_text(adapter_->proposed());
       return kExitOk;
     }
-    if (relayout) {
-      relayout_ = relayout;
-      handoff_ = hand_off({});  // every tensor: main.cpp builds the new grid, whose trainer adopts them
-      // The rebalancer of the new layout starts afresh (its partitions and shares were this grid's); what it
-      // decided here stays in the run's list.
-      std::vector<std::string>& earlier = handoff_->layout.earlier_rebalancing;
-      const std::vector<std::string> here = adapter_ ? adapter_->carry().decisions
-                                            : dp_adapter_ ? dp_adapter_->decisions() : std::vector<std::string>{};
-      earlier.insert(earlier.end(), here.begin(), here.end());
-      handoff_->adapt = AdaptCarry{};
+    if (adapt.relayout) {
+      hand_off_relayout(*adapt.relayout);
       return kExitOk;
     }
     if (step < steps && rebalancer_->after_step(int(history_.size()))) {
@@ -445,6 +424,38 @@ int Trainer::run() {
   if (cfg_.checkpoint.save_final && checkpointer_->last_saved_step() != progress_.step) save("final");
   finish("finished");
   return kExitOk;
+}
+
+// After step `step` (not the last): the adapters' decisions, each agreed over the world and logged in this step's
+// metrics line. parallel.adapt = rebalance (and full): blocks to move, moved after the step's checkpoint, or (pp =
+// 1) new data-parallel shares from the next step on. parallel.adapt = full (or its test hook): another layout from
+// the next step, held while a rank or a stage is slower than its peers (the monitor's all-gathered compute,
+// layout_guard.hpp) or the shares are uneven; not in the step a block move was decided (the move comes first).
+Trainer::AdaptOutcome Trainer::adapt_after(int step) {
+  AdaptOutcome out;
+  StepStats* s = &history_.back();
+  out.move = adapter_ && adapter_->after_step(step, straggler_->last_compute_ms(), s);
+  if (dp_adapter_ && dp_adapter_->after_step(step, straggler_->last_compute_ms(), s)) apply_dp_shares(dp_adapter_->shares());
+  if (!layout_adapter_ || out.move) return out;
+  const std::vector<double> no_compute;
+  const std::vector<double>& compute = straggler_ ? straggler_->last_compute_ms() : no_compute;
+  const std::string uneven = dp_adapter_ ? dp_adapter_->uneven_reason() : std::string();
+  out.relayout = layout_adapter_->after_step(step, compute, uneven, s);
+  return out;
+}
+
+// The state for the trainer main.cpp builds on the new grid: every tensor (its ranks hold other slices) and the
+// layout adapter's carry. The rebalancer of the new layout starts afresh (its partitions and shares were this
+// grid's); what it decided here stays in the run's list.
+void Trainer::hand_off_relayout(const LayoutChoice& to) {
+  relayout_ = to;
+  handoff_ = hand_off({});
+  std::vector<std::string>& earlier = handoff_->layout.earlier_rebalancing;
+  const std::vector<std::string> here = adapter_      ? adapter_->carry().decisions
+                                        : dp_adapter_ ? dp_adapter_->decisions()
+                                                      : std::vector<std::string>{};
+  earlier.insert(earlier.end(), here.begin(), here.end());
+  handoff_->adapt = AdaptCarry{};
 }
 
 std::vector<std::pair<std::string, std::vector<float>>> Trainer::gather_params() { return gather(Buffer::Master); }

@@ -98,6 +98,12 @@ class Trainer {
   void apply_dp_shares(const std::vector<int>& shares);
   void make_adaptation(AdaptMode mode, const std::vector<int>& partition);
   std::string adapt_decisions_json() const;
+  struct AdaptOutcome {
+    bool move = false;                      // blocks move (parallel.adapt = rebalance or full, pp > 1)
+    std::optional<LayoutChoice> relayout;  // another layout (full, or the test hook)
+  };
+  AdaptOutcome adapt_after(int step);
+  void hand_off_relayout(const LayoutChoice& to);
   struct CommMarks {
     double tp = 0, pp = 0, dp = 0, other = 0;  // seconds blocked so far (other: the model-parallel and embedding groups)
   };

@@ -4,6 +4,7 @@
 // Times are chosen so that the gains and thresholds below are exact or far from their bars.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "src/core/error.hpp"
 #include "src/train/adapt/adapt_agree.hpp"
 #include "src/train/adapt/layout_decider.hpp"
+#include "src/plan/memory.hpp"
+#include "src/train/adapt/layout_adapter.hpp"
 #include "src/train/adapt/layout_guard.hpp"
 #include "src/train/adapt/layout_predict.hpp"
 
@@ -371,6 +374,71 @@ TEST(LayoutChoices, GridsZeroStagesAndMicroBatchSizes) {
     for (size_t j = 0; j < i; ++j) EXPECT_FALSE(same(c[i], c[j])) << layout_text(c[i]);
   }
   for (const LayoutChoice& x : layout_choices(kDp2, 12)) EXPECT_NE(x.micro_batch, 8) << layout_text(x);
+}
+
+}  // namespace
+}  // namespace gt
+
+namespace gt {
+namespace {
+
+// A layout measured short bars its grid (not only itself) when it is not the grid the run returns to: the model
+// misjudged that grid here, and its other micro-batch sizes would be tried one by one.
+TEST(LayoutDecider, AShortSwitchBarsItsWholeGrid) {
+  const LayoutChoice pp2_mb8{{1, 2, 1}, 0, 8};
+  LayoutDecider d(settings(), kDp2);
+  int at = run_until_due(d, 1, {100});
+  LayoutDecision x = d.decide(at, predictions(100, 50, 120));
+  ASSERT_EQ(x.action, LayoutAction::Switch);
+  at = run_until_due(d, at + 1, {100});  // no faster on pp 2: back, and pp 2 barred
+  x = d.decide(at, {{kPp2, 50}, {kDp2, 100}, {pp2_mb8, 40}});
+  ASSERT_EQ(x.action, LayoutAction::SwitchBack);
+  EXPECT_EQ(d.memory().failed_grids.size(), 1u);
+  at = run_until_due(d, at + 1, {100});
+  x = d.decide(at, {{kDp2, 100}, {pp2_mb8, 10}, {kTp2, 80}});
+  EXPECT_TRUE(same(x.best, kTp2)) << layout_text(x.best);  // pp 2 with micro-batch 8 is not proposed
+  EXPECT_EQ(x.action, LayoutAction::Switch);
+}
+
+// predict_layouts keeps ZeRO for memory: from pp 2 (tiny, 2 ranks, micro-batches of 8) on a description whose
+// usable memory lies between what dp 2 needs at ZeRO 0 and at ZeRO 3 (micro-batch 8), a candidate is never a higher
+// ZeRO stage of a grid and micro-batch size whose lower stage fits (the planner's own memory figures), and dp 2 with
+// micro-batch 8 must be among them at a stage above 0, for the test to test anything.
+TEST(PredictLayouts, OnlyTheLowestZeroStageThatFits) {
+  Config cfg;
+  cfg.load_file(GRIDTRAIN_SOURCE_DIR "/inputs/tiny.toml");
+  for (const char* o : {"parallel.pp=2", "parallel.dp=1", "train.micro_batches=2", "parallel.adapt=full"}) cfg.set(o);
+  cfg.validate();
+  const plan::ModelShape m = plan::ModelShape::from(cfg.model);
+  const LayoutChoice now{{1, 2, 1}, 0, 8};
+  const double here = plan::peak_memory(m, plan_layout(cfg, now.grid), plan::Framework::Gridtrain).total();
+  auto need = [&](const LayoutChoice& c) {
+    return plan::peak_memory(m, plan_layout(relaid_config(cfg, c), c.grid), plan::Framework::Gridtrain).total();
+  };
+  const double z0 = need({{1, 1, 2}, 0, 8}), z3 = need({{1, 1, 2}, 3, 8});
+  ASSERT_LT(z3, z0);
+  plan::Cluster base = plan::load_cluster(GRIDTRAIN_SOURCE_DIR "/inputs/clusters/cpu-2core.toml");
+  const double usable = std::max(here, 0.5 * (z0 + z3));  // the room: the larger of this and pp 2's own need
+  ASSERT_LT(usable, z0);
+  base.memory_gb = usable / 1e9 + base.memory_reserved_gb;
+  LayoutSample s;
+  s.step_ms = 100;
+  s.compute_ms = 80;
+  s.optimizer_ms = 5;
+  const std::vector<LayoutPrediction> p = predict_layouts(cfg, now, s, base, nullptr);
+  ASSERT_FALSE(p.empty());
+  EXPECT_TRUE(same(p[0].shape, now));
+  bool zero_used = false;
+  for (size_t i = 1; i < p.size(); ++i) {
+    const LayoutChoice& c = p[i].shape;
+    zero_used = zero_used || c.zero > 0;
+    for (int lower = 0; lower < c.zero; ++lower) {
+      const Config relaid = relaid_config(cfg, LayoutChoice{c.grid, lower, c.micro_batch});
+      EXPECT_GT(plan::peak_memory(m, plan_layout(relaid, c.grid), plan::Framework::Gridtrain).total(), usable)
+          << layout_text(c) << ": ZeRO " << lower << " fits too";
+    }
+  }
+  EXPECT_TRUE(zero_used) << "no candidate needed ZeRO: the test tests nothing here";
 }
 
 }  // namespace

@@ -67,10 +67,13 @@ decided_run() {  # decided_run NAME FAKE: a run under full with the fake, tried 
 }
 decided_run decided "$fake"
 # The same on one grid: a switch of micro-batch size (8 -> 16: one micro-batch of 16 per replica) and one of ZeRO
-# stage (0 -> 1), each faked alone the same way; the checks below: the first evaluation switches to that layout, and
+# stage with it (a run on ZeRO 1 to ZeRO 0 and micro-batch 4: ZeRO is a candidate only at the lowest stage that
+# fits, here 0, and the current grid and micro-batch size keep theirs), each faked alone the same way; the checks below: the first evaluation switches to that layout, and
 # every loss is within 1e-6 of the undisturbed run (the global batch kept; the sums regroup).
 decided_run to_mb "1,1,2,0,16:0.25;$others"
-decided_run to_zero "1,1,2,1,8:0.25;$others"
+common+=(parallel.zero=1)  # to_zero starts on ZeRO 1 (bitwise the ZeRO 0 run's losses here: fp32, the same sums)
+decided_run to_zero "1,1,2,0,4:0.25;1,1,2,1,8:1;1,1,2:4;1,2,1:4;2,1,1:4"
+unset "common[$(( ${#common[@]} - 1 ))]"
 GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT=$fake run_np 2 held parallel.adapt=full
 GRIDTRAIN_TEST_SLOW_RANK=1:2 GRIDTRAIN_TEST_LAYOUT_PREDICT="1,1,2:0.25;2,1,1:4" run_np 2 held_pp parallel.adapt=full \
   parallel.dp=1 parallel.pp=2 train.micro_batches=4 model.n_layer=4
@@ -135,7 +138,7 @@ for k, what in (("quiet", "nothing slow and nothing faked"), ("slow", "rank 1 sl
         fail(f"{what}, and still a switch:", evals(k))
     print(f"{k} run: evaluations at steps", [e["step"] for e in evals(k)], "gains",
           [round(e["predicted_gain"], 3) for e in evals(k)], "needed", [round(e["needed_gain"], 3) for e in evals(k)])
-for k, to in (("to_mb", "tp 1 x pp 1 x dp 2, zero 0, micro-batch 16"), ("to_zero", "tp 1 x pp 1 x dp 2, zero 1, micro-batch 8")):
+for k, to in (("to_mb", "tp 1 x pp 1 x dp 2, zero 0, micro-batch 16"), ("to_zero", "tp 1 x pp 1 x dp 2, zero 0, micro-batch 4")):
     e = evals(k)
     if not e or e[0]["action"] != "switch" or e[0]["to_layout"] != to:
         fail(f"{k}: the first evaluation did not switch to {to}:", e[:2])

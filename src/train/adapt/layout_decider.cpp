@@ -10,6 +10,7 @@ namespace gt {
 namespace {
 
 bool same(const LayoutChoice& a, const LayoutChoice& b) { return same_layout(a, b); }
+bool same_grid(const GridShape& a, const GridShape& b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; }
 
 double median_of(const std::vector<LayoutSample>& w, double LayoutSample::*field) {
   std::vector<double> v;
@@ -73,6 +74,7 @@ bool LayoutDecider::judge(LayoutDecision* d, double t) {
   d->promised_gain = mem_.promised;
   if (d->measured_gain >= 1.0 + t / 2 && d->measured_gain * (1.0 + t) >= mem_.promised) return false;
   mem_.failed.push_back(now_);
+  if (!same_grid(now_.grid, mem_.left.grid)) mem_.failed_grids.push_back(now_.grid);
   const LayoutChoice back = mem_.left;
   mem_.has_left = false;  // going back is not a switch to judge: the old layout was measured already
   take(d, LayoutAction::SwitchBack, back);
@@ -114,7 +116,9 @@ LayoutDecision LayoutDecider::decide(int step, const std::vector<LayoutPredictio
   d.predicted_now_ms = here->predicted_ms;
   const LayoutPrediction* best = nullptr;
   for (const LayoutPrediction& p : predicted) {  // the first of equal predictions: every rank chooses the same
-    const bool tried = std::any_of(mem_.failed.begin(), mem_.failed.end(), [&](auto& f) { return same(f, p.shape); });
+    const bool tried = std::any_of(mem_.failed.begin(), mem_.failed.end(), [&](auto& f) { return same(f, p.shape); }) ||
+                       std::any_of(mem_.failed_grids.begin(), mem_.failed_grids.end(),
+                                   [&](auto& g) { return same_grid(g, p.shape.grid); });
     if (!same(p.shape, now_) && !tried && p.predicted_ms > 0 && (!best || p.predicted_ms < best->predicted_ms)) best = &p;
   }
   if (best) {  // what the model proposes (also logged when the judgement below switches back instead)

@@ -17,7 +17,8 @@
 //   - the first evaluation after a switch judges it: its measured gain (the measured step before it over the
 //     measured step of the first window after it) must reach 1 + t/2 and be no further below the predicted gain
 //     than 1 + t allows; if not, the run switches back to the layout it left, and the layout it tried is never
-//     tried again in this run (no flip-flop between a layout the model likes and the one the machine likes);
+//     tried again in this run (no flip-flop between a layout the model likes and the one the machine likes), nor
+//     any layout on its grid when that is not the grid it returns to;
 //   - the guard (layout_guard.hpp): while a rank or a stage is measurably slower than its peers, no switch (the
 //     model's identical devices are the wrong evidence then; the rebalancers' case). The judgement of an earlier
 //     switch still runs first and may switch back: it compares two measurements on this machine, no model.
@@ -81,6 +82,10 @@ struct LayoutMemory {
   bool has_left = false;
   LayoutChoice left;                 // the layout left at the last switch
   std::vector<LayoutChoice> failed;  // switched to, measured short, switched back (or refused): never again
+  // The grids of the layouts measured short that were not the grid switched back to: no layout on them again (the
+  // model misjudged that grid on this machine; trying its other ZeRO stages and micro-batch sizes one by one moved
+  // a quiet pp 4 run back and forth four times, 0.77 of not adapting, 2026-12-06)
+  std::vector<GridShape> failed_grids;
   bool pending = false;           // a switch not judged yet
   int switch_step = 0;
   double before_ms = 0, promised = 0;

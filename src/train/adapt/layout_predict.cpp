@@ -12,8 +12,6 @@
 
 namespace gt {
 
-namespace {
-
 // The planner's layout of this run's configuration on `g` (what the trainer would run there).
 plan::Layout plan_layout(const Config& cfg, const GridShape& g) {
   const ConfigChoices c = cfg.choices();
@@ -31,6 +29,8 @@ plan::Layout plan_layout(const Config& cfg, const GridShape& g) {
   l.vp = cfg.pipeline_chunks();
   return l;
 }
+
+namespace {
 
 double hook_factor(const LayoutChoice& c) {
   for (const test_hooks::LayoutFactor& f : test_hooks::layout_predict_factors())
@@ -109,8 +109,18 @@ std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const LayoutCho
   std::vector<LayoutPrediction> out;
   out.push_back({now, plan::step_time(m, r.layout, cal.cluster, plan::Framework::Gridtrain).step * 1e3 * hook_factor(now)});
   const int samples = cfg.train.micro_batch_size * cfg.train.micro_batches * now.grid.dp;
+  // ZeRO is for memory: of each grid and micro-batch size only the lowest stage that fits is a candidate (the
+  // choices come in ascending stage), and the current grid and micro-batch size keep the current stage. The
+  // planner's step time of a higher stage was lower on this machine's dp 4 (the optimizer sharded) and the run
+  // measured it slower (2026-12-06); a stage that lets a grid fit is the use.
+  std::vector<LayoutChoice> admitted{now};
+  auto has_lower_stage = [&](const LayoutChoice& g) {
+    return std::any_of(admitted.begin(), admitted.end(), [&](const LayoutChoice& a) {
+      return a.grid.tp == g.grid.tp && a.grid.pp == g.grid.pp && a.grid.dp == g.grid.dp && a.micro_batch == g.micro_batch;
+    });
+  };
   for (const LayoutChoice& g : layout_choices(now, samples)) {
-    if (same_layout(g, now)) continue;  // predicted above, on its own configuration
+    if (same_layout(g, now) || has_lower_stage(g)) continue;  // the current: predicted above, on its own configuration
     Config relaid;
     try {
       relaid = relaid_config(cfg, g);  // can this run continue there (heads, blocks, global batch, ZeRO)?
@@ -119,6 +129,7 @@ std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const LayoutCho
     }
     const plan::Layout l = plan_layout(relaid, g.grid);
     if (plan::peak_memory(m, l, plan::Framework::Gridtrain).total() > room) continue;
+    admitted.push_back(g);
     const double ms = plan::step_time(m, l, cal.cluster, plan::Framework::Gridtrain).step * 1e3;
     out.push_back({g, ms * hook_factor(g)});
   }

@@ -12,6 +12,7 @@
 #include "src/core/config.hpp"
 #include "src/grid/grid.hpp"
 #include "src/plan/cluster.hpp"
+#include "src/plan/layout.hpp"
 #include "src/train/adapt/layout_decider.hpp"
 #include "src/train/report/step_stats.hpp"
 
@@ -28,13 +29,19 @@ plan::Cluster layout_base_cluster(const Config& cfg);
 // ranks include the faster ranks' waiting for the slowest, which is imbalance, not link time).
 LayoutSample layout_sample(const StepStats& s);
 
+// The planner's layout of this run's configuration on `g` (what the trainer would run there).
+plan::Layout plan_layout(const Config& cfg, const GridShape& g);
+
 // The candidates: every (tp, pp, dp) of the world's size, each with every ZeRO stage (only 0 at dp = 1: nothing to
 // shard) and the micro-batch sizes half, equal and twice the current one that keep the global batch (`samples`
 // sequences) in whole micro-batches per replica; the current first, then in a fixed order (ties go alike on every
 // rank). Whether the configuration can run each is relaid_config's question, asked by predict_layouts.
 std::vector<LayoutChoice> layout_choices(const LayoutChoice& now, int samples);
 
-// Every layout's predicted step (ms), the current first. `notes` gets the calibration's notes. Throws gt::Error
+// Every layout's predicted step (ms), the current first: of layout_choices those relaid_config accepts and whose
+// predicted memory per rank fits (no more than the current layout's, or the base description's usable memory), and
+// of each grid and micro-batch size only the lowest ZeRO stage that fits (ZeRO is for memory; the current grid and
+// micro-batch size keep the current stage). `notes` gets the calibration's notes. Throws gt::Error
 // when the calibration fails (figures the model cannot fit). Applies the test hook test_hooks::layout_predict_factors().
 std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const LayoutChoice& now, const LayoutSample& median,
                                               const plan::Cluster& base, std::vector<std::string>* notes);
