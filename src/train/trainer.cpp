@@ -450,6 +450,7 @@ Trainer::AdaptOutcome Trainer::adapt_after(int step) {
 void Trainer::hand_off_relayout(const LayoutChoice& to) {
   relayout_ = to;
   handoff_ = hand_off({});
+  handoff_->relayout = true;
   std::vector<std::string>& earlier = handoff_->layout.earlier_rebalancing;
   const std::vector<std::string> here = adapter_      ? adapter_->carry().decisions
                                         : dp_adapter_ ? dp_adapter_->decisions()
@@ -499,6 +500,7 @@ void Trainer::adopt(StateHandoff h) {
                 progress_.step, stage_blocks_text(partition_).c_str(), grid_.shape().tp, grid_.shape().pp,
                 grid_.shape().dp, took);
   PipelineAdapter::set_move_cost(&h.adapt, took * 1e3);
+  if (h.relayout) LayoutAdapter::set_switch_cost(&h.layout, took * 1e3);
   if (adapter_) adapter_ = std::make_unique<PipelineAdapter>(cfg_, grid_, partition_, std::move(h.adapt));
   if (layout_adapter_) layout_adapter_->adopt(std::move(h.layout));
 }

@@ -443,3 +443,36 @@ TEST(PredictLayouts, OnlyTheLowestZeroStageThatFits) {
 
 }  // namespace
 }  // namespace gt
+
+namespace gt {
+namespace {
+
+// A switch must pay for itself: a predicted gain of 1.5 at 100 ms saves 33 ms a step; at step 6 of 20 that is
+// 467 ms against twice the estimated 600 ms (6 measured steps): kept, said so; of 1000 steps it switches. Once a
+// switch was measured (200 ms here) that time is the cost.
+TEST(LayoutDecider, ASwitchMustPayForItself) {
+  for (const int total : {20, 1000}) {
+    LayoutSettings s = settings();
+    s.total_steps = total;
+    LayoutDecider d(s, kDp2);
+    const int at = run_until_due(d, 1, {100});
+    const LayoutDecision x = d.decide(at, predictions(150, 100, 200));
+    EXPECT_NEAR(x.gain, 1.5, 1e-12);
+    EXPECT_NEAR(x.cost_ms, 600, 1e-9);
+    EXPECT_NEAR(x.saved_ms, (100 - 100 / 1.5) * (total - at), 1e-6);
+    EXPECT_EQ(x.action, total == 20 ? LayoutAction::Keep : LayoutAction::Switch) << x.note;
+    if (total == 20) {
+      EXPECT_NE(x.note.find("it must save twice that"), std::string::npos) << x.note;
+    }
+  }
+  LayoutSettings s = settings();
+  s.total_steps = 20;
+  LayoutMemory measured;
+  measured.switch_cost_ms = 200;
+  LayoutDecider d(s, kDp2, measured);
+  const int at = run_until_due(d, 1, {100});
+  EXPECT_EQ(d.decide(at, predictions(150, 100, 200)).action, LayoutAction::Switch);  // 467 > 2 x 200
+}
+
+}  // namespace
+}  // namespace gt

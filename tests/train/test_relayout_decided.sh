@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # parallel.adapt = full (docs/adaptive.md, "Live re-layout"): the decided switch, its judgement, the switch back and
-# no retry, end to end on 2 ranks (tiny, dp 2 x 2 micro-batches, 22 steps, an evaluation every 3 steps at most);
+# no retry, end to end on 2 ranks (tiny, dp 2 x 2 micro-batches, 30 steps, an evaluation every 3 steps at most);
 # and the guard: no switch while a rank is a straggler, whatever the prediction.
 #
 # Why a hook fakes the planner here: the calibrated planner models identical devices, so a slow rank slows every
@@ -17,7 +17,7 @@
 #   step 7: the first evaluation (warm-up step 1, window 2..6; due at 6, where the data-parallel shares' rebalancer
 #           evaluates, so one step later) switches dp 2 -> pp 2 (predicted gain >= 2);
 #   step 13: the first evaluation on pp 2 (warm-up 8, window 9..13) measures no such gain: switches back to dp 2;
-#   step 19 or 20: keeps (pp 2 was tried and is never tried again, tp 2 predicted worse).
+#   step 19 or 20 and later: keep (pp 2 was tried and is never tried again, tp 2 predicted worse).
 # The held run has the same fake and rank 1 slowed 2x: the straggler detector flags rank 1 (from step 5), so every
 # evaluation keeps with the guard's reason ("straggler: rank 1"), though the fake prediction clears the bar. With
 # the guard disabled it switched at its first evaluation like the decided run (tried once, restored). The held_pp run is the slow
@@ -40,7 +40,7 @@
 # the same 1e-6 (the sums regroup, as the shares' own tests state), bitwise before. Layout evaluations are the
 # records with "from_layout"; summary.json lists both kinds in step order.
 #   test_relayout_decided.sh GRIDTRAIN MPIEXEC
-common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=22 output.log_every=1
+common=(train --config tiny parallel.dp=2 train.micro_batches=2 train.steps=30 output.log_every=1
         output.peak_gflops=1 checkpoint.save_final=false parallel.allreduce=mpi parallel.adapt_interval=3)
 TAG=relayoutdecided
 source "$(dirname "$0")/../common/train_runs.sh"

@@ -21,6 +21,7 @@ std::string decision_json(const LayoutDecision& d, const std::string& why) {
       .num("measured_step_ms", d.measured_ms).num("noise_spread", d.noise).num("needed_gain", d.needed)
       .num("predicted_ms", d.predicted_now_ms).num("predicted_best_ms", d.predicted_best_ms)
       .num("predicted_gain", d.gain).integer("layouts_predicted", d.candidates);
+  if (d.cost_ms > 0) j.num("saved_ms", d.saved_ms).num("switch_cost_ms", d.cost_ms);
   if (d.judged_step > 0)
     j.num("measured_gain_of_last_switch", d.measured_gain).num("predicted_gain_of_last_switch", d.promised_gain)
         .integer("last_switch_step", d.judged_step);
@@ -33,6 +34,7 @@ LayoutSettings settings(const Config& cfg) {
   LayoutSettings s;
   s.interval = cfg.parallel.adapt_interval;
   s.threshold = cfg.parallel.rebalance_gain;
+  s.total_steps = cfg.train.steps;
   return s;
 }
 

@@ -58,6 +58,8 @@ class LayoutAdapter {
   // The switch after step `step` to `to` could not be made (why: its memory check's one line, the same on every
   // rank) and the run continues on the layout it had: `to` is never proposed again, no switch is pending
   // judgement, and the list of decisions records it ("switch_refused").
+  // The carry with the measured time of the switch it is handed over in (the next decisions weigh it).
+  static void set_switch_cost(LayoutCarry* c, double ms) { c->memory.switch_cost_ms = ms; }
   static void switch_refused(LayoutCarry* c, int step, const LayoutChoice& to, const std::string& why);
   std::string decisions_json() const;  // "[{...}, ...]"; "" without a decider (the test hook alone)
   const std::vector<std::string>& decisions() const { return decisions_; }  // the same, one object each

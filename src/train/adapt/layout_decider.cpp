@@ -1,6 +1,7 @@
 #include "src/train/adapt/layout_decider.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "src/core/error.hpp"
 #include "src/train/adapt/adapt_noise.hpp"
@@ -136,7 +137,19 @@ LayoutDecision LayoutDecider::decide(int step, const std::vector<LayoutPredictio
     return d;
   }
   if (mem_.has_left && same(best->shape, mem_.left)) d.needed = 1.0 + 2.0 * t;
-  if (d.gain >= d.needed) take(&d, LayoutAction::Switch, best->shape);
+  if (d.gain < d.needed) return d;
+  if (set_.total_steps > 0) {  // it must pay for itself (see the header)
+    d.cost_ms = mem_.switch_cost_ms >= 0 ? mem_.switch_cost_ms : set_.cost_in_steps * d.measured_ms;
+    d.saved_ms = (d.measured_ms - d.measured_ms / d.gain) * double(std::max(0, set_.total_steps - step));
+    if (d.saved_ms <= 2.0 * d.cost_ms) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "saves %.0f ms over the steps left, a switch costs %.0f ms (it must save twice that)",
+                    d.saved_ms, d.cost_ms);
+      d.note = buf;
+      return d;
+    }
+  }
+  take(&d, LayoutAction::Switch, best->shape);
   return d;
 }
 

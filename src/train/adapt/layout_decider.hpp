@@ -19,6 +19,10 @@
 //     than 1 + t allows; if not, the run switches back to the layout it left, and the layout it tried is never
 //     tried again in this run (no flip-flop between a layout the model likes and the one the machine likes), nor
 //     any layout on its grid when that is not the grid it returns to;
+//   - a switch must pay for itself, as a pipeline move must (adapt_decider.hpp): the predicted saving per step
+//     (the measured step less the measured step over the predicted gain) times the steps left must exceed twice
+//     the switch's cost (the last switch's measured time, before any cost_in_steps measured steps); the judgement's
+//     switch back is not weighed (returning is the conservative move);
 //   - the guard (layout_guard.hpp): while a rank or a stage is measurably slower than its peers, no switch (the
 //     model's identical devices are the wrong evidence then; the rebalancers' case). The judgement of an earlier
 //     switch still runs first and may switch back: it compares two measurements on this machine, no model.
@@ -54,6 +58,10 @@ struct LayoutSettings {
   double threshold = 0.1;   // parallel.rebalance_gain
   int window = 5;           // counted steps whose medians an evaluation uses
   double noise_factor = 2;  // adapt_noise.hpp
+  int total_steps = 0;      // train.steps (0: unknown, a switch's cost is not weighed)
+  // A switch's cost before one was measured, in measured steps: it gathers the whole model, rebuilds the grid and
+  // the trainer and scatters (0.5-1.1 s at 100-250 ms steps on this machine: 4-8 steps, 2026-12-06)
+  double cost_in_steps = 6;
 };
 
 enum class LayoutAction { Keep, Switch, SwitchBack };
@@ -72,7 +80,8 @@ struct LayoutDecision {
   // The judged switch (first evaluation after it): its step, measured and predicted gain; 0 when none.
   int judged_step = 0;
   double measured_gain = 0, promised_gain = 0;
-  std::string note;             // why nothing was proposed (no other layout, every one tried), or ""
+  double saved_ms = 0, cost_ms = 0;  // a switch's predicted saving over the steps left and its expected cost
+  std::string note;             // why nothing was proposed (no other layout, every one tried, no pay), or ""
   std::string reason;           // the guard's: what is imbalanced, why no switch was made; "" when nothing held it
 };
 
@@ -89,6 +98,7 @@ struct LayoutMemory {
   bool pending = false;           // a switch not judged yet
   int switch_step = 0;
   double before_ms = 0, promised = 0;
+  double switch_cost_ms = -1;  // the last switch's measured time (-1: none yet)
 };
 
 class LayoutDecider {

@@ -32,6 +32,7 @@ struct StateHandoff {
   std::vector<StepStats> history;
   AdaptCarry adapt;
   LayoutCarry layout;  // parallel.adapt = full: the layout decider's memory and decisions (layout_adapter.hpp)
+  bool relayout = false;  // handed to another layout (its time is the next switch's expected cost)
   double started = 0;  // MPI_Wtime when the old trainer began the handoff (the move's time is logged on adopt)
 };
 
