@@ -16,8 +16,14 @@ void ConvLayer::forward(const Dims& in, const float* params, const float* x, Con
     return conv_forward(shape(in), x, params + w_off, y.f.data());
   }
   if (x) round_to_bf16(in.size(), x, x_bf16(in));
+  forward_on(in, params, xb.data(), y);
+}
+
+void ConvLayer::forward_on(const Dims& in, const float* params, const bf16_bits* rounded, ConvOut& y) {
+  y.bf16 = true;
+  xin = rounded;
   y.h.resize(size_t(out(in).size()));
-  conv_forward(shape(in), xb.data(), params + w_off, y.h.data());
+  conv_forward(shape(in), xin, params + w_off, y.h.data());
 }
 
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
@@ -25,7 +31,7 @@ void ConvLayer::backward(const Dims& in, const float* params, const float* x, co
   if (dx) dx->resize(in.size());
   float* dxp = dx ? dx->data() : nullptr;
   if (!bf16) return conv_backward(shape(in), x, dy, params + w_off, dxp, grads + w_off);
-  conv_backward(shape(in), xb.data(), dyb.data(), params + w_off, dxp, grads + w_off);  // BN wrote dyb
+  conv_backward(shape(in), xin, dyb.data(), params + w_off, dxp, grads + w_off);  // BN wrote dyb
 }
 
 void BatchNormLayer::init(int channels) {
@@ -110,7 +116,9 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
   mid = cur;
   const float* shortcut = x;
   if (has_proj) {
-    proj.forward(d, params, x, ap);
+    // In bf16 the projection reads the block input its first conv rounded (the same tensor, once)
+    if (proj.bf16 && convs[0].bf16) proj.forward_on(d, params, convs[0].xin, ap);
+    else proj.forward(d, params, x, ap);
     ap.visit([&](const auto* a_proj) { bn_proj.forward(mid, params, a_proj, bp, train); });
     shortcut = bp.data();
   }

@@ -36,6 +36,9 @@ struct ConvLayer {
   // bf16: the input as the convolution reads it, rounded once by forward and kept for backward-weights, and the
   // output gradient, which the BatchNorm after this conv writes in bf16 (dy_bf16): no conversion in the passes
   std::vector<bf16_bits> xb{}, dyb{};
+  // bf16: the input forward read and backward-weights reads again: xb, or another conv's xb of the same tensor
+  // (forward_on: a block's projection reads what its first conv rounded)
+  const bf16_bits* xin = nullptr;
   ConvShape shape(const Dims& in) const { return {in.n, in.h, in.w, cin, cout, kernel, kernel, stride, pad, bf16}; }
   Dims out(const Dims& in) const {
     const ConvShape s = shape(in);
@@ -44,6 +47,8 @@ struct ConvLayer {
   // x: fp32, or null with bf16 when x_bf16() holds it (written by the BatchNorm before this conv); y: in bf16 with
   // bf16, fp32 otherwise
   void forward(const Dims& in, const float* params, const float* x, ConvOut& y);
+  // bf16 only: forward on an input already rounded by another conv (kept by it until this one's backward)
+  void forward_on(const Dims& in, const float* params, const bf16_bits* rounded, ConvOut& y);
   bf16_bits* x_bf16(const Dims& in) {
     xb.resize(size_t(in.size()));
     return xb.data();
