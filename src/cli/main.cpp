@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -205,20 +206,21 @@ std::unique_ptr<gt::io::RunDirLock> preflight(const gt::Config& cfg, gt::Grid& g
   return std::make_unique<gt::io::RunDirLock>(grid.world_mpi(), cfg.checkpoint_dir());
 }
 
-// The grid of a live re-layout to *cfg, or null when that layout does not fit in memory (the check agrees on every
-// rank): then *cfg goes back to `before`, the refusal goes into the handover's carry, and the run continues on the
-// layout it had from the state handed over (nothing lost; the layout decider never proposes that one again).
-std::unique_ptr<gt::Grid> relaid_grid(gt::Config* cfg, const gt::Config& before, const gt::LayoutChoice& to,
-                                      gt::StateHandoff* handoff, gt::AllreduceAlgo algo, gt::CommBackend backend) {
-  auto next = std::make_unique<gt::Grid>(MPI_COMM_WORLD, cfg->parallel.tp, cfg->parallel.pp, cfg->parallel.dp, algo,
-                                         backend);
+// A live re-layout of the run configured by *cfg to `to`: its grid, with *cfg now its configuration; or null when
+// that layout does not fit in memory (the check agrees on every rank): *cfg unchanged, the refusal in the handover's
+// carry, and the run continues on the layout it had from the state handed over (nothing lost; the layout decider
+// never proposes that one again).
+std::unique_ptr<gt::Grid> relaid_grid(gt::Config* cfg, const gt::LayoutChoice& to, gt::StateHandoff* handoff,
+                                      gt::AllreduceAlgo algo, gt::CommBackend backend) {
+  const gt::Config next_cfg = gt::relaid_config(*cfg, to);
+  auto next = std::make_unique<gt::Grid>(MPI_COMM_WORLD, to.grid.tp, to.grid.pp, to.grid.dp, algo, backend);
   try {
-    gt::check_memory_fits(*cfg, *next);
+    gt::check_memory_fits(next_cfg, *next);
+    *cfg = next_cfg;
     return next;
   } catch (const gt::Error& e) {
     const int rank = next->world_rank();
     next.reset();
-    *cfg = before;
     gt::LayoutAdapter::switch_refused(&handoff->layout, handoff->progress.step, to, e.what());
     if (rank == 0)
       std::printf("gridtrain: adapt: the switch to %s cannot be made (%s); continuing at step %d on %s from the state "
@@ -274,16 +276,14 @@ int cmd_train(const std::vector<std::string>& args) {
   // A live re-layout (src/train/adapt/layout_adapter.hpp) continues on a new grid of the same world, built once the
   // old trainer is gone (relaid_grid); the first grid is kept (unused) until the end.
   std::unique_ptr<gt::Grid> relaid;
-  bool new_grid = false;
-  gt::Config before_switch;
-  gt::LayoutChoice switching_to;
+  std::optional<gt::LayoutChoice> switching_to;  // the layout the last trainer asked to continue on
   for (;;) {
-    if (new_grid) {
-      new_grid = false;
+    if (switching_to) {
       const gt::AllreduceAlgo algo =
           gt::device_allreduce_algo(gt::parse_allreduce_algo(cfg.parallel.allreduce), backend, device_is_cuda);
       // the previous re-layout's grid goes: no trainer uses it any more
-      if (auto next = relaid_grid(&cfg, before_switch, switching_to, handoff.get(), algo, backend)) relaid = std::move(next);
+      if (auto next = relaid_grid(&cfg, *switching_to, handoff.get(), algo, backend)) relaid = std::move(next);
+      switching_to.reset();
     }
     gt::Grid& on = relaid ? *relaid : grid;
     gt::Config build = cfg;
@@ -292,11 +292,8 @@ int cmd_train(const std::vector<std::string>& args) {
     if (handoff) trainer.adopt(std::move(*handoff));
     const int code = trainer.run();
     if (const auto& to = trainer.relayout()) {
-      before_switch = cfg;
       switching_to = *to;
-      cfg = gt::relaid_config(cfg, *to);
       handoff = trainer.take_handoff();
-      new_grid = true;
       continue;
     }
     if (trainer.repartition().empty()) return code;

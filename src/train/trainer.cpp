@@ -350,7 +350,7 @@ std::string Trainer::adapt_decisions_json() const {
   if (layout_adapter_) add(layout_adapter_->earlier_rebalancing());
   if (adapter_) add(adapter_->carry().decisions);
   if (dp_adapter_) add(dp_adapter_->decisions());
-  const bool decides_layout = layout_adapter_ && !layout_adapter_->decisions_json().empty();
+  const bool decides_layout = layout_adapter_ && layout_adapter_->decides();
   if (decides_layout) add(layout_adapter_->decisions());
   if (all.empty() && !adapter_ && !dp_adapter_ && !decides_layout) return "";
   return json_list(by_step(std::move(all)));

@@ -41,17 +41,15 @@ LayoutSettings settings(const Config& cfg) {
 // The guard's view of the stages: the rebalancing decider on this partition (its figure and bar alone are used);
 // none at pp = 1 (one stage) or under the interleaved schedule (a stage's blocks are not one range).
 std::unique_ptr<LayoutGuard> make_guard(const Config& cfg, Grid& grid, const std::vector<int>& partition) {
-  std::unique_ptr<AdaptDecider> balance;
-  if (grid.shape().pp > 1 && cfg.choices().schedule != PipelineSchedule::Interleaved) {
-    AdaptSettings s;
-    s.gain_threshold = cfg.parallel.rebalance_gain;  // as the pipeline adapter's decider
-    balance = std::make_unique<AdaptDecider>(s, stage_of_every_rank(grid),
-                                             plan::modelled_unit_costs(plan::ModelShape::from(cfg.model)), partition);
-  }
+  if (grid.shape().pp == 1 || cfg.choices().schedule == PipelineSchedule::Interleaved)
+    return std::make_unique<LayoutGuard>(settings(cfg).window, nullptr);
+  const plan::ModelShape m = plan::ModelShape::from(cfg.model);
+  AdaptSettings s;
+  s.gain_threshold = cfg.parallel.rebalance_gain;  // as the pipeline adapter's decider
+  auto balance = std::make_unique<AdaptDecider>(s, stage_of_every_rank(grid), plan::modelled_unit_costs(m), partition);
   // the equal-devices partition the guard measures the stages' speeds on (layout_guard.hpp)
-  std::vector<int> reference;
-  if (balance) reference = plan::modelled_partition(plan::ModelShape::from(cfg.model), grid.shape().pp);
-  return std::make_unique<LayoutGuard>(settings(cfg).window, std::move(balance), std::move(reference));
+  return std::make_unique<LayoutGuard>(settings(cfg).window, std::move(balance),
+                                       plan::modelled_partition(m, grid.shape().pp));
 }
 
 }  // namespace
@@ -170,7 +168,11 @@ void LayoutAdapter::switch_refused(LayoutCarry* c, int step, const LayoutChoice&
   c->decisions.push_back(j.dump());
 }
 
-std::string LayoutAdapter::decisions_json() const { return decider_ ? json_list(decisions_) : std::string(); }
+std::string LayoutAdapter::decisions_json() const { return decides() ? json_list(decisions_) : std::string(); }
+
+int global_samples(const Config& cfg) {
+  return cfg.train.micro_batch_size * cfg.train.micro_batches * cfg.parallel.dp;
+}
 
 LayoutChoice layout_of(const Config& cfg, const GridShape& g) {
   return LayoutChoice{g, cfg.parallel.zero, cfg.train.micro_batch_size};
@@ -178,8 +180,7 @@ LayoutChoice layout_of(const Config& cfg, const GridShape& g) {
 
 Config relaid_config(const Config& now, const LayoutChoice& to) {
   Config c = now;
-  // the global batch in sequences: micro-batch size x micro-batches per replica x replicas
-  const int samples = now.train.micro_batch_size * now.train.micro_batches * now.parallel.dp;
+  const int samples = global_samples(now);
   if (to.micro_batch < 1 || samples % (to.micro_batch * to.grid.dp) != 0)
     throw Error("adapt: a re-layout to dp = " + std::to_string(to.grid.dp) + " with micro-batches of " +
                 std::to_string(to.micro_batch) + " cannot keep the global batch of " + std::to_string(samples) +

@@ -55,12 +55,13 @@ class LayoutAdapter {
                                          StepStats* s);
   LayoutCarry carry() const;
   void adopt(LayoutCarry c);          // after a switch (before the first step on the new layout)
+  // The carry with the measured time of the switch it is handed over in (the next decisions weigh it).
+  static void set_switch_cost(LayoutCarry* c, double ms) { c->memory.switch_cost_ms = ms; }
   // The switch after step `step` to `to` could not be made (why: its memory check's one line, the same on every
   // rank) and the run continues on the layout it had: `to` is never proposed again, no switch is pending
   // judgement, and the list of decisions records it ("switch_refused").
-  // The carry with the measured time of the switch it is handed over in (the next decisions weigh it).
-  static void set_switch_cost(LayoutCarry* c, double ms) { c->memory.switch_cost_ms = ms; }
   static void switch_refused(LayoutCarry* c, int step, const LayoutChoice& to, const std::string& why);
+  bool decides() const { return decider_ != nullptr; }  // parallel.adapt = full (not the test hook alone)
   std::string decisions_json() const;  // "[{...}, ...]"; "" without a decider (the test hook alone)
   const std::vector<std::string>& decisions() const { return decisions_; }  // the same, one object each
   const std::vector<std::string>& earlier_rebalancing() const { return earlier_rebalancing_; }  // (LayoutCarry)
@@ -79,6 +80,9 @@ class LayoutAdapter {
   std::vector<std::string> decisions_;
   std::vector<std::string> earlier_rebalancing_;
 };
+
+// The global batch in sequences: micro-batch size x micro-batches per replica x replicas.
+int global_samples(const Config& cfg);
 
 // The layout a configuration runs on grid `g`.
 LayoutChoice layout_of(const Config& cfg, const GridShape& g);

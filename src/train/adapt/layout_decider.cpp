@@ -11,7 +11,6 @@ namespace gt {
 namespace {
 
 bool same(const LayoutChoice& a, const LayoutChoice& b) { return same_layout(a, b); }
-bool same_grid(const GridShape& a, const GridShape& b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; }
 
 double median_of(const std::vector<LayoutSample>& w, double LayoutSample::*field) {
   std::vector<double> v;
@@ -34,9 +33,10 @@ std::string layout_text(const LayoutChoice& c) {
   return layout_text(c.grid) + ", zero " + std::to_string(c.zero) + ", micro-batch " + std::to_string(c.micro_batch);
 }
 
+bool same_grid(const GridShape& a, const GridShape& b) { return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp; }
+
 bool same_layout(const LayoutChoice& a, const LayoutChoice& b) {
-  return a.grid.tp == b.grid.tp && a.grid.pp == b.grid.pp && a.grid.dp == b.grid.dp && a.zero == b.zero &&
-         a.micro_batch == b.micro_batch;
+  return same_grid(a.grid, b.grid) && a.zero == b.zero && a.micro_batch == b.micro_batch;
 }
 
 LayoutDecider::LayoutDecider(LayoutSettings s, LayoutChoice now, LayoutMemory memory)

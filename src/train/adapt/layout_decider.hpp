@@ -46,6 +46,7 @@ struct LayoutChoice {
   int zero = 0;
   int micro_batch = 1;
 };
+bool same_grid(const GridShape& a, const GridShape& b);
 bool same_layout(const LayoutChoice& a, const LayoutChoice& b);
 
 struct LayoutPrediction {

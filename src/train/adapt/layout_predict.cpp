@@ -108,7 +108,7 @@ std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const LayoutCho
   const double room = std::max(here, base.usable_memory_bytes());
   std::vector<LayoutPrediction> out;
   out.push_back({now, plan::step_time(m, r.layout, cal.cluster, plan::Framework::Gridtrain).step * 1e3 * hook_factor(now)});
-  const int samples = cfg.train.micro_batch_size * cfg.train.micro_batches * now.grid.dp;
+  const int samples = global_samples(cfg);
   // ZeRO is for memory: of each grid and micro-batch size only the lowest stage that fits is a candidate (the
   // choices come in ascending stage), and the current grid and micro-batch size keep the current stage. The
   // planner's step time of a higher stage was lower on this machine's dp 4 (the optimizer sharded) and the run
@@ -116,11 +116,11 @@ std::vector<LayoutPrediction> predict_layouts(const Config& cfg, const LayoutCho
   std::vector<LayoutChoice> admitted{now};
   auto has_lower_stage = [&](const LayoutChoice& g) {
     return std::any_of(admitted.begin(), admitted.end(), [&](const LayoutChoice& a) {
-      return a.grid.tp == g.grid.tp && a.grid.pp == g.grid.pp && a.grid.dp == g.grid.dp && a.micro_batch == g.micro_batch;
+      return same_grid(a.grid, g.grid) && a.micro_batch == g.micro_batch;
     });
   };
   for (const LayoutChoice& g : layout_choices(now, samples)) {
-    if (same_layout(g, now) || has_lower_stage(g)) continue;  // the current: predicted above, on its own configuration
+    if (has_lower_stage(g)) continue;  // the current among them: predicted above, on its own configuration
     Config relaid;
     try {
       relaid = relaid_config(cfg, g);  // can this run continue there (heads, blocks, global batch, ZeRO)?
