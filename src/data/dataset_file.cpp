@@ -99,6 +99,12 @@ DatasetFile::DatasetFile(const std::string& path) {
       if (sgn || bytes != 8 || len != chunks)
         throw Error(path + ": /" + split + "/token_checksums must hold " + std::to_string(chunks) +
                     " uint64 values (one per " + std::to_string(kTokenChunk) + " tokens), it holds " + std::to_string(len));
+      // a damaged extent can claim any length; the checksums we write are stored unfiltered, so they cannot be
+      // larger than the file that holds them: refuse before allocating
+      hsize_t file_bytes = 0;
+      if (H5Fget_filesize(root, &file_bytes) < 0 || hsize_t(chunks) > file_bytes / 8)
+        throw Error(path + ": /" + split + "/token_checksums claims " + std::to_string(chunks) +
+                    " values, more than the file's " + std::to_string(file_bytes) + " bytes hold (damaged file?)");
       chunk_sums_[s].resize(size_t(chunks));
       if (chunks > 0 &&
           H5Dread(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, chunk_sums_[s].data()) < 0)

@@ -252,9 +252,17 @@ H5Handle open_attr(hid_t loc, const std::string& name, const std::string& file) 
   return a;
 }
 
-hssize_t attr_count(hid_t attr) {
+// The number of elements of attribute `name`, refused when a value of that many elem_bytes-sized elements would be
+// larger than any attribute we write (kMaxAttrBytes): then the dataspace is damaged.
+size_t attr_count(hid_t attr, size_t elem_bytes, const std::string& name, const std::string& file) {
   H5Handle space(H5Aget_space(attr));
-  return H5Sget_simple_extent_npoints(space.get());
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  if (n < 0) throw Error(file + ": cannot read the dataspace of attribute " + name);
+  if (elem_bytes > 0 && hsize_t(n) > kMaxAttrBytes / elem_bytes)
+    throw Error(file + ": attribute " + name + " claims " + std::to_string(n) + " values of " +
+                std::to_string(elem_bytes) + " bytes, more than " + std::to_string(kMaxAttrBytes >> 20) +
+                " MiB (damaged file?)");
+  return size_t(n);
 }
 
 template <class T>
@@ -263,7 +271,7 @@ std::vector<T> read_numeric(hid_t loc, const std::string& name, const std::strin
   H5Handle a = open_attr(loc, name, file);
   H5Handle type(H5Aget_type(a.get()));
   if (H5Tget_class(type.get()) != H5T_INTEGER) throw Error(file + ": attribute " + name + " is not " + what);
-  std::vector<T> v(size_t(attr_count(a.get())));
+  std::vector<T> v(attr_count(a.get(), sizeof(T), name, file));
   if (!v.empty() && H5Aread(a.get(), mem_type, v.data()) < 0) throw Error(file + ": cannot read attribute " + name);
   return v;
 }
@@ -291,9 +299,10 @@ std::vector<std::string> read_attr_strings(hid_t loc, const std::string& name, c
   H5Handle a = open_attr(loc, name, file);
   H5Handle ftype(H5Aget_type(a.get()));
   if (H5Tget_class(ftype.get()) != H5T_STRING) throw Error(file + ": attribute " + name + " is not a string");
-  const size_t n = size_t(attr_count(a.get()));
+  const bool vlen = H5Tis_variable_str(ftype.get()) > 0;
+  const size_t n = attr_count(a.get(), vlen ? sizeof(char*) : H5Tget_size(ftype.get()), name, file);
   std::vector<std::string> out;
-  if (H5Tis_variable_str(ftype.get()) > 0) {
+  if (vlen) {
     std::vector<char*> ptrs(n, nullptr);
     H5Handle mtype = string_type();
     if (n && H5Aread(a.get(), mtype.get(), ptrs.data()) < 0) throw Error(file + ": cannot read attribute " + name);

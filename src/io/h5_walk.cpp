@@ -13,10 +13,6 @@ namespace gt::io {
 
 namespace {
 
-// A damaged dataspace can claim any size: values larger than this are not read (the readers refuse such
-// attributes anyway, and a failed allocation here would be mistaken for a crash of the library).
-constexpr hsize_t kMaxValueBytes = 64ull << 20;
-
 // Reads the whole value of one attribute in its native memory type, then gives back what HDF5 allocated for
 // variable-length parts (strings in the global heap).
 void read_attribute_value(hid_t attr) {
@@ -27,7 +23,9 @@ void read_attribute_value(hid_t attr) {
   if (!mem.valid()) return;
   const hssize_t n = H5Sget_simple_extent_npoints(space.get());
   const size_t elem = H5Tget_size(mem.get());
-  if (n <= 0 || elem == 0 || hsize_t(n) > kMaxValueBytes / elem) return;
+  // A damaged dataspace can claim any size: values the readers refuse (kMaxAttrBytes) are not read either, and a
+  // failed allocation here would be mistaken for a crash of the library.
+  if (n <= 0 || elem == 0 || hsize_t(n) > kMaxAttrBytes / elem) return;
   std::vector<unsigned char> buf(size_t(n) * elem);
   if (H5Aread(attr, mem.get(), buf.data()) < 0) return;
   const bool vlen = H5Tdetect_class(mem.get(), H5T_VLEN) > 0 || H5Tis_variable_str(mem.get()) > 0;

@@ -181,6 +181,36 @@ TEST(BadInput, TokenIdsBeyondTheVocabularyOnRead) {
   expect_error([&] { f.read_tokens(Split::Train, 990, 64, out.data()); }, p, "token id >= vocab_size");
 }
 
+// Replaces dataset `name` by an extendible chunked one of `n` elements of `type` that stores nothing (chunks are
+// allocated when written): a file of a few KB can claim any length, as a damaged extent can.
+void replace_with_unwritten(hid_t f, const char* name, hid_t type, hsize_t n) {
+  H5Ldelete(f, name, H5P_DEFAULT);
+  const hsize_t maxdims = H5S_UNLIMITED, chunk = 65536;
+  hid_t s = H5Screate_simple(1, &n, &maxdims);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 1, &chunk);
+  hid_t d = H5Dcreate2(f, name, type, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  EXPECT_GE(d, 0) << name;
+  H5Dclose(d);
+  H5Pclose(dcpl);
+  H5Sclose(s);
+}
+
+TEST(BadInput, ChecksumsClaimMoreThanTheFileHolds) {
+  // 2^47 byte tokens in 2^31 chunks of 65536, so 2^31 checksums: 16 GiB that the reader allocated and read (fill
+  // values) before it compared the claim with the file's size. Now one line, before any allocation.
+  const std::string dir = test::scratch_dir();
+  const std::string valid = valid_dataset(dir);
+  const hsize_t tokens = hsize_t(1) << 47, chunks = hsize_t(1) << 31;
+  const std::string p = broken_copy(valid, "huge.h5", [&](hid_t f) {
+    replace_with_unwritten(f, "train/tokens", H5T_STD_U8LE, tokens);
+    replace_attr_int(f, "train_tokens", int64_t(tokens));
+    replace_with_unwritten(f, "train/token_checksums", H5T_STD_U64LE, chunks);
+  });
+  ASSERT_LT(fs::file_size(p), uintmax_t(1) << 20);
+  expect_open_error(p, "/train/token_checksums claims 2147483648 values, more than the file's");
+}
+
 TEST(BadInput, VocabularyLargerThanTheModel) {
   const std::string dir = test::scratch_dir();
   const std::string path = dir + "/big_vocab.h5";
