@@ -21,6 +21,15 @@ void read_array(hid_t group, const char* name, hid_t type, void* data, const std
 ImageSplit read_split(hid_t file, const char* name, int count, int h, int w, int c, int classes,
                       const std::string& path) {
   if (!io::has_link(file, name)) throw Error(path + ": the split " + name + " is missing");
+  // The attributes say how much to allocate, before any dataset is compared with them: damaged ones could ask for
+  // anything (2^30 on each of four sides). The images and labels are stored unfiltered, so they fit in the file.
+  hsize_t file_bytes = 0;
+  H5Fget_filesize(file, &file_bytes);
+  const unsigned __int128 bytes = (unsigned __int128)count * (unsigned __int128)(size_t(h) * w * c + 4);
+  if (h < 1 || w < 1 || c < 1 || bytes > file_bytes)
+    throw Error(path + ": the attributes claim " + std::to_string(count) + " " + name + " images of " +
+                std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c) + ", more than the file's " +
+                std::to_string(file_bytes) + " bytes hold (damaged?)");
   io::H5Handle g(H5Gopen2(file, name, H5P_DEFAULT));
   ImageSplit s{count, h, w, c, {}, {}};
   s.pixels.resize(size_t(count) * h * w * c);

@@ -95,6 +95,21 @@ TEST(VisionImageDataset, DamageTokenDatasetsAndBadLabelsAreRefused) {
   EXPECT_EQ(read_image_dataset(tmp("keep.h5")).test.labels, sample().test.labels);
 }
 
+TEST(VisionImageDataset, AttributesClaimingMoreImagesThanTheFileHoldsAreRefused) {
+  // The reader allocates what the attributes say before it compares the datasets with them: a damaged count or
+  // height (up to 2^30 each) asked for up to 2^120 bytes, wrapped around in 64 bits. Refused before allocating.
+  for (const char* attr : {"train_images", "height"}) {
+    const std::string path = tmp(std::string("claims_") + attr + ".h5");
+    write_image_dataset(path, sample());
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t a = H5Aopen(f, attr, H5P_DEFAULT);
+    const long long v = 1ll << 30;
+    H5Awrite(a, H5T_NATIVE_LLONG, &v);
+    H5Aclose(a), H5Fclose(f);
+    expect_error([&] { read_image_dataset(path); }, "more than the file's");
+  }
+}
+
 namespace {
 
 void write_idx(const std::string& path, unsigned magic, const std::vector<unsigned>& dims,
