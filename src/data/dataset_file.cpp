@@ -33,6 +33,27 @@ io::H5Handle open_1d(hid_t file, const std::string& name, const std::string& pat
   return d;
 }
 
+// /<split>/token_checksums: one FNV-1a 64 per kTokenChunk tokens, `chunks` of them.
+std::vector<uint64_t> read_checksums(hid_t root, const std::string& split, int64_t chunks, const std::string& path) {
+  int64_t len = 0;
+  bool sgn = false;
+  int bytes = 0;
+  io::H5Handle d = open_1d(root, split + "/token_checksums", path, &len, &sgn, &bytes);
+  if (sgn || bytes != 8 || len != chunks)
+    throw Error(path + ": /" + split + "/token_checksums must hold " + std::to_string(chunks) +
+                " uint64 values (one per " + std::to_string(kTokenChunk) + " tokens), it holds " + std::to_string(len));
+  // a damaged extent can claim any length; the checksums we write are stored unfiltered, so they cannot be
+  // larger than the file that holds them: refuse before allocating
+  hsize_t file_bytes = 0;
+  if (H5Fget_filesize(root, &file_bytes) < 0 || hsize_t(chunks) > file_bytes / 8)
+    throw Error(path + ": /" + split + "/token_checksums claims " + std::to_string(chunks) +
+                " values, more than the file's " + std::to_string(file_bytes) + " bytes hold (damaged file?)");
+  std::vector<uint64_t> sums(static_cast<size_t>(chunks));
+  if (chunks > 0 && H5Dread(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, sums.data()) < 0)
+    throw Error(path + ": cannot read /" + split + "/token_checksums");
+  return sums;
+}
+
 }  // namespace
 
 DatasetFile::DatasetFile(const std::string& path) {
@@ -95,20 +116,7 @@ DatasetFile::DatasetFile(const std::string& path) {
                   split + "_documents says " + std::to_string(attr_docs));
     const int64_t chunks = (info_.tokens[s] + kTokenChunk - 1) / kTokenChunk;
     if (io::has_link(root, split + "/token_checksums")) {
-      io::H5Handle d = open_1d(root, split + "/token_checksums", path, &len, &sgn, &bytes);
-      if (sgn || bytes != 8 || len != chunks)
-        throw Error(path + ": /" + split + "/token_checksums must hold " + std::to_string(chunks) +
-                    " uint64 values (one per " + std::to_string(kTokenChunk) + " tokens), it holds " + std::to_string(len));
-      // a damaged extent can claim any length; the checksums we write are stored unfiltered, so they cannot be
-      // larger than the file that holds them: refuse before allocating
-      hsize_t file_bytes = 0;
-      if (H5Fget_filesize(root, &file_bytes) < 0 || hsize_t(chunks) > file_bytes / 8)
-        throw Error(path + ": /" + split + "/token_checksums claims " + std::to_string(chunks) +
-                    " values, more than the file's " + std::to_string(file_bytes) + " bytes hold (damaged file?)");
-      chunk_sums_[s].resize(size_t(chunks));
-      if (chunks > 0 &&
-          H5Dread(d.get(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, chunk_sums_[s].data()) < 0)
-        throw Error(path + ": cannot read /" + split + "/token_checksums");
+      chunk_sums_[s] = read_checksums(root, split, chunks, path);
       verified_[s].assign(size_t(chunks), false);
     } else if (s == 0) {
       // Once per process: every file opened before checksums existed says so, then loads as before.

@@ -128,22 +128,22 @@ namespace {
 
 // The backward's element-wise parts, with the fused ReLU's mask (y > 0) on dy a compile-time choice: a run-time
 // test per element kept the loops from vectorising.
-template <bool Relu, class Y>
-float masked(const Y* y, const float* dy, long i) {
-  return Relu && !(load(y + i) > 0.f) ? 0.f : dy[i];
+template <bool Relu, class Y, class DY>
+float masked(const Y* y, const DY* dy, long i) {
+  return Relu && !(load(y + i) > 0.f) ? 0.f : load(dy + i);
 }
 
 // sdy[c] += sum(dy), sdyd[c] += sum(dy * (x - mean)) (xhat's sum / invstd)
-template <bool Relu, class X, class Y>
-void backward_sums(long rows, int C, const X* x, const Y* y, const float* dy, const float* mean,
+template <bool Relu, class X, class Y, class DY>
+void backward_sums(long rows, int C, const X* x, const Y* y, const DY* dy, const float* mean,
                    std::vector<double>& sdy, std::vector<double>& sdyd) {
   sum_rows2(
       rows, C, sdy, sdyd, [=](long i, int) { return masked<Relu>(y, dy, i); },
       [=](long i, int c) { return masked<Relu>(y, dy, i) * (load(x + i) - mean[c]); });
 }
 
-template <bool Relu, class X, class Y, class Out>
-void backward_dx(long rows, int C, const X* x, const Y* y, const float* dy, const float* mean,
+template <bool Relu, class X, class Y, class DY, class Out>
+void backward_dx(long rows, int C, const X* x, const Y* y, const DY* dy, const float* mean,
                  const float* k, const float* b, const float* d, Out* __restrict dx) {
   for (long m = 0; m < rows; ++m)
     for (int c = 0; c < C; ++c) {
@@ -157,8 +157,8 @@ void backward_dx(long rows, int C, const X* x, const Y* y, const float* dy, cons
 // d = -k * sum(dy) / M); with p.relu, dy is first masked by y > 0.
 }  // namespace
 
-template <class X, class Y, class Out>
-void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const float* dy,
+template <class X, class Y, class DY, class Out>
+void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const DY* dy,
                         const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
@@ -205,14 +205,17 @@ GT_BN_FORWARD(float, bf16_bits)
 GT_BN_FORWARD(bf16_bits, float)
 GT_BN_FORWARD(bf16_bits, bf16_bits)
 #undef GT_BN_FORWARD
-#define GT_BN_BACKWARD(X, Y, O)                                                                                    \
-  template void batchnorm_backward(const BatchNormParams&, long, const X*, const Y*, const float*, const float*, \
+#define GT_BN_BACKWARD(X, Y, DY, O)                                                                                \
+  template void batchnorm_backward(const BatchNormParams&, long, const X*, const Y*, const DY*, const float*,     \
                                    const BatchNormSaved&, O*, float*, float*);
-GT_BN_BACKWARD(float, float, float)
-GT_BN_BACKWARD(float, float, bf16_bits)
-GT_BN_BACKWARD(float, bf16_bits, bf16_bits)
-GT_BN_BACKWARD(bf16_bits, float, bf16_bits)
-GT_BN_BACKWARD(bf16_bits, bf16_bits, bf16_bits)
+// a bf16 dx with each of x, y and dy in either type: the ResNet's block code instantiates every mix, whichever it runs
+#define GT_BN_BACKWARD_BF16_DX(X, Y) GT_BN_BACKWARD(X, Y, float, bf16_bits) GT_BN_BACKWARD(X, Y, bf16_bits, bf16_bits)
+GT_BN_BACKWARD(float, float, float, float)
+GT_BN_BACKWARD_BF16_DX(float, float)
+GT_BN_BACKWARD_BF16_DX(float, bf16_bits)
+GT_BN_BACKWARD_BF16_DX(bf16_bits, float)
+GT_BN_BACKWARD_BF16_DX(bf16_bits, bf16_bits)
+#undef GT_BN_BACKWARD_BF16_DX
 #undef GT_BN_BACKWARD
 
 }  // namespace gt::vision

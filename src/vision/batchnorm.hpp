@@ -42,10 +42,12 @@ void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, con
                             const float* beta, const float* running_mean, const float* running_var, Out* y);
 // dx overwritten (fp32, or bf16: the gradient a bf16 convolution reads); dgamma and dbeta overwritten (per channel).
 // y: the forward's output, read only with p.relu (the gradient flows where y > 0), fp32 or bf16 (the same test on
-// the rounded value, except for positive values below about 5e-41, which round to 0). Instantiated for
-// (X, Y, dx) = fp32 throughout, and for a bf16 dx with any of x and y in bf16 (batchnorm.cpp).
-template <class X, class Y, class Out>
-void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const float* dy,
+// the rounded value, except for positive values below about 5e-41, which round to 0). DY, the output gradient:
+// fp32, or bf16 (written so by the bf16 convolution after this BatchNorm in a residual block); the sums over it
+// are fp32/double either way. Instantiated for (X, Y, dy, dx) = fp32 throughout, and for a bf16 dx with any of x,
+// y and dy in bf16 (batchnorm.cpp).
+template <class X, class Y, class DY, class Out>
+void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const DY* dy,
                         const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta);
 
 }  // namespace gt::vision

@@ -57,6 +57,10 @@ void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb
 // ... with y written in bf16: the fp32 sums rounded to nearest even as they are stored (oneDNN's bf16 destination),
 // for a BatchNorm that reads bf16 (half the bytes of the element-wise passes that follow every convolution)
 void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_bits* yb);
+// ... and backward with dx written in bf16 the same way (oneDNN's bf16 diff_src; PyTorch's autocast keeps these
+// gradients in bf16 too), for the BatchNorm backward before this conv in a residual block; dw stays fp32
+void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, bf16_bits* dxb,
+                   float* dw);
 
 namespace detail {
 void conv_forward_naive(const ConvShape& s, const float* x, const float* w, float* y);
@@ -72,6 +76,8 @@ void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w
 void conv_forward_onednn(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_bits* yb);
 void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,
                           float* dw);
+void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w,
+                          bf16_bits* dxb, float* dw);
 }  // namespace detail
 
 }  // namespace gt::vision

@@ -137,4 +137,13 @@ void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb
   if (dx) conv_backward_data(fp32(s), dy, r.of(r.a, w, s.weight_size()), dx);
 }
 
+void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, bf16_bits* dxb,
+                   float* dw) {
+  if (s.bf16 && conv_bf16_native()) return detail::conv_backward_onednn(s, xb, dyb, w, dxb, dw);
+  thread_local std::vector<float> dx;  // the fp32 result, rounded once as a whole (as the forward's above)
+  dx.resize(size_t(s.in_size()));
+  conv_backward(s, xb, dyb, w, dx.data(), dw);
+  round_to_bf16(s.in_size(), dx.data(), dxb);
+}
+
 }  // namespace gt::vision

@@ -6,8 +6,8 @@
 // forward primitive descriptor per shape serves as the hint for both backward passes; the three primitives are
 // created on first use and cached per thread, keyed by the shape. oneDNN runs on OpenMP: unless OMP_NUM_THREADS
 // says otherwise it gets one thread, because each rank drives one core.
-// bf16 (ConvShape::bf16): the primitives read bf16 x, w and dy and write fp32 dx and dw, and y in fp32 or (a second
-// forward primitive) bf16. The fp32-operand forms convert the caller's x and dy by reorders into per-shape bf16
+// bf16 (ConvShape::bf16): the primitives read bf16 x, w and dy and write fp32 dw, and y and dx in fp32 or (a second
+// forward and backward-data primitive) bf16. The fp32-operand forms convert the caller's x and dy by reorders into per-shape bf16
 // buffers; the bf16-operand forms (conv.hpp, what the ResNet uses) read the caller's bf16 x and dy in place. The
 // weights' reorder converts and re-lays them in one pass either way.
 #include <dnnl.hpp>
@@ -61,6 +61,9 @@ struct Prims {
   dnnl::convolution_forward fwd16;  // bf16: the forward writing y in bf16
   dnnl::memory::desc fwd16_scratch;
   dnnl::convolution_backward_data bwd_data;
+  dnnl::convolution_backward_data bwd_data16;  // bf16: backward-data writing dx in bf16
+  dnnl::memory::desc bd16_scratch;
+  WeightsIn bd16_w;
   dnnl::convolution_backward_weights bwd_weights;
 };
 
@@ -134,17 +137,29 @@ dnnl::convolution_forward::primitive_desc forward_desc(const dnnl::engine& eng, 
       pass_attr(), eng);
 }
 
+// Backward-data for shape s (dy and w of the shape's type) with dx of type `out`: fp32, or bf16 with a bf16 shape
+// (a primitive of its own, as the forward's destination type).
+dnnl::convolution_backward_data::primitive_desc backward_data_desc(const dnnl::engine& eng, const ConvShape& s,
+                                                                   dt out,
+                                                                   const dnnl::convolution_forward::primitive_desc& hint) {
+  const dt in = s.bf16 ? dt::bf16 : dt::f32;
+  const dnnl::memory::desc dx({s.n, s.c, s.h, s.w}, out, tag::acdb), w_in({s.k, s.c, s.r, s.s}, in, tag::any);
+  const dnnl::memory::desc dy({s.n, s.k, s.out_h(), s.out_w()}, in, tag::acdb);
+  const dnnl::memory::dims strides = {s.stride, s.stride}, pad = {s.pad, s.pad};
+  return dnnl::convolution_backward_data::primitive_desc(
+      dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, dx, w_in, dy, strides, pad, pad),
+      pass_attr(), eng, hint);
+}
+
 PassDescs pass_descs(const dnnl::engine& eng, const ConvShape& s) {
   const dt in = s.bf16 ? dt::bf16 : dt::f32;
-  const dnnl::memory::desc x({s.n, s.c, s.h, s.w}, in, tag::acdb), dx({s.n, s.c, s.h, s.w}, dt::f32, tag::acdb);
+  const dnnl::memory::desc x({s.n, s.c, s.h, s.w}, in, tag::acdb);
   const dnnl::memory::desc dy({s.n, s.k, s.out_h(), s.out_w()}, in, tag::acdb);
-  const dnnl::memory::desc w_in({s.k, s.c, s.r, s.s}, in, tag::any), dw({s.k, s.c, s.r, s.s}, dt::f32, tag::any);
+  const dnnl::memory::desc dw({s.k, s.c, s.r, s.s}, dt::f32, tag::any);
   const dnnl::memory::dims strides = {s.stride, s.stride}, pad = {s.pad, s.pad};
   const auto alg = dnnl::algorithm::convolution_direct;
   const dnnl::convolution_forward::primitive_desc fwd = forward_desc(eng, s, dt::f32);
-  return {fwd,
-          dnnl::convolution_backward_data::primitive_desc(
-              dnnl::convolution_backward_data::desc(alg, dx, w_in, dy, strides, pad, pad), pass_attr(), eng, fwd),
+  return {fwd, backward_data_desc(eng, s, dt::f32, fwd),
           dnnl::convolution_backward_weights::primitive_desc(
               dnnl::convolution_backward_weights::desc(alg, x, dw, dy, strides, pad, pad), pass_attr(), eng, fwd)};
 }
@@ -172,6 +187,10 @@ std::unique_ptr<Prims> make_prims(const dnnl::engine& eng, const ConvShape& s) {
     p->fwd16_scratch = f16.scratchpad_desc();
     p->fwd16_w = weights_in(eng, p->wei, f16.weights_desc(), false);
     p->fwd16 = dnnl::convolution_forward(f16);
+    const dnnl::convolution_backward_data::primitive_desc bd16 = backward_data_desc(eng, s, dt::bf16, d.fwd);
+    p->bd16_scratch = bd16.scratchpad_desc();
+    p->bd16_w = weights_in(eng, p->wei, bd16.weights_desc(), false);
+    p->bwd_data16 = dnnl::convolution_backward_data(bd16);
   }
   p->bwd_data = dnnl::convolution_backward_data(d.bd);
   p->bwd_weights = dnnl::convolution_backward_weights(d.bw);
@@ -221,7 +240,9 @@ bool onednn_bf16_native() {
     try {
       ConvShape s{2, 8, 8, 16, 16, 3, 3, 1, 1, true};
       const PassDescs d = pass_descs(context().eng, s);
-      return jit(d.fwd) && jit(d.bd) && jit(d.bw);
+      // and the forms writing bf16 (y, dx), each a primitive of its own
+      return jit(d.fwd) && jit(d.bd) && jit(d.bw) && jit(forward_desc(context().eng, s, dt::bf16)) &&
+             jit(backward_data_desc(context().eng, s, dt::bf16, d.fwd));
     } catch (const dnnl::error&) {
       return false;  // no bf16 convolution at all for this CPU
     }
@@ -302,6 +323,17 @@ void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bi
   dnnl::memory d = wrap(p.dst16, dyb);
   backward_weights(p, wrap(p.src16, xb), d, dw);
   if (dx) backward_data(p, d, w, dx);
+  context().strm.wait();
+}
+
+void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w,
+                          bf16_bits* dxb, float* dw) {
+  auto& p = prims(s);
+  dnnl::memory d = wrap(p.dst16, dyb);
+  backward_weights(p, wrap(p.src16, xb), d, dw);
+  p.bwd_data16.execute(context().strm, {{DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_WEIGHTS, weights_for(p.bd16_w, p.wei, w)},
+                                        {DNNL_ARG_DIFF_SRC, wrap(p.src16, dxb)},
+                                        {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bd16_scratch)}});
   context().strm.wait();
 }
 

@@ -26,12 +26,17 @@ void ConvLayer::forward_on(const Dims& in, const float* params, const bf16_bits*
   conv_forward(shape(in), xin, params + w_off, y.h.data());
 }
 
+template <class DX>
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
-                         std::vector<float>* dx) {
+                         std::vector<DX>* dx) {
   if (dx) dx->resize(in.size());
-  float* dxp = dx ? dx->data() : nullptr;
-  if (!bf16) return conv_backward(shape(in), x, dy, params + w_off, dxp, grads + w_off);
-  conv_backward(shape(in), xin, dyb.data(), params + w_off, dxp, grads + w_off);  // BN wrote dyb
+  DX* dxp = dx ? dx->data() : nullptr;
+  if constexpr (std::is_same_v<DX, float>) {
+    if (!bf16) return conv_backward(shape(in), x, dy, params + w_off, dxp, grads + w_off);
+    conv_backward(shape(in), xin, dyb.data(), params + w_off, dxp, grads + w_off);  // BN wrote dyb
+  } else {  // a bf16 dx: a bf16 conv inside a block, which always has an input gradient to give
+    conv_backward(shape(in), xin, dyb.data(), params + w_off, dxp, grads + w_off);
+  }
 }
 
 void BatchNormLayer::init(int channels) {
@@ -57,24 +62,26 @@ void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, std
   forward(d, params, x, y.data(), train);
 }
 
-template <class X, class Y, class Out>
-void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, const Y* y, const float* dy,
+template <class X, class Y, class DY, class Out>
+void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, const Y* y, const DY* dy,
                               float* grads, Out* dx) const {
   batchnorm_backward(p, long(d.n) * d.h * d.w, x, y, dy, params + gamma_off, saved, dx, grads + gamma_off,
                      grads + beta_off);
 }
 
-template <class A, class Y>
+template <class A, class Y, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
-                   const A* a, const Y* b, const float* x, const float* dy, float* grads,
-                   std::vector<float>& g_a, std::vector<float>* dx) {
+                   const A* a, const Y* b, const float* x, const DY* dy, float* grads,
+                   std::vector<float>& g_a, std::vector<DX>* dx) {
   const Dims od = conv.out(conv_in);
   if (conv.bf16) {
     bn.backward(od, params, a, b, dy, grads, conv.dy_bf16(conv_in));
     conv.backward(conv_in, params, x, nullptr, grads, dx);
     return;
   }
-  if constexpr (std::is_same_v<A, float> && std::is_same_v<Y, float>) {  // bf16 ones come from bf16 convs
+  // bf16 ones come from bf16 convs
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<Y, float> && std::is_same_v<DY, float> &&
+                std::is_same_v<DX, float>) {
     g_a.resize(od.size());
     bn.backward(od, params, a, b, dy, grads, g_a.data());
     conv.backward(conv_in, params, x, g_a.data(), grads, dx);
@@ -132,19 +139,33 @@ void ResBlock::backward(const float* params, const float* dout, float* grads, st
   g_sum.resize(mid.size());
   relu_backward(mid.size(), out.data(), dout, g_sum.data());
   const float* g_out = g_sum.data();  // the last unit's output gradient: the sum's, before any ReLU
+  const bf16_bits* g_out_b = nullptr;  // or, when set, in bf16 (the bf16 conv after the unit wrote it)
   for (size_t k = n; k-- > 0;) {  // b[k]: relu(bn(a[k])) but the last; in bf16 the next conv's input (lowered)
     const float* conv_x = k == 0 ? x : b[k - 1].data();  // read only by an fp32 conv
-    std::vector<float>* g_in = k == 0 ? &dx : &g_prev;
+    // conv k's input gradient: the block's (fp32, summed with the shortcut's) or unit k - 1's dy, in bf16 when
+    // conv k is a bf16 one
+    const bool dx_bf16 = k > 0 && convs[k].bf16;
     a[k].visit([&](const auto* ak) {
-      if (lowered(k))
-        unit_backward(convs[k], conv_in[k], bns[k], params, ak, convs[k + 1].xb.data(), conv_x, g_out, grads, g_a,
-                      g_in);
-      else
-        unit_backward(convs[k], conv_in[k], bns[k], params, ak, b[k].data(), conv_x, g_out, grads, g_a, g_in);
+      auto run = [&](const auto* bk, const auto* dy) {
+        if (dx_bf16)
+          unit_backward(convs[k], conv_in[k], bns[k], params, ak, bk, conv_x, dy, grads, g_a, &g_prevb);
+        else
+          unit_backward(convs[k], conv_in[k], bns[k], params, ak, bk, conv_x, dy, grads, g_a, k == 0 ? &dx : &g_prev);
+      };
+      auto with_dy = [&](const auto* bk) {
+        if (g_out_b) run(bk, g_out_b);
+        else run(bk, g_out);
+      };
+      if (lowered(k)) with_dy(convs[k + 1].xb.data());
+      else with_dy(b[k].data());
     });
-    if (k > 0) {
+    if (k > 0 && dx_bf16) {
+      g_hb.swap(g_prevb);
+      g_out_b = g_hb.data();
+    } else if (k > 0) {
       g_h.swap(g_prev);
       g_out = g_h.data();
+      g_out_b = nullptr;
     }
   }
   if (has_proj) {

@@ -59,9 +59,11 @@ struct ConvLayer {
   }
   // Without bf16: x and dy in fp32. With bf16 both are ignored: xb (from forward) and dyb (dy_bf16(), written by
   // the BatchNorm after this conv) hold them.
-  // dx may be null (the stem's input needs no gradient)
+  // dx may be null (the stem's input needs no gradient); fp32, or bf16 with bf16 (the gradient a BatchNorm before
+  // this conv inside a block reads)
+  template <class DX>
   void backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
-                std::vector<float>* dx);
+                std::vector<DX>* dx);
 };
 
 struct BatchNormLayer {
@@ -75,20 +77,21 @@ struct BatchNormLayer {
   void forward(const Dims& d, const float* params, const X* x, std::vector<float>& y, bool train);
   template <class X, class Out>
   void forward(const Dims& d, const float* params, const X* x, Out* y, bool train);
-  // y: the forward's output (its ReLU mask, when p.relu), fp32 or bf16; dx: d.size() values, fp32 or bf16
-  template <class X, class Y, class Out>
-  void backward(const Dims& d, const float* params, const X* x, const Y* y, const float* dy, float* grads,
+  // y: the forward's output (its ReLU mask, when p.relu), fp32 or bf16; dy: fp32 or bf16; dx: d.size() values,
+  // fp32 or bf16
+  template <class X, class Y, class DY, class Out>
+  void backward(const Dims& d, const float* params, const X* x, const Y* y, const DY* dy, float* grads,
                 Out* dx) const;
 };
 
 // Back through a conv - BN unit: BN (and its ReLU) into `g_a` (or the conv's bf16 gradient), then the conv.
 // a, b: the conv's and the BN's outputs of the forward; x: the conv's input; dx as ConvLayer::backward's.
 // a: the conv's output (ConvOut: fp32 or bf16); b: fp32, or bf16 when the BN wrote the next conv's bf16 input
-// (ResBlock::lowered).
-template <class A, class Y>
+// (ResBlock::lowered); dy: fp32, or bf16 from the bf16 conv after this unit in a block.
+template <class A, class Y, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
-                   const A* a, const Y* b, const float* x, const float* dy, float* grads,
-                   std::vector<float>& g_a, std::vector<float>* dx);
+                   const A* a, const Y* b, const float* x, const DY* dy, float* grads,
+                   std::vector<float>& g_a, std::vector<DX>* dx);
 
 // A residual block: a chain of conv - BN units with ReLU after each but the last (fused into the BN: its
 // p.relu), plus the shortcut (identity, or
@@ -113,6 +116,9 @@ struct ResBlock {
   // backward's gradients, kept between steps: freshly allocated buffers of this size come from mmap, and their
   // page faults cost more than some of the layers (a ResNet-50 step at batch 16 touches ~2 GB of them)
   std::vector<float> g_sum, g_h, g_a, g_prev, g_proj, g_xproj;
+  // bf16: the gradient between two bf16 convs' units inside the block (conv k's dx, unit k - 1's dy), as the
+  // autocast convention keeps it; the block's input gradient and the shortcut's stay fp32 (they are summed)
+  std::vector<bf16_bits> g_hb, g_prevb;
   void forward(const Dims& d, const float* params, const float* input, bool train);
   // dout: gradient of out; dx (resized) receives the gradient of the input
   void backward(const float* params, const float* dout, float* grads, std::vector<float>& dx);

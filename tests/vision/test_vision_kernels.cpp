@@ -151,6 +151,13 @@ void check_conv(const ConvShape& s, const char* name) {
     conv_forward(s, xb.data(), w.data(), yb.data());
     round_to_bf16(long(y.size()), y.data(), want.data());
     EXPECT_EQ(yb, want);
+    // and a bf16 dx: the fp32 dx rounded, dw unchanged
+    std::vector<bf16_bits> dxb(dx.size()), want_dx(dx.size());
+    std::vector<float> dw4(dw.size());
+    conv_backward(s, xb.data(), dyb.data(), w.data(), dxb.data(), dw4.data());
+    round_to_bf16(long(dx.size()), dx.data(), want_dx.data());
+    EXPECT_EQ(dxb, want_dx);
+    EXPECT_EQ(dw4, dw);
   }
   auto loss_x = [&](const std::vector<double>& v) { return dot(conv_ref(s, v, wd), R); };
   auto loss_w = [&](const std::vector<double>& v) { return dot(conv_ref(s, xd, v), R); };
@@ -344,6 +351,17 @@ TEST(VisionBatchNorm, Bf16InputsAndOutputsMatchTheFp32Kernels) {
     batchnorm_backward(p, rows, xb.data(), y1.data(), dy.data(), g.data(), s2, dxb2.data(), dg2.data(), db2.data());
     EXPECT_EQ(dxb2, dxb) << "bf16 x, backward";
     EXPECT_EQ(dg2, dg);
+    // a bf16 dy (a bf16 convolution's input gradient) reads as its widened values, with x and y in bf16 too
+    std::vector<bf16_bits> dyb(rows * C), y2b(rows * C);
+    std::vector<float> dyw(rows * C), db3(C), dg3(C);
+    round_to_bf16(rows * C, dy.data(), dyb.data());
+    widen_bf16(rows * C, dyb.data(), dyw.data());
+    round_to_bf16(rows * C, y2.data(), y2b.data());
+    batchnorm_backward(p, rows, xb.data(), y2b.data(), dyw.data(), g.data(), s2, dxb.data(), dg.data(), db.data());
+    batchnorm_backward(p, rows, xb.data(), y2b.data(), dyb.data(), g.data(), s2, dxb2.data(), dg3.data(), db3.data());
+    EXPECT_EQ(dxb2, dxb) << "bf16 dy, backward";
+    EXPECT_EQ(dg3, dg);
+    EXPECT_EQ(db3, db);
   }
 }
 
