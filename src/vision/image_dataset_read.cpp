@@ -25,8 +25,9 @@ ImageSplit read_split(hid_t file, const char* name, int count, int h, int w, int
   // anything (2^30 on each of four sides). The images and labels are stored unfiltered, so they fit in the file.
   hsize_t file_bytes = 0;
   H5Fget_filesize(file, &file_bytes);
-  const unsigned __int128 bytes = (unsigned __int128)count * (unsigned __int128)(size_t(h) * w * c + 4);
-  if (h < 1 || w < 1 || c < 1 || bytes > file_bytes)
+  // in double: exact products would need 120 bits, and a comparison with the file's size needs no exactness
+  const double bytes = double(count) * (double(h) * double(w) * double(c) + 4.0);
+  if (h < 1 || w < 1 || c < 1 || bytes > double(file_bytes))
     throw Error(path + ": the attributes claim " + std::to_string(count) + " " + name + " images of " +
                 std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c) + ", more than the file's " +
                 std::to_string(file_bytes) + " bytes hold (damaged?)");
