@@ -31,12 +31,11 @@ void ConvLayer::backward(const Dims& in, const float* params, const float* x, co
                          std::vector<DX>* dx) {
   if (dx) dx->resize(in.size());
   DX* dxp = dx ? dx->data() : nullptr;
-  if constexpr (std::is_same_v<DX, float>) {
+  if constexpr (std::is_same_v<DX, float>)
     if (!bf16) return conv_backward(shape(in), x, dy, params + w_off, dxp, grads + w_off);
-    conv_backward(shape(in), xin, dyb.data(), params + w_off, dxp, grads + w_off);  // BN wrote dyb
-  } else {  // a bf16 dx: a bf16 conv inside a block, which always has an input gradient to give
-    conv_backward(shape(in), xin, dyb.data(), params + w_off, dxp, grads + w_off);
-  }
+  // bf16: the BN after this conv wrote dyb. A bf16 dx comes only from a bf16 conv inside a block, which always has
+  // an input gradient to give (the null dx of the stem is an fp32 vector's)
+  conv_backward(shape(in), xin, dyb.data(), params + w_off, dxp, grads + w_off);
 }
 
 void BatchNormLayer::init(int channels) {
@@ -79,7 +78,7 @@ void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& b
     conv.backward(conv_in, params, x, nullptr, grads, dx);
     return;
   }
-  // bf16 ones come from bf16 convs
+  // an fp32 conv: every operand is fp32 (bf16 ones come only from bf16 convs)
   if constexpr (std::is_same_v<A, float> && std::is_same_v<Y, float> && std::is_same_v<DY, float> &&
                 std::is_same_v<DX, float>) {
     g_a.resize(od.size());
