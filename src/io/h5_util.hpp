@@ -81,7 +81,7 @@ void select_box(hid_t space, const std::vector<int64_t>& start, const std::vecto
 bool has_link(hid_t loc, const std::string& name);  // each group on the way exists
 // A damaged dataspace can claim any number of elements: the readers refuse an attribute whose value would take more
 // memory than this (far above any we write: a GPT-2 vocabulary as a string list is ~0.4 MB of pointers) instead of
-// asking the allocator for it (a 16 GiB request from one flipped byte was found by fuzz_dataset).
+// asking the allocator for it (fuzz_dataset found a damaged file that made a reader ask for 16 GiB).
 constexpr hsize_t kMaxAttrBytes = 64ull << 20;
 std::string read_attr_string(hid_t loc, const std::string& name, const std::string& file);
 int64_t read_attr_int(hid_t loc, const std::string& name, const std::string& file);
