@@ -7,9 +7,9 @@
 // created on first use and cached per thread, keyed by the shape. oneDNN runs on OpenMP: unless OMP_NUM_THREADS
 // says otherwise it gets one thread, because each rank drives one core.
 // bf16 (ConvShape::bf16): the primitives read bf16 x, w and dy and write fp32 dw, and y and dx in fp32 or (a second
-// forward and backward-data primitive) bf16. The fp32-operand forms convert the caller's x and dy by reorders into per-shape bf16
-// buffers; the bf16-operand forms (conv.hpp, what the ResNet uses) read the caller's bf16 x and dy in place. The
-// weights' reorder converts and re-lays them in one pass either way.
+// forward and backward-data primitive) bf16. The fp32-operand forms convert the caller's x and dy by reorders into
+// per-shape bf16 buffers; the bf16-operand forms (conv.hpp, what the ResNet uses) read the caller's bf16 x and dy in
+// place. The weights' reorder converts and re-lays them in one pass either way.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -267,6 +267,14 @@ void backward_data(Prims& p, dnnl::memory& dy, const float* w, float* dx) {
                                       {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bd_scratch)}});
 }
 
+// ... writing dx in bf16 (bf16 shapes only: the primitive exists for them)
+void backward_data(Prims& p, dnnl::memory& dy, const float* w, bf16_bits* dx) {
+  const dnnl::memory wm = weights_for(p.bd16_w, p.wei, w);
+  p.bwd_data16.execute(context().strm, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wm},
+                                        {DNNL_ARG_DIFF_SRC, wrap(p.src16, dx)},
+                                        {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bd16_scratch)}});
+}
+
 void backward_weights(Prims& p, const dnnl::memory& x, dnnl::memory& dy, float* dw) {
   const dnnl::memory user = wrap(p.wei, dw);
   const dnnl::memory out = p.bw_dw.same ? user : p.bw_dw.buf;
@@ -331,9 +339,7 @@ void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bi
   auto& p = prims(s);
   dnnl::memory d = wrap(p.dst16, dyb);
   backward_weights(p, wrap(p.src16, xb), d, dw);
-  p.bwd_data16.execute(context().strm, {{DNNL_ARG_DIFF_DST, d}, {DNNL_ARG_WEIGHTS, weights_for(p.bd16_w, p.wei, w)},
-                                        {DNNL_ARG_DIFF_SRC, wrap(p.src16, dxb)},
-                                        {DNNL_ARG_SCRATCHPAD, context().scratchpad(p.bd16_scratch)}});
+  backward_data(p, d, w, dxb);
   context().strm.wait();
 }
 
