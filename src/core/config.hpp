@@ -132,6 +132,7 @@ struct ParallelConfig {
                                       // blocks between stages during the run; "full": switch (tp, pp, dp) live
                                       // when the calibrated planner predicts a gain (docs/adaptive.md)
   int adapt_interval = 10;            // adapt = rebalance: steps between two evaluations (moves) at least
+  double straggler_ratio = 1.25;      // adapt != off: a rank above this x its peers' median compute straggles
   std::string stage_blocks;           // blocks per pipeline stage, "3,2,2,1"; empty: the cost model's split
   std::string dp_shares;              // micro-batches per step per DP replica, "3,1" (sum = dp x micro_batches);
                                       // empty: micro_batches each (docs/adaptive.md, "Data-parallel shares")

@@ -1,5 +1,6 @@
 // Config::validate (the ranges and rules that need no world size, then the typed view) and
 // Config::check_interleaving.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,8 @@ void validate_model_train_parallel(const Config& c) {
   positive("parallel.rebalance_after", c.parallel.rebalance_after);
   positive("parallel.adapt_interval", c.parallel.adapt_interval);
   nonneg("parallel.rebalance_gain", c.parallel.rebalance_gain);
+  if (!(c.parallel.straggler_ratio > 1) || !std::isfinite(c.parallel.straggler_ratio))
+    throw Error("config key 'parallel.straggler_ratio' must be a finite number > 1 (a rank's compute over its peers')");
   if (!c.parallel.stage_blocks.empty()) {
     const std::vector<int> blocks = c.parallel.stage_block_counts();  // throws on a bad list
     int sum = 0;

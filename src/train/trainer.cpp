@@ -152,7 +152,8 @@ std::vector<PipeOp> Trainer::pipeline_ops(PipelineSchedule schedule, int micro_b
 // Under full a layout the rebalancer cannot run on (a check below refuses it) keeps the layout decision alone, with
 // a note: the re-layout may move the run to one where it can; under rebalance the refusal is the run's error.
 void Trainer::make_adaptation(AdaptMode mode, const std::vector<int>& partition) {
-  if (mode != AdaptMode::Off) straggler_ = std::make_unique<StragglerMonitor>(grid_);
+  if (mode != AdaptMode::Off)
+    straggler_ = std::make_unique<StragglerMonitor>(grid_, straggler_config(cfg_.parallel.straggler_ratio));
   layout_adapter_ = LayoutAdapter::make(cfg_, grid_, partition);  // full: the re-layout's decision (or its hook)
   if (mode != AdaptMode::Rebalance && mode != AdaptMode::Full) return;
   const bool shares = grid_.shape().pp == 1;

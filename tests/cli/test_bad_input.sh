@@ -93,6 +93,8 @@ expect dp_shares_sum 2 nonzero "'parallel.dp_shares' = \"3,2\" adds up to 5 micr
   -- train --config tiny parallel.dp=2 train.micro_batches=2 parallel.dp_shares=3,2
 expect dp_shares_zero2 2 nonzero "parallel.dp_shares = \"3,1\" \(uneven\) with parallel.zero = 2: ZeRO-2/3 stage gradients per micro-batch" \
   -- train --config tiny parallel.dp=2 train.micro_batches=2 parallel.dp_shares=3,1 parallel.zero=2
+expect straggler_ratio_one 1 nonzero "config key 'parallel.straggler_ratio' must be a finite number > 1" \
+  -- train --config tiny parallel.adapt=monitor parallel.straggler_ratio=1
 expect zero_unknown_stage 1 nonzero "config key 'parallel.zero' must be 0, 1, 2 or 3, got 5" -- train --config tiny parallel.zero=5
 expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config tiny parallel.comm=gloo
 expect bad_precision 1 nonzero "config key 'train.precision' must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"" -- train --config tiny train.precision=fp8

@@ -47,6 +47,29 @@ TEST(Straggler, HysteresisNeedsWindowStepsBelowExit) {
   EXPECT_TRUE(d.observe({1.0, 2.0}).stragglers.empty());
 }
 
+// parallel.straggler_ratio: the enter ratio it names, the exit ratio the same 40% of the margin below it as the
+// default's (1.10 for 1.25). A rank at 2x is flagged at the default and not at 3; at 3.5x it is, and it stays one
+// at 2x (above exit 1.8) until 5 steps at 1.5x (below it).
+TEST(Straggler, TheRatioSettingMovesBothThresholds) {
+  const StragglerConfig def = straggler_config(StragglerConfig{}.enter_ratio);
+  EXPECT_DOUBLE_EQ(def.enter_ratio, StragglerConfig{}.enter_ratio);
+  EXPECT_NEAR(def.exit_ratio, StragglerConfig{}.exit_ratio, 1e-12);
+  const StragglerConfig c = straggler_config(3.0);
+  EXPECT_DOUBLE_EQ(c.enter_ratio, 3.0);
+  EXPECT_NEAR(c.exit_ratio, 1.8, 1e-12);
+  StragglerDetector at_default(def, {0, 0}), at3(c, {0, 0});
+  for (int s = 0; s < 10; ++s) {
+    at_default.observe({1.0, 2.0});
+    EXPECT_TRUE(at3.observe({1.0, 2.0}).stragglers.empty()) << s;
+  }
+  EXPECT_EQ(at_default.observe({1.0, 2.0}).stragglers, V({1}));
+  for (int s = 0; s < 4; ++s) at3.observe({1.0, 3.5});
+  ASSERT_EQ(at3.observe({1.0, 3.5}).stragglers, V({1}));
+  for (int s = 0; s < 10; ++s) EXPECT_EQ(at3.observe({1.0, 2.0}).stragglers, V({1})) << s;
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(at3.observe({1.0, 1.5}).stragglers, V({1})) << s;
+  EXPECT_TRUE(at3.observe({1.0, 1.5}).stragglers.empty());
+}
+
 TEST(Straggler, TiesAndEqualRanksAreNeverStragglers) {
   StragglerDetector d({}, {0, 0, 0});
   for (int s = 0; s < 10; ++s) {

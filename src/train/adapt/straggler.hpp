@@ -21,6 +21,15 @@ struct StragglerConfig {
   int window = 5;
 };
 
+// The detector for parallel.straggler_ratio: that enter ratio, the exit ratio as far below it as the default's
+// (1.10 for 1.25: 40% of the margin), k and the window as above.
+inline StragglerConfig straggler_config(double enter_ratio) {
+  StragglerConfig c;
+  c.exit_ratio = 1.0 + (c.exit_ratio - 1.0) / (c.enter_ratio - 1.0) * (enter_ratio - 1.0);
+  c.enter_ratio = enter_ratio;
+  return c;
+}
+
 struct StragglerStep {
   std::vector<int> stragglers;  // ranks flagged after this step, ascending
   std::vector<int> became;      // ranks that became stragglers at this step

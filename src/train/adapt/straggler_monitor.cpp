@@ -16,7 +16,8 @@ std::vector<int> stage_of_every_rank(Grid& grid) {
   return all;
 }
 
-StragglerMonitor::StragglerMonitor(Grid& grid) : grid_(grid), detector_(StragglerConfig{}, stage_of_every_rank(grid)) {
+StragglerMonitor::StragglerMonitor(Grid& grid, StragglerConfig cfg)
+    : grid_(grid), detector_(cfg, stage_of_every_rank(grid)) {
   const test_hooks::SlowRank hook = test_hooks::slow_rank();  // src/core/test_hooks.hpp
   slow_rank_ = hook.rank;
   slow_factor_ = hook.factor;

@@ -19,7 +19,8 @@ std::vector<int> stage_of_every_rank(Grid& grid);
 class StragglerMonitor {
  public:
   // Collective over the grid's world (gathers each rank's pipeline stage: ranks are compared within a stage).
-  explicit StragglerMonitor(Grid& grid);
+  // cfg: the detector's thresholds (straggler_config(parallel.straggler_ratio)).
+  StragglerMonitor(Grid& grid, StragglerConfig cfg);
 
   // At the start of a step, inside its timing: the hook's rank sleeps (k - 1) x its last step's own compute, as
   // a device k times slower would take. Nothing without the hook.

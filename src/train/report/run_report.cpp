@@ -118,7 +118,7 @@ void RunReport::log_step(int step, const StepStats& s) const {
   for (int r : s.straggler.became)  // every change of the verdict gets its line, whatever output.log_every says
     std::printf("gridtrain: step %d: rank %d is a straggler: its compute above %.2fx its peers' median in %d of the "
                 "last %d steps (slowest now: rank %d at %.2fx; parallel.adapt = %s)\n", step, r,
-                StragglerConfig{}.enter_ratio, StragglerConfig{}.k, StragglerConfig{}.window, s.straggler.slowest_rank,
+                cfg_.parallel.straggler_ratio, StragglerConfig{}.k, StragglerConfig{}.window, s.straggler.slowest_rank,
                 s.straggler.slowest_ratio, cfg_.parallel.adapt.c_str());
   for (int r : s.straggler.stopped)
     std::printf("gridtrain: step %d: rank %d is no longer a straggler\n", step, r);
