@@ -29,7 +29,6 @@ const std::vector<Incompatibility>& incompatibilities() {
       // the ResNet family (docs/vision.md)
       {Feature::ResNet, Feature::TensorParallel, "a ResNet has no tensor parallelism; use data parallelism"},
       {Feature::ResNet, Feature::Pipeline, "a ResNet runs as one pipeline stage; use data parallelism"},
-      {Feature::ResNet, Feature::FP16, "a ResNet trains in fp32 or bf16 (oneDNN has no fp16 convolutions for CPUs)"},
       {Feature::ResNet, Feature::Recompute, "a ResNet keeps every activation"},
       {Feature::ResNet, Feature::Adapt, "adaptive parallelism moves transformer blocks"},
       {Feature::ResNet, Feature::Rebalance, "rebalancing moves transformer blocks"},

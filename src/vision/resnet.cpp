@@ -96,10 +96,10 @@ ResNet::ResNet(const ResNetConfig& cfg, bool with_params) : cfg_(cfg), impl_(std
   m.stem_bn.p.relu = true;  // the ReLUs after BatchNorm, fused into it: the stem's and every unit's but the last
   for (ResBlock& blk : m.blocks)
     for (size_t k = 0; k + 1 < blk.bns.size(); ++k) blk.bns[k].p.relu = true;
-  m.stem.bf16 = cfg.bf16;
-  for (ResBlock& blk : m.blocks) {
-    for (ConvLayer& c : blk.convs) c.bf16 = cfg.bf16;
-    blk.proj.bf16 = cfg.bf16;
+  if (cfg.bf16 && cfg.fp16) throw Error("resnet: bf16 and fp16 convolutions at once");
+  for (ConvLayer* c : m.convs()) {
+    c->bf16 = cfg.bf16;
+    c->fp16 = cfg.fp16;
   }
   m.features = cin;
   m.fc_w = add(tensors_, total, "fc.weight", {long(cfg.classes), long(cin)}, true);
@@ -146,10 +146,12 @@ double ResNet::train_flops_per_image() const {
 
 long ResNet::kept_floats_per_image() const {
   // the input, every conv's output and its BN's output, every block's output; the ImageNet stem's pooled map
-  // and its argmax (8-byte indices: two floats' worth) are a quarter of the stem's map each
+  // and its argmax (8-byte indices: two floats' worth) are a quarter of the stem's map each. fp16's emulation
+  // keeps each conv's rounded input and output gradient besides (ConvLayer::xr, dyr)
   long kept = long(cfg_.height) * cfg_.width * cfg_.channels;
-  walk_shapes(cfg_, *impl_, [&](const ConvLayer& c, const Dims& in) { kept += 2 * c.out(in).size(); },
-              [&](const Dims& out) { kept += out.size(); });
+  walk_shapes(cfg_, *impl_, [&](const ConvLayer& c, const Dims& in) {
+    kept += 2 * c.out(in).size() + (cfg_.fp16 ? in.size() + c.out(in).size() : 0);
+  }, [&](const Dims& out) { kept += out.size(); });
   if (cfg_.stem == ResNetStem::ImageNet) kept += 3 * (impl_->stem.out({1, cfg_.height, cfg_.width, cfg_.channels}).size() / 4);
   return kept;
 }

@@ -33,6 +33,10 @@ struct ResNetConfig {
   // Every convolution multiplies in bf16 (ConvShape::bf16; train.precision = "bf16"); BatchNorm, the classifier,
   // the loss and all activations stay fp32, as under PyTorch's CPU autocast.
   bool bf16 = false;
+  // Every convolution's operands and outputs are fp16 values (train.precision = "fp16"), emulated on CPUs
+  // (fp16.hpp); the rest as under bf16. The caller scales the loss (backward's grad_scale) so that the
+  // gradients stay inside fp16's range.
+  bool fp16 = false;
   int blocks_in(size_t stage) const { return stage_blocks.empty() ? blocks_per_stage : stage_blocks[stage]; }
 };
 
@@ -95,7 +99,9 @@ class ResNet {
   // each unit whose gradients are final, in the order backward finishes them: the classifier (blocks + 1) first,
   // then block i at i + 1 from the last block down, the stem 0 last (the family's units; a caller can ship a
   // unit's gradients while backward goes on).
-  void backward(const std::function<void(int)>& unit_done = {});
+  // grad_scale: the gradients are those of grad_scale x the mean loss (the loss scale, which fp16's range needs
+  // inside the network; exact for a power of two).
+  void backward(const std::function<void(int)>& unit_done = {}, float grad_scale = 1.f);
 
   struct Impl;  // the layers and the last forward's activations (resnet_impl.hpp; internal to src/vision)
 

@@ -23,6 +23,15 @@ struct ResNet::Impl {
   std::vector<int> labels;
   std::vector<float> g_pooled, g_x, g_next, g_stem;  // backward's gradients, kept between steps (see ResBlock)
   int batch = 0;
+  // every convolution: the stem's, then each block's chain and its projection (whether used or not)
+  std::vector<detail::ConvLayer*> convs() {
+    std::vector<detail::ConvLayer*> out{&stem};
+    for (detail::ResBlock& blk : blocks) {
+      for (detail::ConvLayer& c : blk.convs) out.push_back(&c);
+      out.push_back(&blk.proj);
+    }
+    return out;
+  }
 };
 
 }  // namespace gt::vision

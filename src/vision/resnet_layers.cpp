@@ -6,11 +6,22 @@
 #include <type_traits>
 
 #include "src/vision/classifier.hpp"
+#include "src/vision/fp16.hpp"
 
 namespace gt::vision::detail {
 
 void ConvLayer::forward(const Dims& in, const float* params, const float* x, ConvOut& y) {
   y.bf16 = bf16;
+  if (fp16) {  // the emulation (fp16.hpp): fp16 values in, fp32 products, fp16 values out
+    const long wn = long(cout) * kernel * kernel * cin;
+    xr.resize(size_t(in.size()));
+    wr.resize(size_t(wn));
+    round_to_fp16(in.size(), x, xr.data());
+    round_to_fp16(wn, params + w_off, wr.data());
+    y.f.resize(out(in).size());
+    conv_forward(shape(in), xr.data(), wr.data(), y.f.data());
+    return round_fp16_in_place(long(y.f.size()), y.f.data());
+  }
   if (!bf16) {
     y.f.resize(out(in).size());
     return conv_forward(shape(in), x, params + w_off, y.f.data());
@@ -31,8 +42,16 @@ void ConvLayer::backward(const Dims& in, const float* params, const float* x, co
                          std::vector<DX>* dx) {
   if (dx) dx->resize(in.size());
   DX* dxp = dx ? dx->data() : nullptr;
-  if constexpr (std::is_same_v<DX, float>)
+  if constexpr (std::is_same_v<DX, float>) {
+    if (fp16) {  // the output gradient rounded as fp16 would hold it, and dx and dw as fp16 would return them
+      dyr.resize(size_t(out(in).size()));
+      round_to_fp16(long(dyr.size()), dy, dyr.data());
+      conv_backward(shape(in), xr.data(), dyr.data(), wr.data(), dxp, grads + w_off);
+      if (dxp) round_fp16_in_place(in.size(), dxp);
+      return round_fp16_in_place(long(wr.size()), grads + w_off);
+    }
     if (!bf16) return conv_backward(shape(in), x, dy, params + w_off, dxp, grads + w_off);
+  }
   // bf16: the BN after this conv wrote dyb. A bf16 dx comes only from a bf16 conv inside a block, which always has
   // an input gradient to give (the null dx of the stem is an fp32 vector's)
   conv_backward(shape(in), xin, dyb.data(), params + w_off, dxp, grads + w_off);

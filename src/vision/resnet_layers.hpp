@@ -33,6 +33,9 @@ struct ConvLayer {
   int cin = 0, cout = 0, kernel = 3, stride = 1, pad = 1;
   long w_off = 0;
   bool bf16 = false;  // multiply in bf16 (ResNetConfig::bf16)
+  bool fp16 = false;  // fp16 operands and outputs, emulated in fp32 (ResNetConfig::fp16, fp16.hpp)
+  // fp16: the input, the weights and the output gradient rounded to fp16 (the input kept for backward-weights)
+  std::vector<float> xr{}, wr{}, dyr{};
   // bf16: the input as the convolution reads it, rounded once by forward and kept for backward-weights, and the
   // output gradient, which the BatchNorm after this conv writes in bf16 (dy_bf16): no conversion in the passes
   std::vector<bf16_bits> xb{}, dyb{};

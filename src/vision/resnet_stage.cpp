@@ -5,20 +5,25 @@
 
 #include "src/core/error.hpp"
 #include "src/vision/bf16.hpp"
+#include "src/vision/fp16.hpp"
 
 namespace gt::vision {
 
 namespace {
-ResNetConfig with_bf16(ResNetConfig c, bool bf16) {
-  c.bf16 = bf16;
+ResNetConfig with_precision(ResNetConfig c, Precision p) {
+  if (p != Precision::FP32 && p != Precision::BF16 && p != Precision::FP16)
+    throw Error("model.kind = \"resnet\": internal: no such ResNet precision");
+  c.bf16 = p == Precision::BF16;
+  c.fp16 = p == Precision::FP16;
   return c;
 }
 
 }  // namespace
 
-ResNetStage::ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16, const TensorLayout& layout)
-    : net_(std::make_unique<ResNet>(with_bf16(cfg, bf16))), B_(micro_batch_size), units_(unit_spans(layout)),
-      bf16_(bf16) {
+ResNetStage::ResNetStage(const ResNetConfig& cfg, int micro_batch_size, Precision precision,
+                         const TensorLayout& layout)
+    : net_(std::make_unique<ResNet>(with_precision(cfg, precision))), B_(micro_batch_size),
+      units_(unit_spans(layout)), precision_(precision) {
   int blocks = 0;
   for (size_t st = 0; st < cfg.widths.size(); ++st) blocks += cfg.blocks_in(st);
   stage_ = StageLayout{0, 1, 0, blocks};
@@ -36,7 +41,7 @@ void ResNetStage::bind(void* params, void* grads) {
   // The network reads the trainer's parameters (bf16: their widened copy) and writes each micro-batch's gradients
   // into its own array (grads(), overwritten per backward), which backward() adds into the bound buffer; its own
   // parameter array is not needed any more.
-  if (bf16_) {
+  if (precision_ != Precision::FP32) {
     params16_ = static_cast<const uint16_t*>(params);
     params32_.resize(size_t(net_->param_count()));
     net_->bind(params32_.data(), net_->grads().data());
@@ -64,17 +69,26 @@ void ResNetStage::gather_params() {
     const void* src = io_.params->params(unit);  // the unit's ranges packed, in the working type
     size_t at = 0;
     for (const Range& r : span.ranges) {
-      if (bf16_) widen_bf16(long(r.size()), static_cast<const bf16_bits*>(src) + at, params32_.data() + r.begin);
+      if (precision_ != Precision::FP32)
+        widen(long(r.size()), static_cast<const uint16_t*>(src) + at, params32_.data() + r.begin);
       else std::memcpy(params32_.data() + r.begin, static_cast<const float*>(src) + at, r.size() * sizeof(float));
       at += r.size();
     }
   }
 }
 
+void ResNetStage::widen(long n, const uint16_t* from, float* to) const {
+  if (precision_ == Precision::FP16) widen_fp16(n, from, to);
+  else widen_bf16(n, from, to);
+}
+
 // d(mean of the micro-batch)/dw times B gives the sum over its samples; loss_scale turns that into this
-// micro-batch's share of the global batch's mean (times the loss scale). Added: micro-batches accumulate.
+// micro-batch's share of the global batch's mean (times the loss scale). Under fp16 the network applied that
+// factor itself (grad_scale(), inside fp16's range); otherwise here. Added: micro-batches accumulate.
+float ResNetStage::grad_scale() const { return float(scale_ * B_); }
+
 void ResNetStage::hand_off(int unit) {
-  const float w = float(scale_ * B_);
+  const float w = precision_ == Precision::FP16 ? 1.f : grad_scale();
   const float* g = net_->grads().data();
   float* sink = io_.grads ? io_.grads->grads(unit) : nullptr;  // the unit's ranges packed
   size_t at = 0;
@@ -99,7 +113,7 @@ void ResNetStage::forward(int /*slot*/, bool with_grad, double loss_scale) {
   if (timer_) timer_(stage_.block_begin, true);
   // The parameters may have changed since the last forward (an optimizer step): gather or widen them again.
   if (io_.params) gather_params();
-  else if (params16_) widen_bf16(long(params32_.size()), params16_, params32_.data());
+  else if (params16_) widen(long(params32_.size()), params16_, params32_.data());
   // Training forwards use (and update) the batch statistics; evaluations use the running ones.
   const StepResult r = net_->forward(B_, images_.data(), labels_.data(), with_grad);
   if (timer_) timer_(stage_.block_begin, false);
@@ -125,7 +139,7 @@ void ResNetStage::backward(int /*slot*/, const std::function<void(int)>& on_unit
   net_->backward([&](int unit) {  // each unit as soon as its gradients are final: its DP bucket may go out
     hand_off(unit);
     if (on_unit) on_unit(unit);
-  });
+  }, precision_ == Precision::FP16 ? grad_scale() : 1.f);
   if (timer_) timer_(stage_.block_begin, false);
 }
 
@@ -141,11 +155,12 @@ size_t ResNetStage::activation_bytes_per_slot() const {
 
 // backward's gradient buffers (a block's: the sum, the unit chain, the previous unit's, the projection's; a few
 // maps of the largest size), the network's scratch gradients, the micro-batch's images as floats, and (bf16,
-// ZeRO-3) the fp32 parameters the network reads
+// ZeRO-3) the fp32 parameters the network reads; fp16's rounded weights (ConvLayer::wr: at most every parameter)
 size_t ResNetStage::work_bytes() const {
   const size_t maps = 6 * size_t(B_) * size_t(net_->largest_map_per_image());
-  const bool widened = bf16_ || io_.params;  // params32_
-  return (maps + net_->grads().size() + images_.size() + (widened ? size_t(net_->param_count()) : 0)) * sizeof(float);
+  const bool widened = precision_ != Precision::FP32 || io_.params;  // params32_
+  const size_t params = size_t(net_->param_count()) * ((widened ? 1 : 0) + (precision_ == Precision::FP16 ? 1 : 0));
+  return (maps + net_->grads().size() + images_.size() + params) * sizeof(float);
 }
 
 }  // namespace gt::vision

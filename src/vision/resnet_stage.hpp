@@ -5,6 +5,9 @@
 //   bf16   (train.precision = "bf16") the parameters are the bf16 working copy, widened (exactly) into an fp32
 //          array before each forward; the convolutions multiply in bf16 (ResNetConfig::bf16), everything else,
 //          the gradients included, is fp32.
+//   fp16   (train.precision = "fp16") the same with an fp16 working copy and fp16 convolutions (ResNetConfig::fp16,
+//          emulated on CPUs); the loss scale enters at the logits' gradient instead of at the hand-off, so that
+//          the convolutions' gradients are scaled into fp16's range (the loss scaler's reason to exist).
 //   rows   each sample is H*W*C normalised fp32 pixels (their bits in int32 words) and then its label, as the
 //          image sources of src/data/image_source.hpp write them;
 //   loss   the mean cross-entropy of the micro-batch; the trainer's loss_scale (d(loss)/d(sample loss) times the
@@ -26,6 +29,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/core/enums.hpp"
 #include "src/model/stage_model.hpp"
 #include "src/model/unit_io.hpp"
 #include "src/model/units.hpp"
@@ -35,9 +39,9 @@ namespace gt::vision {
 
 class ResNetStage final : public StageModel {
  public:
-  // bf16: the bound parameters are bf16 and the convolutions multiply in bf16 (above); layout: the trainer's, which
-  // puts every tensor at the network's own offset (the family checks), for the units' ranges
-  ResNetStage(const ResNetConfig& cfg, int micro_batch_size, bool bf16, const TensorLayout& layout);
+  // precision: fp32, bf16 or fp16 (above: the bound parameters' type and the convolutions'); layout: the
+  // trainer's, which puts every tensor at the network's own offset (the family checks), for the units' ranges
+  ResNetStage(const ResNetConfig& cfg, int micro_batch_size, Precision precision, const TensorLayout& layout);
 
   ResNet& net() { return *net_; }
   const StageLayout& stage() const override { return stage_; }
@@ -70,12 +74,14 @@ class ResNetStage final : public StageModel {
   StageLayout stage_;
   void gather_params();       // ZeRO-3: every unit into params32_ (forward)
   void hand_off(int unit);    // one finished unit's scratch gradients, scaled, to the buffer or the sink
+  float grad_scale() const;   // the factor from the mean loss's gradients to this micro-batch's share, scaled
   float* grads_ = nullptr;         // the bound gradient buffer (accumulated into); null when staged
   std::map<int, UnitSpan> units_;  // the layout's units (ranges packed in the order ParamSource/GradSink use)
   UnitIO io_;                      // ZeRO-3's parameter source, ZeRO-2/3's gradient sink (null: the bound buffers)
-  bool bf16_ = false;
-  const uint16_t* params16_ = nullptr;  // bf16: the bound working copy
-  std::vector<float> params32_;         // bf16 or ZeRO-3: the fp32 values the network reads
+  Precision precision_;
+  void widen(long n, const uint16_t* from, float* to) const;  // the 16-bit working type's values into fp32
+  const uint16_t* params16_ = nullptr;  // bf16, fp16: the bound working copy
+  std::vector<float> params32_;         // bf16, fp16 or ZeRO-3: the fp32 values the network reads
   std::vector<float> images_;      // B x H x W x C
   std::vector<int> labels_;        // B
   double scale_ = 0;               // the last training forward's loss_scale

@@ -63,7 +63,7 @@ StepResult ResNet::forward(int batch, const float* images, const int* labels, bo
   return r;
 }
 
-void ResNet::backward(const std::function<void(int)>& unit_done) {
+void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scale) {
   auto done = [&unit_done](int u) {
     if (unit_done) unit_done(u);
   };
@@ -74,6 +74,8 @@ void ResNet::backward(const std::function<void(int)>& unit_done) {
   std::vector<float>&dpooled = m.g_pooled, &dx = m.g_x, &dnext = m.g_next;
   dpooled.resize(m.pooled.size());
   dx.resize(last.size());
+  if (grad_scale != 1.f)
+    for (float& v : m.dlogits) v *= grad_scale;
   linear_backward(m.batch, m.features, cfg_.classes, m.pooled.data(), p + m.fc_w, m.dlogits.data(),
                   dpooled.data(), g + m.fc_w, g + m.fc_b);
   done(int(m.blocks.size()) + 1);  // the classifier

@@ -141,7 +141,6 @@ printf 'gridtrain image and token datasets for the bad-input cases\n' >"$work/te
 expect resnet_tp 2 nonzero "model.kind = \"resnet\" with parallel.tp = 2: a ResNet has no tensor parallelism" -- train --config resnet-tiny parallel.tp=2
 expect resnet_pp 2 nonzero "model.kind = \"resnet\" with parallel.pp = 2: a ResNet runs as one pipeline stage" -- train --config resnet-tiny parallel.pp=2
 expect resnet_recompute 1 nonzero "model.kind = \"resnet\" with train.recompute = \"full\": a ResNet keeps every activation" -- train --config resnet-tiny train.recompute=full
-expect resnet_fp16 1 nonzero "model.kind = \"resnet\" with train.precision = \"fp16\": a ResNet trains in fp32 or bf16" -- train --config resnet-tiny train.precision=fp16
 expect resnet_preset 1 nonzero "resnet: unknown model 'resnet99'" -- train --config resnet-tiny model.resnet=resnet99
 expect resnet_kind 1 nonzero "config key 'model.kind' must be one of \"gpt\", \"resnet\", got \"vit\"" -- train --config resnet-tiny model.kind=vit
 expect resnet_token_data 1 nonzero "tokens.h5: is a token dataset; a resnet model needs an image dataset" -- train --config resnet-tiny data.source=hdf5 data.path="$work/tokens.h5"

@@ -118,13 +118,32 @@ float bf16_round(float x) {
   return float(std::ldexp(std::nearbyint(std::ldexp(m, 8)), e - 8));
 }
 
+// x rounded to binary16 the same way: 11 significant bits, a fixed quantum of 2^-24 below 2^-14 (subnormals),
+// inf from 65520 up (what rounds above 65504, the largest finite).
+float fp16_round(float x) {
+  if (!std::isfinite(x) || x == 0) return x;
+  int e = 0;
+  std::frexp(double(x), &e);
+  const int q = std::max(e - 11, -24);
+  const double r = std::ldexp(std::nearbyint(std::ldexp(double(x), -q)), q);
+  return std::fabs(r) > 65504 ? std::copysign(INFINITY, x) : float(r);
+}
+
+// The precision a reference run computes in (train.precision written out by hand).
+enum class Ref { FP32, BF16, FP16 };
+
 // The standalone network trained on the same rows (ImageFileSource, same spec and seed) from the same initial
 // parameters, with vision::sgd_step per tensor; then evaluated on the same test rows. bf16 (train.precision =
 // "bf16" written out by hand): fp32 master weights updated by SGD, the network computing with their bf16
-// rounding and its convolutions multiplying in bf16.
-RunResult reference(const gt::Config& c, const std::map<std::string, std::vector<float>>& initial, bool bf16 = false) {
+// rounding and its convolutions multiplying in bf16. fp16: the same with fp16 roundings and the loss scaled by
+// train.loss_scale_initial inside the network's backward (no overflow in these runs: the scale stays), the
+// gradients multiplied by its inverse before the update.
+RunResult reference(const gt::Config& c, const std::map<std::string, std::vector<float>>& initial,
+                    Ref precision = Ref::FP32) {
   gt::vision::ResNetConfig rc = gt::vision::resnet_preset("resnet8", kSide, kSide, 1, kClasses);
-  rc.bf16 = bf16;
+  rc.bf16 = precision == Ref::BF16;
+  rc.fp16 = precision == Ref::FP16;
+  const float scale = rc.fp16 ? float(c.train.loss_scale_initial) : 1.f;
   gt::vision::ResNet net(rc);
   std::vector<float> master(net.params().size());
   for (const auto& t : net.tensors()) {
@@ -132,7 +151,8 @@ RunResult reference(const gt::Config& c, const std::map<std::string, std::vector
     std::copy(v.begin(), v.end(), master.begin() + t.offset);
   }
   auto working = [&] {
-    for (size_t i = 0; i < master.size(); ++i) net.params()[i] = bf16 ? bf16_round(master[i]) : master[i];
+    for (size_t i = 0; i < master.size(); ++i)
+      net.params()[i] = rc.bf16 ? bf16_round(master[i]) : rc.fp16 ? fp16_round(master[i]) : master[i];
   };
   gt::ImageSpec spec{kSide, kSide, 1, kClasses, false, uint64_t(c.train.seed)};
   gt::ImageFileSource src(c.data.path, spec);
@@ -156,7 +176,8 @@ RunResult reference(const gt::Config& c, const std::map<std::string, std::vector
     load(gt::Split::Train, int64_t(step) * B);
     working();
     r.losses.push_back(net.forward(B, images.data(), labels.data(), true).loss);
-    net.backward();
+    net.backward({}, scale);
+    for (float& g : net.grads()) g *= 1.f / scale;  // the trainer's unscaling (exact: a power of two)
     for (const auto& t : net.tensors()) {
       float* w = master.data() + t.offset;
       const float* g = net.grads().data() + t.offset;
@@ -266,14 +287,65 @@ TEST(ResNetTrain, Bf16EqualsTheStandaloneRecipeAndDiffersFromFp32) {
   gt::Config c = resnet_config(dir + "/run", dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
   c.train.precision = "bf16";
   const RunResult run = train(c, MPI_COMM_SELF, 1, true);
-  const RunResult ref = reference(c, run.initial, true);
+  const RunResult ref = reference(c, run.initial, Ref::BF16);
   expect_matches_reference(run, ref, "master parameters (bf16)", "momentum (bf16)");
-  const RunResult fp32 = reference(c, run.initial, false);
+  const RunResult fp32 = reference(c, run.initial);
   double most = 0;
   for (size_t i = 0; i < fp32.losses.size(); ++i)
     most = std::max(most, std::fabs(run.losses[i] - fp32.losses[i]) / fp32.losses[i]);
   EXPECT_GT(most, 1e-6) << "the bf16 run's losses equal fp32's: bf16 was not applied";
   RecordProperty("bf16_vs_fp32_max_relative_loss_gap", std::to_string(most));
+}
+
+// train.precision = "fp16" (emulated on CPUs, src/vision/fp16.hpp): the trainer's fp16 path (fp16 working copy of
+// fp32 masters, fp16 convolution operands and outputs, the dynamic loss scale 2^16 applied at the logits' gradient
+// and removed before the update) equals the recipe written out by hand at the fp32 test's 1e-6 (both round alike;
+// only FMA contraction in the two SGD loops differs). It differs from fp32 (fp16 applied) and from bf16 (not
+// bf16 under another name), by more than 1e-6; no step overflowed at 2^16 (every step kept its scale).
+TEST(ResNetTrain, Fp16EqualsTheStandaloneRecipeWithTheLossScale) {
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_fp16" + std::to_string(world_rank()));
+  gt::Config c = resnet_config(dir + "/run", dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  c.train.precision = "fp16";
+  ASSERT_EQ(c.train.loss_scale_initial, 65536.0) << "the reference assumes the dynamic scale starts at 2^16";
+  const RunResult run = train(c, MPI_COMM_SELF, 1, true);
+  const RunResult ref = reference(c, run.initial, Ref::FP16);
+  expect_matches_reference(run, ref, "master parameters (fp16)", "momentum (fp16)");
+  for (const Ref other : {Ref::FP32, Ref::BF16}) {
+    const RunResult o = reference(c, run.initial, other);
+    double most = 0;
+    for (size_t i = 0; i < o.losses.size(); ++i)
+      most = std::max(most, std::fabs(run.losses[i] - o.losses[i]) / o.losses[i]);
+    EXPECT_GT(most, 1e-6) << "the fp16 run's losses equal " << (other == Ref::FP32 ? "fp32" : "bf16") << "'s";
+  }
+}
+
+// An overflow in the network itself, not a hook: started at a loss scale of 2^40, the scaled gradients pass
+// fp16's 65504 inside the convolutions' backward, become inf, and the scaler skips those steps and halves the
+// scale (hysteresis 1) until they fit; the run then learns the squares as the fp32 one does (the test below).
+// Without the scale inside the network (applied at the hand-off, as fp32 and bf16 do) nothing would overflow.
+TEST(ResNetTrain, Fp16OverflowsInsideTheNetworkAndTheScalerRecovers) {
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_fp16_overflow" + std::to_string(world_rank()));
+  gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  c.train.precision = "fp16";
+  c.train.loss_scale_initial = std::ldexp(1.0, 40);
+  c.train.loss_scale_hysteresis = 1;
+  c.train.steps = 80;
+  c.data.val_every = 80;
+  gt::Grid grid(MPI_COMM_SELF, 1, 1, 1, gt::AllreduceAlgo::Library);
+  gt::Trainer t(c, grid, c.to_toml());
+  ASSERT_EQ(t.run(), 0);
+  int skipped = 0;
+  double last_scale = 0, top1 = -1;
+  for (const auto& s : t.history()) {
+    skipped += s.skipped;
+    last_scale = s.loss_scale;
+    if (s.val_top1 >= 0) top1 = s.val_top1;
+  }
+  EXPECT_GE(skipped, 1) << "no overflow at a loss scale of 2^40";
+  EXPECT_LT(last_scale, c.train.loss_scale_initial);
+  EXPECT_GE(top1, 0.9) << "after " << skipped << " skipped steps, scale " << last_scale;
+  RecordProperty("fp16_overflow_skipped_steps", skipped);
+  RecordProperty("fp16_overflow_final_scale", std::to_string(last_scale));
 }
 
 // train.optimizer = "lars": the trainer's LARS equals the paper's rule written out above (per-tensor trust ratio
@@ -321,7 +393,7 @@ TEST(ResNetTrain, LearnsTheSquares) {
   gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
   c.train.steps = 80;
   c.data.val_every = 80;  // (no augmentation: a flip moves the square to the other quadrant, another class)
-  for (const char* precision : {"fp32", "bf16"}) {  // bf16 learns like fp32 (the "learn like fp32")
+  for (const char* precision : {"fp32", "bf16", "fp16"}) {  // bf16 and fp16 learn like fp32 (the words)
     SCOPED_TRACE(precision);
     c.train.precision = precision;
     c.output.dir = dir + "/" + precision;

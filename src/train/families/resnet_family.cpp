@@ -92,8 +92,7 @@ std::string ResNetFamily::signature() const {
 std::vector<TensorSpec> ResNetFamily::tensor_specs(const StageLayout&, int, int) const { return specs_; }
 
 std::unique_ptr<StageModel> ResNetFamily::make_stage(const StageBuild& b) const {
-  auto stage = std::make_unique<vision::ResNetStage>(net_, b.micro_batch_size, b.precision == Precision::BF16,
-                                                     *b.layout);
+  auto stage = std::make_unique<vision::ResNetStage>(net_, b.micro_batch_size, b.precision, *b.layout);
   if (m_.sync_bn && b.dp && b.dp->size() > 1) {
     Comm* group = b.dp;
     stage->net().set_group_sum([group](double* v, int n) { group->allreduce(v, size_t(n), DType::F64, ReduceOp::Sum); });
@@ -110,7 +109,7 @@ std::unique_ptr<StageModel> ResNetFamily::make_stage(const StageBuild& b) const 
 
 std::unique_ptr<DataSource> ResNetFamily::make_source(const Config& cfg) const { return make_image_source(cfg); }
 
-// Every pair the ResNet cannot run with (TP, PP, fp16, recompute, adapt, rebalance, layout =
+// Every pair the ResNet cannot run with (TP, PP, fp8, recompute, adapt, rebalance, layout =
 // auto, uneven shares under sync BN) is a row of the compatibility table (src/core/features.cpp), checked before the
 // family is made; nothing here depends on the grid beyond that.
 // Beyond the table: the network's kernels (oneDNN convolutions, host BatchNorm) run on the host only, so a device
