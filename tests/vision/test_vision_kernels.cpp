@@ -25,6 +25,7 @@
 #include "src/vision/batchnorm.hpp"
 #include "src/vision/classifier.hpp"
 #include "src/vision/conv.hpp"
+#include "src/vision/fp16.hpp"
 #include "src/vision/pool.hpp"
 #include "src/vision/sgd.hpp"
 
@@ -288,6 +289,57 @@ void check_batchnorm(bool relu) {
 }
 
 }  // namespace
+
+// fp16's emulation (fp16.hpp): the array loops (F16C's vcvtps2ph / vcvtph2ps where the build targets it, 8 at a
+// time) give bitwise the values of the kernels' integer conversion, element by element: every fp16 value widened;
+// rounding of every fp16 value, of the midpoint between each pair of neighbours (a tie: to even) and of the
+// floats just above and below it, the overflow edge (65504, 65519.996, 65520), fp32 subnormals, NaN and inf. NaN
+// is compared as NaN (the hardware quiets a signalling payload, the integer code keeps it). The lengths are not
+// multiples of 8, so the scalar tail runs too.
+TEST(VisionFp16, ArrayRoundingEqualsTheKernelsConversion) {
+  std::vector<float> in;
+  std::vector<gt::vision::fp16_bits> all(65536);
+  for (uint32_t h = 0; h < 65536; ++h) all[h] = gt::vision::fp16_bits(h);
+  std::vector<float> widened(all.size());
+  gt::vision::widen_fp16(long(all.size()) - 3, all.data(), widened.data());
+  for (size_t h = 0; h + 3 < all.size(); ++h) {
+    const float want = gt::half_detail::fp16_to_float(all[h]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(widened[h])) << h;
+      continue;
+    }
+    ASSERT_EQ(gt::half_detail::float_bits(widened[h]), gt::half_detail::float_bits(want)) << "fp16 bits " << h;
+    in.push_back(want);
+    const float next = gt::half_detail::fp16_to_float(gt::vision::fp16_bits(h + 1));
+    if (h + 1 < 0x7C00 || (h >= 0x8000 && h + 1 < 0xFC00)) {  // neighbours of one sign, both finite
+      const float mid = float((double(want) + double(next)) / 2);
+      in.insert(in.end(), {mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1e30f), std::nextafter(mid, -1e30f)});
+    }
+  }
+  in.insert(in.end(), {65504.f, 65519.996f, 65520.f, -65520.f, 1e30f, 1e-40f, -1e-40f, 0.f, -0.f, INFINITY, -INFINITY,
+                       NAN, 5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f});
+  std::vector<float> out(in.size());
+  gt::vision::round_to_fp16(long(in.size()), in.data(), out.data());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float want = gt::vision::round_fp16(in[i]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(out[i])) << in[i];
+      continue;
+    }
+    ASSERT_EQ(gt::half_detail::float_bits(out[i]), gt::half_detail::float_bits(want)) << "rounding " << in[i];
+  }
+  std::vector<float> again(in);
+  gt::vision::round_fp16_in_place(long(again.size()), again.data());
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!std::isnan(out[i])) {
+      ASSERT_EQ(gt::half_detail::float_bits(again[i]), gt::half_detail::float_bits(out[i]));
+    }
+#if defined(__F16C__)
+  RecordProperty("fp16_arrays", "F16C");
+#else
+  RecordProperty("fp16_arrays", "scalar (the comparison is the same code)");
+#endif
+}
 
 TEST(VisionBatchNorm, TrainForwardBackwardRunningStatsAndEval) {
   check_batchnorm(false);
