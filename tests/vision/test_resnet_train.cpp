@@ -87,6 +87,16 @@ gt::Config resnet_config(const std::string& out, const std::string& data) {
   return c;
 }
 
+// A rank's own run of 80 steps (10 epochs of the squares) evaluated once at the end: the length in which resnet8
+// learns them (LearnsTheSquares). tag names its directory.
+gt::Config learning_config(const std::string& tag) {
+  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, tag + std::to_string(world_rank()));
+  gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  c.train.steps = 80;
+  c.data.val_every = 80;  // (no augmentation: a flip moves the square to the other quadrant, another class)
+  return c;
+}
+
 struct RunResult {
   std::vector<double> losses;
   double val_loss = -1, val_top1 = -1;
@@ -324,13 +334,10 @@ TEST(ResNetTrain, Fp16EqualsTheStandaloneRecipeWithTheLossScale) {
 // scale (hysteresis 1) until they fit; the run then learns the squares as the fp32 one does (the test below).
 // Without the scale inside the network (applied at the hand-off, as fp32 and bf16 do) nothing would overflow.
 TEST(ResNetTrain, Fp16OverflowsInsideTheNetworkAndTheScalerRecovers) {
-  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_fp16_overflow" + std::to_string(world_rank()));
-  gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  gt::Config c = learning_config("resnet_fp16_overflow");
   c.train.precision = "fp16";
   c.train.loss_scale_initial = std::ldexp(1.0, 40);
   c.train.loss_scale_hysteresis = 1;
-  c.train.steps = 80;
-  c.data.val_every = 80;
   gt::Grid grid(MPI_COMM_SELF, 1, 1, 1, gt::AllreduceAlgo::Library);
   gt::Trainer t(c, grid, c.to_toml());
   ASSERT_EQ(t.run(), 0);
@@ -389,10 +396,8 @@ TEST(ResNetTrain, LarsEqualsThePaperRuleAndShardsUnderZero1) {
 // The squares are learnable: 80 steps (10 epochs) of resnet8 reach at least 90% top-1 on the 16 test images (chance is 25%;
 // the reference test above shows the arithmetic, this that the loop learns).
 TEST(ResNetTrain, LearnsTheSquares) {
-  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_learn" + std::to_string(world_rank()));
-  gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
-  c.train.steps = 80;
-  c.data.val_every = 80;  // (no augmentation: a flip moves the square to the other quadrant, another class)
+  gt::Config c = learning_config("resnet_learn");
+  const std::string dir = c.output.dir;
   for (const char* precision : {"fp32", "bf16", "fp16"}) {  // bf16 and fp16 learn like fp32 (the words)
     SCOPED_TRACE(precision);
     c.train.precision = precision;
@@ -546,11 +551,8 @@ TEST(ResNetTrain, SyncBatchNormEqualsOneRankOnTheWholeBatch) {
 // input channels in groups of 4 keep at most 2 of every 4 along the input channels; the 1-channel stem and the
 // classifier stay dense; and the masked network still learns the squares (>= 90% top-1, as dense).
 TEST(ResNetTrain, TwoFourSparsityMasksTheConvolutions) {
-  const std::string dir = gt_test::fresh_dir(MPI_COMM_SELF, "resnet_24_" + std::to_string(world_rank()));
-  gt::Config c = resnet_config(dir, dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data")));
+  gt::Config c = learning_config("resnet_24_");
   c.sparsity.pattern = "2:4";
-  c.train.steps = 80;
-  c.data.val_every = 80;
   gt::Grid grid(MPI_COMM_SELF, 1, 1, 1, gt::AllreduceAlgo::Library);
   gt::Trainer t(c, grid, c.to_toml());
   ASSERT_EQ(t.run(), 0);
