@@ -496,11 +496,12 @@ TEST(ResNetTrain, TopkCompressionThroughTheBuckets) {
 // unit before the forward. Each is the same update as ZeRO-0's: every parameter's gradient is the same sum of the
 // same two ranks' terms (a + b is one float in either order), so 1e-6 (no accumulation-order freedom is left but
 // the reduction's) and the momentum too; bf16 at stage 3 against bf16 at stage 0 (the gathers carry the working
-// copy). Without the hand-off (gradients never reaching the sink) the losses stay and the parameters do not move.
+// copy), fp16 at stages 2 and 3 (its gradients arrive already scaled: hand_off adds them unweighted). Without the
+// hand-off (gradients never reaching the sink) the losses stay and the parameters do not move.
 TEST(ResNetTrain, ZeroStagesTwoAndThreeEqualZeroZero) {
   const std::string data = dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data"));
   const std::string dir = gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_zero");
-  for (const char* precision : {"fp32", "bf16"})
+  for (const char* precision : {"fp32", "bf16", "fp16"})  // fp16: its gradients arrive scaled (hand_off's other path)
     for (int micro_batches : {1, 2}) {
       gt::Config c = resnet_config(dir + "/z0", data);
       c.train.micro_batch_size = 4;
