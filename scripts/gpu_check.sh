@@ -11,6 +11,8 @@
 #   bench     bench_step fp32 (small, gpt2-124m) and the trainer in bf16 (small; gpt2-124m at micro-batch 4 and 16)
 #   kernels   the gpt2-124m bf16 step under Nsight Compute (one metric: each kernel's duration), a table by kernel
 #   torch     the same gpt2-124m step in PyTorch on the same GPU (math and fused attention, fp32 and bf16)
+#   vision    torchvision's ResNet-50 at 224x224, batch 128, fp32 and bf16 autocast: img/s and img/J from NVML's
+#             energy counter (issue 21's H200 figures; gridtrain's ResNet has no cuDNN path yet, docs/vision.md)
 #   tests     the ctest suite's `gpu1` label (every test that applies on one GPU; docs/gpu.md lists the rest)
 #   sanitize  compute-sanitizer memcheck over two steps of `tiny`
 #
@@ -25,7 +27,7 @@ set -a  # every variable reaches the stages, which run as functions in a child b
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$here/runs/gpu_check}
 bundle=${GRIDTRAIN_GPU_BUNDLE:-$here/.gpu-bundle}
-all_stages=probe,build,match,bench,kernels,torch,tests,sanitize
+all_stages=probe,build,match,bench,kernels,torch,vision,tests,sanitize
 stages=$all_stages
 budget=480
 dry=0
@@ -65,6 +67,7 @@ no_gpu() { [ "$dry" = 1 ] && { [ -z "$gpu_name" ] && echo "no GPU visible (nvidi
 no_build() { [ -x "$gridtrain" ] || echo "no CUDA build at $build"; }
 no_refs() { ls "$bundle"/ref_small_*.losses >/dev/null 2>&1 || echo "no reference losses in $bundle (scripts/gpu_bundle.sh)"; }
 no_torch() { py -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || echo "no PyTorch with CUDA"; }
+no_torchvision() { py -c "import torchvision" 2>/dev/null || echo "no torchvision"; }
 no_tool() { command -v "$1" >/dev/null || echo "no $1 on PATH"; }
 
 # stage NAME CAP "REASON-CHECKS" CMD...: runs CMD (output into log.txt) with at most CAP seconds, less when the
@@ -324,6 +327,21 @@ import json, sys
 for l in sys.stdin:
     r = json.loads(l)
     print("torch", r["precision"], r["attention"], "b%s" % r["batch"], "%.2f ms" % r.get("ms_per_step", -1), "mfu %.3f" % (r.get("mfu") or 0), r.get("error", ""))' >>"$summary"
+
+# ---- vision: the ResNet-50 peer on this GPU, img/s and img/J (scripts/bench_torchvision.py --device cuda) -------
+vision_peer() {
+  local p
+  for p in "" --bf16; do
+    PYTHONUNBUFFERED=1 py "$here/scripts/bench_torchvision.py" --device cuda --model resnet50 --image 224 --batch 128 \
+      --steps 20 $p | tee -a "$out/bench.jsonl" || return 1
+  done
+}
+stage vision 90 "no_gpu no_torch no_torchvision" vision_peer && grep '"model": "resnet50"' "$out/bench.jsonl" | py -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    e = "%.2f img/J at %.0f W" % (r["img_per_j"], r["avg_power_w"]) if "img_per_j" in r else r.get("energy", "")
+    print("vision resnet50", r["precision"], "b%s" % r["batch"], "%.0f img/s" % r["img_per_s"], e)' >>"$summary"
 
 # ---- tests: the ctest label gpu1 -------------------------------------------------------------------------------
 tests() {
