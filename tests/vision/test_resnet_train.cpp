@@ -98,7 +98,7 @@ gt::Config learning_config(const std::string& tag) {
 }
 
 struct RunResult {
-  std::vector<double> losses;
+  std::vector<double> losses, scales;  // each step's loss and loss scale
   double val_loss = -1, val_top1 = -1;
   double compression = 0;  // the last step's dense bytes over wire bytes (top-k runs)
   std::map<std::string, std::vector<float>> initial, params, momentum;
@@ -113,6 +113,7 @@ RunResult train(const gt::Config& c, MPI_Comm comm, int dp, bool capture_initial
   EXPECT_EQ(t.run(), 0);
   for (const auto& s : t.history()) {
     r.losses.push_back(s.loss);
+    r.scales.push_back(s.loss_scale);
     if (s.val_loss >= 0) r.val_loss = s.val_loss, r.val_top1 = s.val_top1;
     r.compression = s.compression_ratio;
   }
@@ -578,19 +579,20 @@ TEST(ResNetTrain, TwoFourSparsityMasksTheConvolutions) {
   EXPECT_GE(t.history().back().val_top1, 0.9);
 }
 
-// Stopped after 2 of 4 steps and resumed: bit for bit the uninterrupted run (parameters, momentum, and the
-// evaluation, which reads BatchNorm's running statistics from the checkpoint on rank 1). The dp = 2 checkpoint
-// then resumes on one rank with 2 micro-batches of 4 (the same BatchNorm groups): within 1e-6 as above.
-TEST(ResNetTrain, ResumeIsBitwiseAndReshardsToOneRank) {
+// The body of ResumeIsBitwiseAndReshardsToOneRank in one precision.
+static void resume_and_reshard(const std::string& precision) {
   const std::string data = dataset(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_data"));
-  gt::Config c = resnet_config(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_whole"), data);
+  gt::Config c = resnet_config(gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_whole_" + precision), data);
   c.train.micro_batch_size = 4;
   c.train.steps = 4;
   c.data.val_every = 4;
+  c.train.precision = precision;
+  c.train.loss_scale_initial = std::ldexp(1.0, 22);
+  c.train.loss_scale_hysteresis = 1;
   const RunResult whole = train(c, MPI_COMM_WORLD, 2);
 
   gt::Config part = c;
-  part.output.dir = gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_part");
+  part.output.dir = gt_test::fresh_dir(MPI_COMM_WORLD, "resnet_part_" + precision);
   part.train.max_steps_per_run = 2;
   part.checkpoint.save_final = true;
   {
@@ -604,6 +606,10 @@ TEST(ResNetTrain, ResumeIsBitwiseAndReshardsToOneRank) {
   ASSERT_EQ(resumed.losses.size(), 2u);
   EXPECT_EQ(resumed.losses[0], whole.losses[2]);
   EXPECT_EQ(resumed.losses[1], whole.losses[3]);
+  EXPECT_EQ(resumed.scales, std::vector<double>(whole.scales.begin() + 2, whole.scales.end()));
+  if (precision == "fp16") {
+    EXPECT_LT(whole.scales[2], c.train.loss_scale_initial) << "no overflow before the stop";
+  }
   EXPECT_EQ(resumed.val_loss, whole.val_loss);
   EXPECT_EQ(resumed.val_top1, whole.val_top1);
   compare(resumed.params, whole.params, 0, "parameters after the resume");
@@ -621,3 +627,17 @@ TEST(ResNetTrain, ResumeIsBitwiseAndReshardsToOneRank) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
+
+// Stopped after 2 of 4 steps and resumed: bit for bit the uninterrupted run (parameters, momentum, and the
+// evaluation, which reads BatchNorm's running statistics from the checkpoint on rank 1). The dp = 2 checkpoint
+// then resumes on one rank with 2 micro-batches of 4 (the same BatchNorm groups): within 1e-6 as above.
+// fp16 too, started at a loss scale of 2^22 with hysteresis 1 so that the first steps overflow inside the network
+// and the scale the checkpoint carries is not the initial one: the resumed run must go on from it (the same scales
+// and losses as the uninterrupted run).
+TEST(ResNetTrain, ResumeIsBitwiseAndReshardsToOneRank) {
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    resume_and_reshard(precision);
+  }
+}
+
