@@ -12,9 +12,9 @@ bool blocking_sends(Grid& grid) { return grid.shape().pp > 1 && grid.pp().backen
 
 PipelineRunner::PipelineRunner(const Config& cfg, Grid& grid, StageModel& model, BatchLoader& loader,
                                std::vector<PipeOp> ops, int positions)
-    : cfg_(cfg), grid_(grid), model_(model), loader_(loader), positions_(positions), ops_(std::move(ops)),
+    : cfg_(cfg), grid_(grid), model_(model), loader_(loader), ops_(std::move(ops)),
       p2p_(pipeline_p2p(ops_, grid.shape().pp, grid.pp_rank(), model.chunks(), blocking_sends(grid))),
-      last_backward_(ops_.size(), 0) {
+      last_backward_(ops_.size(), 0), positions_(positions) {
   mark_last_backwards();
 }
 

@@ -44,8 +44,6 @@ class PipelineRunner {
  private:
   void forward_op(const PipeOp& op, int64_t first_sample, Split split, bool with_grad, const P2PGroup& before,
                   const std::vector<PipeOp>& ops);
-  double loss_scale_ = 1;
-  int positions_ = 1;
   void backward_op(const PipeOp& op, const std::function<void(int)>& on_unit, const P2PGroup& before);
   // Activations and their gradients travel in the model's storage type. defer_send copies `data` into a send
   // buffer; exchange issues group g: the deferred sends in order and each receive into the buffer of the op of
@@ -63,6 +61,8 @@ class PipelineRunner {
   std::vector<PipeOp> ops_;
   std::vector<P2PGroup> p2p_;  // pipeline_p2p(ops_): the group issued before each op, and the last one after
   std::vector<char> last_backward_;  // per op: the last backward of its chunk in the step (the DP buckets' hook)
+  double loss_scale_ = 1;            // the step's, for forward_op
+  int positions_ = 1;                // loss positions per sample (the loss is their mean over the global batch)
   std::vector<DeviceView<unsigned char>> send_bufs_;
   std::vector<size_t> deferred_;  // send buffers written but not yet issued, in send order
   std::vector<RequestPtr> sends_;
