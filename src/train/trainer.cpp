@@ -179,14 +179,16 @@ void Trainer::print_memory_line() const {
   const double mib = 1048576.0;
   // The activation ledger counts the stored activations in the working type (2 bytes in bf16/fp16), the
   // LayerNorm and cross-entropy statistics in fp32 (GPT<T>::activation_bytes_per_slot, work_bytes):
-  // what every slot keeps and the shared work buffers (train.recompute shifts the first to the second).
+  // what every slot keeps and the shared work buffers (train.recompute shifts the first to the second). The type
+  // named is the model's activations' (a ResNet keeps fp32 maps under bf16 and fp16, its convolutions' copies aside).
   const double kept = double(model_->kept_activation_bytes());
   const std::string zero_line = dp_->describe();  // and which path the DP collectives take
   std::printf("gridtrain: %s | model state per rank (MiB, predicted/allocated): params %.2f/%.2f, grads %.2f/%.2f, "
               "optimizer %.2f/%.2f | activations %.2f MiB in %s (ledger, %d micro-batches in flight + work buffers; "
               "recompute %s: kept %.2f, work %.2f)\n",
               zero_line.c_str(), pred.params / mib, have.params / mib, pred.grads / mib, have.grads / mib,
-              pred.optimizer / mib, have.optimizer / mib, activation_bytes() / mib, cfg_.train.precision.c_str(),
+              pred.optimizer / mib, have.optimizer / mib, activation_bytes() / mib,
+              model_->activation_dtype() == DType::F32 ? "fp32" : cfg_.train.precision.c_str(),
               model_->slots(), cfg_.train.recompute.c_str(), kept / mib, double(model_->work_bytes()) / mib);
 }
 
