@@ -101,30 +101,31 @@ CudnnConv::~CudnnConv() {
   if (t.handle) cudnnDestroy(t.handle);
 }
 
+// Each pass: y = 1 * op + 0 * y (outputs overwritten), then wait for it (the callers so far are tests).
+namespace {
+const float kOne = 1.f, kZero = 0.f;
+void finished(cudnnStatus_t st, const char* what) {
+  check(st, what);
+  check(cudaDeviceSynchronize(), what);
+}
+}  // namespace
+
 void CudnnConv::forward(const float* x, const float* w, float* y) {
-  State& t = *st_;
-  const float one = 1.f, zero = 0.f;  // y = 1 * conv + 0 * y: overwritten
-  check(cudnnConvolutionForward(t.handle, &one, t.x, x, t.w, w, t.conv, t.fwd, t.work, t.work_bytes, &zero, t.y, y),
-        "cudnnConvolutionForward");
-  check(cudaDeviceSynchronize(), "forward");
+  const State& t = *st_;
+  finished(cudnnConvolutionForward(t.handle, &kOne, t.x, x, t.w, w, t.conv, t.fwd, t.work, t.work_bytes, &kZero,
+                                   t.y, y), "cudnnConvolutionForward");
 }
 
 void CudnnConv::backward_data(const float* dy, const float* w, float* dx) {
-  State& t = *st_;
-  const float one = 1.f, zero = 0.f;
-  check(cudnnConvolutionBackwardData(t.handle, &one, t.w, w, t.y, dy, t.conv, t.bwd_data, t.work, t.work_bytes,
-                                     &zero, t.x, dx),
-        "cudnnConvolutionBackwardData");
-  check(cudaDeviceSynchronize(), "backward-data");
+  const State& t = *st_;
+  finished(cudnnConvolutionBackwardData(t.handle, &kOne, t.w, w, t.y, dy, t.conv, t.bwd_data, t.work,
+                                        t.work_bytes, &kZero, t.x, dx), "cudnnConvolutionBackwardData");
 }
 
 void CudnnConv::backward_weights(const float* x, const float* dy, float* dw) {
-  State& t = *st_;
-  const float one = 1.f, zero = 0.f;
-  check(cudnnConvolutionBackwardFilter(t.handle, &one, t.x, x, t.y, dy, t.conv, t.bwd_filter, t.work, t.work_bytes,
-                                       &zero, t.w, dw),
-        "cudnnConvolutionBackwardFilter");
-  check(cudaDeviceSynchronize(), "backward-weights");
+  const State& t = *st_;
+  finished(cudnnConvolutionBackwardFilter(t.handle, &kOne, t.x, x, t.y, dy, t.conv, t.bwd_filter, t.work,
+                                          t.work_bytes, &kZero, t.w, dw), "cudnnConvolutionBackwardFilter");
 }
 
 }  // namespace gt::vision
