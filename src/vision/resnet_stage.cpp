@@ -83,12 +83,13 @@ void ResNetStage::widen(long n, const uint16_t* from, float* to) const {
 }
 
 // d(mean of the micro-batch)/dw times B gives the sum over its samples; loss_scale turns that into this
-// micro-batch's share of the global batch's mean (times the loss scale). Under fp16 the network applied that
-// factor itself (grad_scale(), inside fp16's range); otherwise here. Added: micro-batches accumulate.
+// micro-batch's share of the global batch's mean (times the loss scale). Under fp16 the network applies that
+// factor itself (net_scale(), inside fp16's range), and the hand-off the rest: 1. Added: micro-batches accumulate.
 float ResNetStage::grad_scale() const { return float(scale_ * B_); }
+float ResNetStage::net_scale() const { return precision_ == Precision::FP16 ? grad_scale() : 1.f; }
 
 void ResNetStage::hand_off(int unit) {
-  const float w = precision_ == Precision::FP16 ? 1.f : grad_scale();
+  const float w = grad_scale() / net_scale();  // exact: x / 1 or x / x
   const float* g = net_->grads().data();
   float* sink = io_.grads ? io_.grads->grads(unit) : nullptr;  // the unit's ranges packed
   size_t at = 0;
@@ -139,7 +140,7 @@ void ResNetStage::backward(int /*slot*/, const std::function<void(int)>& on_unit
   net_->backward([&](int unit) {  // each unit as soon as its gradients are final: its DP bucket may go out
     hand_off(unit);
     if (on_unit) on_unit(unit);
-  }, precision_ == Precision::FP16 ? grad_scale() : 1.f);
+  }, net_scale());
   if (timer_) timer_(stage_.block_begin, false);
 }
 

@@ -75,6 +75,7 @@ class ResNetStage final : public StageModel {
   void gather_params();       // ZeRO-3: every unit into params32_ (forward)
   void hand_off(int unit);    // one finished unit's scratch gradients, scaled, to the buffer or the sink
   float grad_scale() const;   // the factor from the mean loss's gradients to this micro-batch's share, scaled
+  float net_scale() const;    // the part of it the network applies in backward (all of it under fp16, else 1)
   float* grads_ = nullptr;         // the bound gradient buffer (accumulated into); null when staged
   std::map<int, UnitSpan> units_;  // the layout's units (ranges packed in the order ParamSource/GradSink use)
   UnitIO io_;                      // ZeRO-3's parameter source, ZeRO-2/3's gradient sink (null: the bound buffers)
