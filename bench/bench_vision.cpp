@@ -11,6 +11,7 @@
 //                [--eval-images 10000] [--out bench_vision.json]
 //   bench_vision --synthetic 1 [--model resnet50] [--image 224] [--classes 1000] [--batch 16] [--steps 5]
 //                [--bf16 1]   (--bf16: the convolutions multiply in bf16, ResNetConfig::bf16; both modes)
+//                [--winograd 1]  (fp32 3x3 stride-1 convolutions as Winograd where oneDNN has it: model.conv_algorithm)
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -37,7 +38,7 @@ namespace {
 struct Options {
   std::string dir = "/usr/share/datasets/fashion-mnist", out = "bench_vision.json", model = "resnet50";
   int steps = 300, batch = 128, eval_images = 10000, image = 224, classes = 1000;
-  bool synthetic = false, bf16 = false;
+  bool synthetic = false, bf16 = false, winograd = false;
   float lr = 0.1f;
 };
 
@@ -53,6 +54,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--lr") o.lr = float(std::atof(v.c_str()));
     else if (k == "--synthetic") o.synthetic = v != "0";
     else if (k == "--bf16") o.bf16 = v != "0";
+    else if (k == "--winograd") o.winograd = v != "0";
     else if (k == "--model") o.model = v;
     else if (k == "--image") o.image = std::atoi(v.c_str());
     else if (k == "--classes") o.classes = std::atoi(v.c_str());
@@ -105,10 +107,20 @@ double train_step(ResNet& net, int batch, const std::vector<float>& x, const std
   return loss;
 }
 
+// The convolutions' backend as the run used it: "onednn", "onednn-bf16", "onednn-winograd" (where oneDNN has it).
+std::string backend_name(const Options& o) {
+  std::string b = conv_backend_name(conv_backend());
+  if (o.bf16) b += conv_bf16_native() ? "-bf16" : "-bf16-emulated";
+  if (o.winograd && !o.bf16)
+    b += conv_uses_winograd(ConvShape{2, 8, 8, 64, 64, 3, 3, 1, 1, false, true}) ? "-winograd" : "-winograd-unavailable";
+  return b;
+}
+
 // --synthetic: img/s of the training step of a preset on ImageNet-shaped noise (see the header).
 int run_synthetic(const Options& o) {
   ResNetConfig cfg = resnet_preset(o.model, o.image, o.image, 3, o.classes);
   cfg.bf16 = o.bf16;
+  cfg.winograd = o.winograd;
   ResNet net(cfg);
   std::mt19937 gen(17);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -142,8 +154,7 @@ int run_synthetic(const Options& o) {
     return v[v.size() / 2];
   };
   const double median = median_of(step_s), cpu_median = median_of(cpu_s);
-  const std::string backend = conv_backend_name(conv_backend()) +
-                              (o.bf16 ? (conv_bf16_native() ? "-bf16" : "-bf16-emulated") : "");
+  const std::string backend = backend_name(o);
   std::printf("%s %dx%dx3 synthetic, batch %d: median step %.3f s, %.2f img/s (%d timed steps, conv %s, %zu parameters)\n",
               o.model.c_str(), o.image, o.image, o.batch, median, o.batch / median, o.steps, backend.c_str(),
               net.params().size());
@@ -170,6 +181,7 @@ int main(int argc, char** argv) try {
   const auto test_lab = read_idx_labels(o.dir + "/t10k-labels-idx1-ubyte.gz");
   ResNetConfig cfg;  // ResNet-20 for 28x28x1, 10 classes
   cfg.bf16 = o.bf16;
+  cfg.winograd = o.winograd;
   ResNet net(cfg);
   AugmentParams aug;
   std::vector<float> velocity(net.params().size(), 0.f), x;
@@ -192,8 +204,7 @@ int main(int argc, char** argv) try {
   const int n_eval = std::min(o.eval_images, test.count);
   const double acc = evaluate(net, test, test_lab, aug, n_eval, &test_loss);
   const double ips = double(o.steps) * o.batch / train_s;
-  const std::string backend = conv_backend_name(conv_backend()) +
-                              (o.bf16 ? (conv_bf16_native() ? "-bf16" : "-bf16-emulated") : "");
+  const std::string backend = backend_name(o);
   std::printf("resnet20 (%zu parameters) fashion-mnist: %d steps x %d images, %.1f img/s (train step, conv %s), test top-1 %.4f "
               "loss %.4f on %d images, final train loss %.4f\n",
               net.params().size(), o.steps, o.batch, ips, backend.c_str(), acc, test_loss, n_eval, last_loss);

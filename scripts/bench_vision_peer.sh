@@ -4,9 +4,12 @@
 # synthetic ImageNet-shaped batch (issue 21: ResNet-50 at 224x224, target 1.3x). Figures are the medians of process
 # CPU time per timed step (robust on a shared machine; wall time is in the JSON too), after one untimed warm-up
 # step each, under the same allocator settings (below). The peer runs channels-last (its faster layout on CPUs) and contiguous once, to show the difference.
-# PRECISIONS="fp32 bf16" (the default) runs each round in both: fp32 against fp32, and gridtrain's bf16 convolutions
-# (bench_vision --bf16 1, train.precision = "bf16") against PyTorch's CPU autocast to bf16; the summary adds
-# gridtrain bf16 over gridtrain fp32 (issue 21's 1.6x target on a CPU with bf16 units).
+# PRECISIONS="fp32 fp32-winograd bf16" (the default) runs each round in all three: fp32 against fp32 (the same
+# direct convolutions on both sides), gridtrain's fp32 with model.conv_algorithm = "winograd" (bench_vision
+# --winograd 1; direct where oneDNN has no Winograd kernel, and the JSON's conv field says so) against the same
+# fp32 peer, and gridtrain's bf16 convolutions (bench_vision --bf16 1, train.precision = "bf16") against PyTorch's
+# CPU autocast to bf16; the summary adds gridtrain bf16 over gridtrain fp32 (issue 21's 1.6x target on a CPU with
+# bf16 units).
 # Writes $OUT/vision_peer.txt and .jsonl.
 #   scripts/bench_vision_peer.sh [ROUNDS (2)] [BATCH (16)] [STEPS (3)] [MODEL (resnet50)] [IMAGE (224)]
 set -euo pipefail
@@ -26,17 +29,18 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 echo "# $(date -u +%FT%TZ) | $cpu | core 0, one thread | $model ${image}x${image} batch $batch | $steps timed steps | load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/vision_peer.txt"
 field() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
-precisions=${PRECISIONS:-fp32 bf16}
+precisions=${PRECISIONS:-fp32 fp32-winograd bf16}
 for r in $(seq "$rounds"); do
   for prec in $precisions; do
-    flag=(); gflag=0; [ "$prec" = bf16 ] && flag=(--bf16) && gflag=1
+    flag=(); gflag=0; wflag=0; [ "$prec" = bf16 ] && flag=(--bf16) && gflag=1
+    [ "$prec" = fp32-winograd ] && wflag=1
     layouts=(channels_last); [ "$r" = 1 ] && [ "$prec" = fp32 ] && layouts+=(contiguous)
     for layout in "${layouts[@]}"; do
       taskset -c 0 /usr/bin/python3 "$here/scripts/bench_torchvision.py" --model "$model" --image "$image" --batch "$batch" \
         --steps "$steps" --threads 1 --layout "$layout" "${flag[@]}" --out "$tmp/peer_${prec}_$layout.jsonl" >/dev/null
     done
     taskset -c 0 "$bin" --synthetic 1 --model "$model" --image "$image" --batch "$batch" --steps "$steps" --bf16 "$gflag" \
-      --out "$tmp/gt_$prec.json" >/dev/null
+      --winograd "$wflag" --out "$tmp/gt_$prec.json" >/dev/null
     p=$(field "$tmp/peer_${prec}_channels_last.jsonl" median_cpu_step_s) g=$(field "$tmp/gt_$prec.json" median_cpu_step_s)
     conv=$(field "$tmp/gt_$prec.json" conv_backend)
     line=$(python3 -c 'import json,sys; p,g=float(sys.argv[1]),float(sys.argv[2]); print(json.dumps({"round": int(sys.argv[3]), "precision": sys.argv[5], "conv": sys.argv[6], "peer_cpu_s": p, "gridtrain_cpu_s": g, "peer_img_per_cpu_s": int(sys.argv[4])/p, "gridtrain_img_per_cpu_s": int(sys.argv[4])/g, "ratio": p/g, "load": open("/proc/loadavg").read().split()[:3]}))' "$p" "$g" "$r" "$batch" "$prec" "$conv")
@@ -48,7 +52,7 @@ done
 python3 - "$out/vision_peer.txt" <<'PY' | tee -a "$out/vision_peer.txt"
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-for prec in ("fp32", "bf16"):
+for prec in ("fp32", "fp32-winograd", "bf16"):
     r = [x["ratio"] for x in rows if x.get("precision", "fp32") == prec]
     if r:
         print(f"{prec}: gridtrain is {statistics.median(r):.2f}x the torchvision peer's speed (median of {len(r)} rounds, CPU time per step)")

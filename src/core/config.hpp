@@ -21,6 +21,9 @@ struct ModelConfig {
   int classes = 10;
   bool zero_init_residual = false;  // resnet: each block's last BatchNorm gamma starts at 0 (Goyal et al. 2017)
   bool sync_bn = false;             // resnet: BatchNorm statistics over the DP group (else per rank)
+  // resnet: "winograd" lets fp32 3x3 stride-1 convolutions run Winograd F(4x4, 3x3) where oneDNN has it for
+  // the CPU (AVX-512); "direct" the direct sums everywhere (docs/vision.md)
+  std::string conv_algorithm = "direct";
   int n_layer = 2;
   int d_model = 64;
   int n_head = 4;
@@ -44,6 +47,7 @@ struct ModelConfig {
   bool resnet_kind() const { return model_kind() == ModelKind::ResNet; }
   ModelArch arch_kind() const;
   AttentionKernel attention_kernel() const;
+  ConvAlgorithm conv_algorithm_kind() const;
   bool llama() const { return arch_kind() == ModelArch::Llama; }
   bool fused_attention() const { return attention_kernel() == AttentionKernel::Fused; }
 };

@@ -25,6 +25,9 @@ E typed(const char* key, const std::string& v) {
 ModelKind ModelConfig::model_kind() const { return typed<ModelKind>("model.kind", kind); }
 ModelArch ModelConfig::arch_kind() const { return typed<ModelArch>("model.arch", arch); }
 AttentionKernel ModelConfig::attention_kernel() const { return typed<AttentionKernel>("model.attention", attention); }
+ConvAlgorithm ModelConfig::conv_algorithm_kind() const {
+  return typed<ConvAlgorithm>("model.conv_algorithm", conv_algorithm);
+}
 
 ConfigChoices Config::choices() const {
   ConfigChoices t;

@@ -132,6 +132,7 @@ std::vector<Field> schema_model_family(Config& c) {
       {"model.image_channels", Kind::Int, &c.model.image_channels, "resnet: channels per pixel (1 grey, 3 RGB)"},
       {"model.classes", Kind::Int, &c.model.classes, "resnet: classes of the classifier (labels in [0, classes))"},
       {"model.zero_init_residual", Kind::Bool, &c.model.zero_init_residual, "resnet: start each residual block's last BatchNorm gamma at 0, so every block begins as the identity (Goyal et al. 2017, for large batches)"},
+      {"model.conv_algorithm", Kind::String, &c.model.conv_algorithm, "resnet: winograd runs the fp32 3x3 stride-1 convolutions as Winograd F(4x4, 3x3) where oneDNN has it for the CPU (AVX-512; ~1.7x faster passes, ~10x the direct sums' rounding error, still ~1e-6 relative); direct everywhere else and under bf16/fp16 (docs/vision.md)", names<ConvAlgorithm>()},
       {"model.sync_bn", Kind::Bool, &c.model.sync_bn, "resnet: BatchNorm's training statistics over the whole DP group's batch (PyTorch's SyncBatchNorm: 2 small all-reduces per layer forward, 1 backward); false: each rank's own (docs/vision.md)"},
       {"train.optimizer", Kind::String, &c.train.optimizer, "adamw, or sgd with momentum and coupled weight decay (PyTorch's SGD; the ResNet recipe), or lars: that sgd with each decayed tensor's step scaled by its trust ratio (You et al. 2017, for very large batches); all skip decay on biases and norms", names<OptimizerKind>()},
       {"train.momentum", Kind::Double, &c.train.momentum, "sgd, lars: momentum, in [0, 1)"},

@@ -53,6 +53,8 @@ enum class SparsityRecipe { SRSTE, ASP };
 enum class ModelArch { GPT2, Llama };
 // model.attention (docs/model.md): the causal attention kernel.
 enum class AttentionKernel { Fused, Materialized };
+// model.conv_algorithm (docs/vision.md): how a ResNet's fp32 3x3 stride-1 convolutions are computed.
+enum class ConvAlgorithm { Direct, Winograd };
 // model.kind (docs/vision.md): the model family, each implementing the model seam (src/model/model_family.hpp).
 enum class ModelKind { GPT, ResNet };
 // train.optimizer: AdamW (the transformer recipe) or SGD with momentum (the ResNet recipe).
@@ -110,6 +112,7 @@ GT_ENUM_NAMES(OptimizerKind, {"adamw", OptimizerKind::AdamW}, {"sgd", OptimizerK
 GT_ENUM_NAMES(LrScaling, {"none", LrScaling::None}, {"linear", LrScaling::Linear})
 GT_ENUM_NAMES(LrDecay, {"cosine", LrDecay::Cosine}, {"step", LrDecay::Step})
 GT_ENUM_NAMES(AttentionKernel, {"fused", AttentionKernel::Fused}, {"materialized", AttentionKernel::Materialized})
+GT_ENUM_NAMES(ConvAlgorithm, {"direct", ConvAlgorithm::Direct}, {"winograd", ConvAlgorithm::Winograd})
 #undef GT_ENUM_NAMES
 
 // The name of a value ("?" for a value outside the table, which a cast could make).

@@ -18,6 +18,11 @@ struct ConvShape {
   // Multiply in bfloat16: x, w and dy are rounded to bf16 (nearest even), products summed in fp32, results fp32
   // (the mixed precision of train.precision = "bf16", as PyTorch's autocast runs convolutions on bf16 CPUs).
   bool bf16 = false;
+  // Allow Winograd F(4x4, 3x3) for an fp32 3x3 stride-1 shape (model.conv_algorithm = "winograd"): 4x fewer
+  // multiplications in the products, at ~10x the direct sums' rounding error (~1e-6 relative; tested). Used where
+  // it pays (64 or more channels in and out) and the backend has a JIT kernel for it (oneDNN: AVX-512 CPUs); the
+  // direct sums otherwise, and always for bf16 and the loop backend. conv_uses_winograd(s) says which.
+  bool winograd = false;
   int out_h() const { return (h + 2 * pad - r) / stride + 1; }
   int out_w() const { return (w + 2 * pad - s) / stride + 1; }
   long in_size() const { return long(n) * h * w * c; }
@@ -36,6 +41,8 @@ std::string conv_backend_name(ConvBackend b);
 // it is emulated: the operands are rounded to bf16 in fp32 copies and the fp32 pass runs on them, the same math
 // (a product of two bf16 values is exact in fp32) without the speed.
 bool conv_bf16_native();
+// Whether the passes of shape s run Winograd (ConvShape::winograd asked for it, and the backend has it here).
+bool conv_uses_winograd(const ConvShape& s);
 
 // y = conv(x, w)                           x: in_size, w: weight_size, y: out_size (overwritten)
 void conv_forward(const ConvShape& s, const float* x, const float* w, float* y);
@@ -68,6 +75,7 @@ void conv_backward_data_naive(const ConvShape& s, const float* dy, const float* 
 void conv_backward_weights_naive(const ConvShape& s, const float* x, const float* dy, float* dw);
 bool onednn_available();
 bool onednn_bf16_native();  // oneDNN has a JIT (not reference) bf16 kernel for every pass on this CPU
+bool onednn_uses_winograd(const ConvShape& s);
 void conv_forward_onednn(const ConvShape& s, const float* x, const float* w, float* y);
 void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float* w, float* dx);
 void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw);

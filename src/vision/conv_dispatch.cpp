@@ -12,6 +12,7 @@ namespace detail {
 // Without oneDNN the oneDNN entry points exist only so that the dispatch links; they are never called.
 bool onednn_available() { return false; }
 bool onednn_bf16_native() { return false; }
+bool onednn_uses_winograd(const ConvShape&) { return false; }
 void conv_forward_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_data_onednn(const ConvShape&, const float*, const float*, float*) {}
 void conv_backward_weights_onednn(const ConvShape&, const float*, const float*, float*) {}
@@ -42,6 +43,10 @@ std::string conv_backend_name(ConvBackend b) { return b == ConvBackend::onednn ?
 
 bool conv_bf16_native() { return chosen() == ConvBackend::onednn && detail::onednn_bf16_native(); }
 
+bool conv_uses_winograd(const ConvShape& s) {
+  return s.winograd && !s.bf16 && chosen() == ConvBackend::onednn && detail::onednn_uses_winograd(s);
+}
+
 namespace {
 
 // Emulated bf16 (no native kernel, or the loop backend): the operands' rounded copies, kept per thread between
@@ -67,8 +72,10 @@ Rounded& rounded() {
 
 bool emulate(const ConvShape& s) { return s.bf16 && !conv_bf16_native(); }
 
+// The fp32 pass that emulates a bf16 one: direct, so that products of bf16 values stay exact as on bf16 units.
 ConvShape fp32(ConvShape s) {
   s.bf16 = false;
+  s.winograd = false;
   return s;
 }
 

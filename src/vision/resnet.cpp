@@ -100,6 +100,8 @@ ResNet::ResNet(const ResNetConfig& cfg, bool with_params) : cfg_(cfg), impl_(std
   for (ConvLayer* c : m.convs()) {
     c->bf16 = cfg.bf16;
     c->fp16 = cfg.fp16;
+    // not under bf16 (oneDNN has no bf16 Winograd) nor fp16, whose emulation keeps products of fp16 values exact
+    c->winograd = cfg.winograd && !cfg.bf16 && !cfg.fp16;
   }
   m.features = cin;
   m.fc_w = add(tensors_, total, "fc.weight", {long(cfg.classes), long(cin)}, true);

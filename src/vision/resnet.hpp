@@ -37,6 +37,8 @@ struct ResNetConfig {
   // (fp16.hpp); the rest as under bf16. The caller scales the loss (backward's grad_scale) so that the
   // gradients stay inside fp16's range.
   bool fp16 = false;
+  // fp32 only: the 3x3 stride-1 convolutions may run Winograd (ConvShape::winograd; model.conv_algorithm)
+  bool winograd = false;
   int blocks_in(size_t stage) const { return stage_blocks.empty() ? blocks_per_stage : stage_blocks[stage]; }
 };
 

@@ -34,6 +34,7 @@ struct ConvLayer {
   long w_off = 0;
   bool bf16 = false;  // multiply in bf16 (ResNetConfig::bf16)
   bool fp16 = false;  // fp16 operands and outputs, emulated in fp32 (ResNetConfig::fp16, fp16.hpp)
+  bool winograd = false;  // fp32 3x3 stride 1 may run Winograd (ResNetConfig::winograd)
   // fp16: the input, the weights and the output gradient rounded to fp16 (the input kept for backward-weights)
   std::vector<float> xr{}, wr{}, dyr{};
   // bf16: the input as the convolution reads it, rounded once by forward and kept for backward-weights, and the
@@ -42,7 +43,9 @@ struct ConvLayer {
   // bf16: the input forward read and backward-weights reads again: xb, or another conv's xb of the same tensor
   // (forward_on: a block's projection reads what its first conv rounded)
   const bf16_bits* xin = nullptr;
-  ConvShape shape(const Dims& in) const { return {in.n, in.h, in.w, cin, cout, kernel, kernel, stride, pad, bf16}; }
+  ConvShape shape(const Dims& in) const {
+    return {in.n, in.h, in.w, cin, cout, kernel, kernel, stride, pad, bf16, winograd};
+  }
   Dims out(const Dims& in) const {
     const ConvShape s = shape(in);
     return {in.n, s.out_h(), s.out_w(), cout};

@@ -98,6 +98,7 @@ expect straggler_ratio_one 1 nonzero "config key 'parallel.straggler_ratio' must
 expect zero_unknown_stage 1 nonzero "config key 'parallel.zero' must be 0, 1, 2 or 3, got 5" -- train --config tiny parallel.zero=5
 expect bad_comm 1 nonzero "config key 'parallel.comm' must be" -- train --config tiny parallel.comm=gloo
 expect bad_precision 1 nonzero "config key 'train.precision' must be one of \"fp32\", \"bf16\", \"fp16\", got \"fp8\"" -- train --config tiny train.precision=fp8
+expect bad_conv_algorithm 1 nonzero "config key 'model.conv_algorithm' must be one of \"direct\", \"winograd\", got \"fft\"" -- train --config resnet-tiny model.conv_algorithm=fft
 expect bad_recompute 1 nonzero "config key 'train.recompute' must be one of \"none\", \"selective\", \"full\", got \"some\"" -- train --config tiny train.recompute=some
 expect bad_grad_reduce 1 nonzero "'parallel.grad_reduce_dtype' must be one of" -- train --config tiny parallel.grad_reduce_dtype=int8
 expect scale_min_above_initial 1 nonzero "train.loss_scale_min \(1024.000000\) is above train.loss_scale_initial \(16.000000\)" -- train --config tiny train.loss_scale_min=1024 train.loss_scale_initial=16

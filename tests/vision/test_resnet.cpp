@@ -180,3 +180,40 @@ TEST(VisionResNet, LoopBackendGivesTheSameLossAndGradientsAsOnednn) {
       ASSERT_NEAR(grads[0][t.offset + i], grads[1][t.offset + i], 1e-4 * big + 1e-7) << t.name << " " << i;
   }
 }
+
+// model.conv_algorithm = "winograd" in the network: stages of 64 channels, so that the stride-1 3x3 convolutions of
+// both blocks take Winograd where oneDNN has it (the stem, 2 channels in, and the strided conv stay direct). Every
+// tensor's gradient against central differences, as above; then loss and gradients against the direct sums within
+// the bound of the backend test above (Winograd's own error is ~2x the direct sums', test_vision_kernels.cpp), and,
+// where Winograd ran, not bitwise equal to them (else the request did nothing).
+TEST(VisionResNet, WinogradGradientsAgainstFiniteDifferencesAndTheDirectSums) {
+  if (!detail::onednn_available()) GTEST_SKIP() << "this build has no oneDNN";
+  set_conv_backend(ConvBackend::onednn);
+  ResNetConfig cfg = tiny();
+  cfg.widths = {64, 64};
+  cfg.winograd = true;
+  EXPECT_EQ(check_every_tensor(cfg, 5), 3 + 6 + 9 + 2);
+  const auto x = images(4, cfg, 9);
+  const std::vector<int> y = {1, 0, 2, 1};
+  std::vector<double> loss(2);
+  std::vector<std::vector<float>> grads(2);
+  for (int w = 0; w < 2; ++w) {
+    ResNetConfig c = cfg;
+    c.winograd = w == 1;
+    ResNet net(c);
+    loss[w] = net.forward(4, x.data(), y.data(), true).loss;
+    net.backward();
+    grads[w] = net.grads();
+  }
+  EXPECT_NEAR(loss[0], loss[1], 1e-5);
+  ResNet layout(cfg);
+  for (const auto& t : layout.tensors()) {
+    float big = 0.f;
+    for (long i = 0; i < t.size; ++i) big = std::max(big, std::fabs(grads[0][t.offset + i]));
+    for (long i = 0; i < t.size; ++i)
+      ASSERT_NEAR(grads[0][t.offset + i], grads[1][t.offset + i], 1e-4 * big + 1e-7) << t.name << " " << i;
+  }
+  if (conv_uses_winograd(ConvShape{4, 8, 8, 64, 64, 3, 3, 1, 1, false, true})) {
+    EXPECT_NE(grads[0], grads[1]);
+  }
+}

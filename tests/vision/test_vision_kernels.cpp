@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <vector>
@@ -202,6 +203,58 @@ TEST(VisionConv, Bf16AgainstRoundedFloat64AndFiniteDifferences) {
       c.s.bf16 = true;
       check_conv(c.s, c.name);
     }
+  }
+}
+
+// Winograd (ConvShape::winograd): 3x3 stride-1 shapes of 64 and 128 channels (where it is used), maps that are not
+// multiples of its 4x4 output tile. On a CPU with AVX-512 (F, BW, VL, DQ: oneDNN's avx512_core, where it has the
+// kernels) they must run (conv_uses_winograd) and give other bits than the direct sums; everywhere, all three passes meet the float64
+// reference and finite differences within the direct sums' bounds (above). Winograd's transforms (interpolation
+// points' powers, sums of 6x6 terms) amplify the fp32 rounding: measured on Zen 5 (2026-12-06), forward errors
+// 0.9-2.7e-6 of the largest output, 1.4-2.6x the direct sums' on the same shapes and 13-28x under the bound; a
+// wrong tap or tile edge moves an output by O(1). Shapes Winograd cannot take (stride 2, 1x1, 7x7) or where it
+// does not pay (under 64 channels) must run direct, bitwise as without the request.
+TEST(VisionConv, WinogradAgainstFloat64AndFiniteDifferences) {
+  if (!detail::onednn_available()) GTEST_SKIP() << "no oneDNN in this build";
+  set_conv_backend(ConvBackend::onednn);
+  const std::vector<ConvCase> wino = {{{1, 6, 5, 64, 64, 3, 3, 1, 1}, "64 -> 64, 6x5"},
+                                      {{1, 5, 5, 64, 128, 3, 3, 1, 1}, "64 -> 128, 5x5"},
+                                      {{2, 4, 5, 128, 64, 3, 3, 1, 1}, "128 -> 64, 4x5"}};
+  for (auto c : wino) {
+    c.s.winograd = true;
+    check_conv(c.s, c.name);
+  }
+  const bool used = conv_uses_winograd([&] { ConvShape s = wino[0].s; s.winograd = true; return s; }());
+  RecordProperty("winograd", used ? "yes" : "no (direct: no kernel on this CPU)");
+#if defined(__x86_64__)
+  const bool avx512_core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (avx512_core && !std::getenv("ONEDNN_MAX_CPU_ISA")) {
+    EXPECT_TRUE(used) << "an AVX-512 CPU, yet no Winograd kernel";
+  }
+#endif
+  if (used) {  // a real Winograd pass: other bits than the direct sum of the same shape
+    ConvShape s = wino[0].s, d = s;
+    s.winograd = true;
+    const auto x = randv(s.in_size(), 7), w = randv(s.weight_size(), 8);
+    std::vector<float> yw(s.out_size()), yd(s.out_size());
+    conv_forward(s, x.data(), w.data(), yw.data());
+    conv_forward(d, x.data(), w.data(), yd.data());
+    EXPECT_NE(yw, yd);
+  }
+  // The request on shapes it cannot serve (stride 2, 1x1, 7x7) or where it does not pay (under 64 channels, as
+  // every shape of conv_cases): direct, the same bits.
+  std::vector<ConvCase> direct = conv_cases();
+  direct.push_back({{2, 6, 5, 32, 64, 3, 3, 1, 1}, "32 -> 64, 3x3 s1"});
+  for (const auto& c : direct) {
+    ConvShape s = c.s;
+    s.winograd = true;
+    EXPECT_FALSE(conv_uses_winograd(s)) << c.name;
+    const auto x = randv(s.in_size(), 9), w = randv(s.weight_size(), 10);
+    std::vector<float> yw(s.out_size()), yd(s.out_size());
+    conv_forward(s, x.data(), w.data(), yw.data());
+    conv_forward(c.s, x.data(), w.data(), yd.data());
+    EXPECT_EQ(yw, yd) << c.name;
   }
 }
 

@@ -18,7 +18,9 @@ namespace gt {
 namespace {
 
 vision::ResNetConfig net_config(const ModelConfig& m) {
-  return vision::resnet_preset(m.resnet, m.image_size, m.image_size, m.image_channels, m.classes);
+  vision::ResNetConfig c = vision::resnet_preset(m.resnet, m.image_size, m.image_size, m.image_channels, m.classes);
+  c.winograd = m.conv_algorithm_kind() == ConvAlgorithm::Winograd;
+  return c;
 }
 
 // "stage1.block0.conv1.weight" -> "stage1.block0"; "" for the stem and the classifier
