@@ -154,31 +154,45 @@ TEST(VisionResNet, LabelOutOfRangeIsRefused) {
   }
 }
 
+// One forward (4 images, training) and backward of a fresh network of cfg on the current backend.
+struct LossAndGrads {
+  double loss = 0;
+  std::vector<float> grads;
+};
+LossAndGrads one_step(const ResNetConfig& cfg) {
+  const auto x = images(4, cfg, 9);
+  const std::vector<int> y = {1, 0, 2, 1};
+  ResNet net(cfg);
+  LossAndGrads r;
+  r.loss = net.forward(4, x.data(), y.data(), true).loss;
+  net.backward();
+  r.grads = net.grads();
+  return r;
+}
+
+// a and b (fp32 networks of cfg's shape, computed with different summation orders) agree: the loss to 1e-5, each
+// tensor's gradient to 1e-4 of its largest magnitude (the bound's reason: the backend test below).
+void expect_same_step(const ResNetConfig& cfg, const LossAndGrads& a, const LossAndGrads& b) {
+  EXPECT_NEAR(a.loss, b.loss, 1e-5);
+  ResNet layout(cfg);
+  for (const auto& t : layout.tensors()) {
+    float big = 0.f;
+    for (long i = 0; i < t.size; ++i) big = std::max(big, std::fabs(b.grads[t.offset + i]));
+    for (long i = 0; i < t.size; ++i)
+      ASSERT_NEAR(a.grads[t.offset + i], b.grads[t.offset + i], 1e-4 * big + 1e-7) << t.name << " " << i;
+  }
+}
+
 TEST(VisionResNet, LoopBackendGivesTheSameLossAndGradientsAsOnednn) {
   if (!detail::onednn_available()) GTEST_SKIP() << "this build has no oneDNN";
   // Two fp32 backends with different summation orders: the differences seen are ~1.5e-6 of a tensor's largest
   // gradient (a bound of 1e-6 failed once, on stage0.block0.bn2.gamma); 1e-4 of it leaves ~70x headroom and is far
   // below what a wrong pass would give (O(1) of it).
   const ResNetConfig cfg = tiny();
-  const auto x = images(4, cfg, 9);
-  const std::vector<int> y = {1, 0, 2, 1};
-  std::vector<double> loss(2);
-  std::vector<std::vector<float>> grads(2);
-  for (int b = 0; b < 2; ++b) {
-    set_conv_backend(b == 0 ? ConvBackend::naive : ConvBackend::onednn);
-    ResNet net(cfg);
-    loss[b] = net.forward(4, x.data(), y.data(), true).loss;
-    net.backward();
-    grads[b] = net.grads();
-  }
-  EXPECT_NEAR(loss[0], loss[1], 1e-5);
-  ResNet layout(cfg);
-  for (const auto& t : layout.tensors()) {
-    float big = 0.f;
-    for (long i = 0; i < t.size; ++i) big = std::max(big, std::fabs(grads[1][t.offset + i]));
-    for (long i = 0; i < t.size; ++i)
-      ASSERT_NEAR(grads[0][t.offset + i], grads[1][t.offset + i], 1e-4 * big + 1e-7) << t.name << " " << i;
-  }
+  set_conv_backend(ConvBackend::naive);
+  const LossAndGrads loops = one_step(cfg);
+  set_conv_backend(ConvBackend::onednn);
+  expect_same_step(cfg, loops, one_step(cfg));
 }
 
 // model.conv_algorithm = "winograd" in the network: stages of 64 channels, so that the stride-1 3x3 convolutions of
@@ -193,27 +207,11 @@ TEST(VisionResNet, WinogradGradientsAgainstFiniteDifferencesAndTheDirectSums) {
   cfg.widths = {64, 64};
   cfg.winograd = true;
   EXPECT_EQ(check_every_tensor(cfg, 5), 3 + 6 + 9 + 2);
-  const auto x = images(4, cfg, 9);
-  const std::vector<int> y = {1, 0, 2, 1};
-  std::vector<double> loss(2);
-  std::vector<std::vector<float>> grads(2);
-  for (int w = 0; w < 2; ++w) {
-    ResNetConfig c = cfg;
-    c.winograd = w == 1;
-    ResNet net(c);
-    loss[w] = net.forward(4, x.data(), y.data(), true).loss;
-    net.backward();
-    grads[w] = net.grads();
-  }
-  EXPECT_NEAR(loss[0], loss[1], 1e-5);
-  ResNet layout(cfg);
-  for (const auto& t : layout.tensors()) {
-    float big = 0.f;
-    for (long i = 0; i < t.size; ++i) big = std::max(big, std::fabs(grads[0][t.offset + i]));
-    for (long i = 0; i < t.size; ++i)
-      ASSERT_NEAR(grads[0][t.offset + i], grads[1][t.offset + i], 1e-4 * big + 1e-7) << t.name << " " << i;
-  }
+  ResNetConfig direct = cfg;
+  direct.winograd = false;
+  const LossAndGrads w = one_step(cfg), d = one_step(direct);
+  expect_same_step(cfg, w, d);
   if (conv_uses_winograd(ConvShape{4, 8, 8, 64, 64, 3, 3, 1, 1, false, true})) {
-    EXPECT_NE(grads[0], grads[1]);
+    EXPECT_NE(w.grads, d.grads);
   }
 }
