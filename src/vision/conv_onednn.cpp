@@ -26,7 +26,6 @@
 #include <tuple>
 #include <vector>
 
-#include "src/vision/buffer.hpp"
 #include "src/vision/conv.hpp"
 
 namespace gt::vision::detail {
@@ -82,7 +81,7 @@ struct Prims {
 struct Staging {
   std::vector<unsigned char> bytes;
   void* at(size_t size) {
-    if (bytes.size() < size + 64) resize_buffer(bytes, size + 64);
+    if (bytes.size() < size + 64) bytes.resize(size + 64);
     const auto p = reinterpret_cast<std::uintptr_t>(bytes.data());
     return bytes.data() + ((64 - p % 64) % 64);
   }
@@ -100,7 +99,7 @@ struct Context {
   // fresh mapping whose pages fault in and are zeroed (~20% of a ResNet-50 step in perf, 2026-12-05).
   std::vector<unsigned char> scratch;
   dnnl::memory scratchpad(const dnnl::memory::desc& d) {
-    if (scratch.size() < d.get_size()) resize_buffer(scratch, d.get_size());
+    if (scratch.size() < d.get_size()) scratch.resize(d.get_size());
     return dnnl::memory(d, eng, scratch.data());
   }
   // Winograd's activations in its blocked layout: slot 0 holds x or dx, slot 1 y or dy (shared by every shape:

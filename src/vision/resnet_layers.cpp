@@ -14,16 +14,16 @@ void ConvLayer::forward(const Dims& in, const float* params, const float* x, Con
   y.bf16 = bf16;
   if (fp16) {  // the emulation (fp16.hpp): fp16 values in, fp32 products, fp16 values out
     const long wn = long(cout) * kernel * kernel * cin;
-    resize_buffer(xr, size_t(in.size()));
+    xr.resize(size_t(in.size()));
     wr.resize(size_t(wn));
     round_to_fp16(in.size(), x, xr.data());
     round_to_fp16(wn, params + w_off, wr.data());
-    resize_buffer(y.f, size_t(out(in).size()));
+    y.f.resize(out(in).size());
     conv_forward(shape(in), xr.data(), wr.data(), y.f.data());
     return round_fp16_in_place(long(y.f.size()), y.f.data());
   }
   if (!bf16) {
-    resize_buffer(y.f, size_t(out(in).size()));
+    y.f.resize(out(in).size());
     return conv_forward(shape(in), x, params + w_off, y.f.data());
   }
   if (x) round_to_bf16(in.size(), x, x_bf16(in));
@@ -33,18 +33,18 @@ void ConvLayer::forward(const Dims& in, const float* params, const float* x, Con
 void ConvLayer::forward_on(const Dims& in, const float* params, const bf16_bits* rounded, ConvOut& y) {
   y.bf16 = true;
   xin = rounded;
-  resize_buffer(y.h, size_t(out(in).size()));
+  y.h.resize(size_t(out(in).size()));
   conv_forward(shape(in), xin, params + w_off, y.h.data());
 }
 
 template <class DX>
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
                          std::vector<DX>* dx) {
-  if (dx) resize_buffer(*dx, size_t(in.size()));
+  if (dx) dx->resize(in.size());
   DX* dxp = dx ? dx->data() : nullptr;
   if constexpr (std::is_same_v<DX, float>) {
     if (fp16) {  // the output gradient rounded as fp16 would hold it, and dx and dw as fp16 would return them
-      resize_buffer(dyr, size_t(out(in).size()));
+      dyr.resize(size_t(out(in).size()));
       round_to_fp16(long(dyr.size()), dy, dyr.data());
       conv_backward(shape(in), xr.data(), dyr.data(), wr.data(), dxp, grads + w_off);
       if (dxp) round_fp16_in_place(in.size(), dxp);
@@ -76,7 +76,7 @@ void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, Out
 
 template <class X>
 void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, std::vector<float>& y, bool train) {
-  resize_buffer(y, size_t(d.size()));
+  y.resize(d.size());
   forward(d, params, x, y.data(), train);
 }
 
@@ -100,7 +100,7 @@ void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& b
   // an fp32 conv: every operand is fp32 (bf16 ones come only from bf16 convs)
   if constexpr (std::is_same_v<A, float> && std::is_same_v<Y, float> && std::is_same_v<DY, float> &&
                 std::is_same_v<DX, float>) {
-    resize_buffer(g_a, size_t(od.size()));
+    g_a.resize(od.size());
     bn.backward(od, params, a, b, dy, grads, g_a.data());
     conv.backward(conv_in, params, x, g_a.data(), grads, dx);
   }
@@ -119,9 +119,9 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
   const size_t n = convs.size();
   in = d;
   x = input;
-  resize_buffer(conv_in, size_t(n));
-  resize_buffer(a, size_t(n));
-  resize_buffer(b, size_t(n));
+  conv_in.resize(n);
+  a.resize(n);
+  b.resize(n);
   Dims cur = d;
   const float* h = x;
   for (size_t k = 0; k < n; ++k) {
@@ -147,14 +147,14 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
     ap.visit([&](const auto* a_proj) { bn_proj.forward(mid, params, a_proj, bp, train); });
     shortcut = bp.data();
   }
-  resize_buffer(out, mid.size());
+  out.resize(mid.size());
   const float* last = b[n - 1].data();
   for (long i = 0; i < mid.size(); ++i) out[i] = std::max(0.f, last[i] + shortcut[i]);  // the sum, ReLU'd
 }
 
 void ResBlock::backward(const float* params, const float* dout, float* grads, std::vector<float>& dx) {
   const size_t n = convs.size();
-  resize_buffer(g_sum, mid.size());
+  g_sum.resize(mid.size());
   relu_backward(mid.size(), out.data(), dout, g_sum.data());
   const float* g_out = g_sum.data();  // the last unit's output gradient: the sum's, before any ReLU
   const bf16_bits* g_out_b = nullptr;  // or, when set, in bf16 (the bf16 conv after the unit wrote it)

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "src/vision/batchnorm.hpp"
-#include "src/vision/buffer.hpp"
 #include "src/vision/conv.hpp"
 
 namespace gt::vision::detail {
@@ -57,11 +56,11 @@ struct ConvLayer {
   // bf16 only: forward on an input already rounded by another conv (kept by it until this one's backward)
   void forward_on(const Dims& in, const float* params, const bf16_bits* rounded, ConvOut& y);
   bf16_bits* x_bf16(const Dims& in) {
-    resize_buffer(xb, size_t(in.size()));
+    xb.resize(size_t(in.size()));
     return xb.data();
   }
   bf16_bits* dy_bf16(const Dims& in) {
-    resize_buffer(dyb, size_t(out(in).size()));
+    dyb.resize(size_t(out(in).size()));
     return dyb.data();
   }
   // Without bf16: x and dy in fp32. With bf16 both are ignored: xb (from forward) and dyb (dy_bf16(), written by

@@ -1,6 +1,5 @@
 // The ResNet's forward pass (stem, [max pool,] blocks, global average pool, classifier, loss) and its backward
 // pass, side by side.
-#include <algorithm>
 #include <cstring>
 
 #include "src/core/error.hpp"
@@ -27,7 +26,7 @@ float* ResNet::forward_features(bool train) {
   Dims d = m.stem_dims;
   if (cfg_.stem == ResNetStem::ImageNet) {  // the 3x3 stride-2 max pool after the 7x7 stem
     const PoolShape ps = stem_pool(d);
-    resize_buffer(m.stem_pooled, size_t(ps.out_size()));
+    m.stem_pooled.resize(ps.out_size());
     maxpool_forward(ps, x, m.stem_pooled.data(), m.stem_argmax);
     m.pool_dims = d = {d.n, ps.out_h(), ps.out_w(), d.c};
     x = m.stem_pooled.data();
@@ -74,7 +73,7 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
   const Dims last = m.blocks.back().mid;
   std::vector<float>&dpooled = m.g_pooled, &dx = m.g_x, &dnext = m.g_next;
   dpooled.resize(m.pooled.size());
-  resize_buffer(dx, size_t(last.size()));
+  dx.resize(last.size());
   if (grad_scale != 1.f)
     for (float& v : m.dlogits) v *= grad_scale;
   linear_backward(m.batch, m.features, cfg_.classes, m.pooled.data(), p + m.fc_w, m.dlogits.data(),
@@ -88,8 +87,7 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
   }
   std::vector<float>& da = m.g_stem;
   if (cfg_.stem == ResNetStem::ImageNet) {  // back through the max pool to the stem's full map
-    resize_buffer(dnext, size_t(m.stem_dims.size()));
-    std::fill(dnext.begin(), dnext.end(), 0.f);
+    dnext.assign(m.stem_dims.size(), 0.f);
     maxpool_backward(stem_pool(m.stem_dims), dx.data(), m.stem_argmax, dnext.data());
     dx.swap(dnext);
   }
