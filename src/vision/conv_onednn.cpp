@@ -12,9 +12,9 @@
 // place. The weights' reorder converts and re-lays them in one pass either way.
 // Winograd (ConvShape::winograd, fp32 3x3 stride 1): oneDNN 2.6's Winograd kernels (jit_wino_4x3, AVX-512 only)
 // take activations only in its blocked layout (nChw16c), so x, y, dy and dx are reordered through two staging
-// buffers per thread on each call: ~1 ms at ResNet-50's largest map, against ~25 ms saved per layer (fwd + both
-// backward passes 59 -> 34 ms at 16 x 56 x 56 x 64, Zen 5, one thread). Where oneDNN has no such kernel (an AVX2
-// CPU) the shape runs direct, as if Winograd had not been asked for.
+// buffers per thread on each call: ~1 ms at ResNet-50's largest map, against ~19 ms saved per layer (the three
+// passes 57.5 -> 38.6 ms at 16 x 56 x 56 x 64 with the reorders, bench/bench_conv.cpp; Zen 5, one thread). Where
+// oneDNN has no such kernel (an AVX2 CPU) the shape runs direct, as if Winograd had not been asked for.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -202,8 +202,9 @@ bool jit(const dnnl::primitive_desc_base& pd) { return std::string(pd.impl_info_
 // Winograd's descriptors for s when oneDNN has JIT kernels for all three passes on this CPU, each pass reading and
 // writing the activations in one blocked layout (the staging buffers hold one per side); false otherwise.
 // Below 64 channels in or out Winograd does not pay: its transformed products are small GEMMs and the transforms
-// dominate (ResNet-20's 16 and 32 channels at batch 128: 9.2 and 8.5 ms against 8.1 and 7.8 ms direct for the three
-// passes, against 59 -> 35 ms at 64 channels, 56x56, batch 16; Zen 5, one thread, 2026-12-06).
+// dominate (a oneDNN-level probe of ResNet-20's 16 and 32 channels at batch 128: 9.2 and 8.5 ms against 8.1 and
+// 7.8 ms direct for the three passes; at 64 channels and more bench_conv measures 1.14-1.83x in Winograd's favour;
+// Zen 5, one thread, 2026-12-06).
 bool winograd_descs(const dnnl::engine& eng, const ConvShape& s, PassDescs& d) {
   if (!s.winograd || s.bf16 || s.r != 3 || s.s != 3 || s.stride != 1 || s.c < 64 || s.k < 64) return false;
   try {
