@@ -19,7 +19,7 @@ struct ConvShape {
   // (the mixed precision of train.precision = "bf16", as PyTorch's autocast runs convolutions on bf16 CPUs).
   bool bf16 = false;
   // Allow Winograd F(4x4, 3x3) for an fp32 3x3 stride-1 shape (model.conv_algorithm = "winograd"): 4x fewer
-  // multiplications in the products, at ~10x the direct sums' rounding error (~1e-6 relative; tested). Used where
+  // multiplications in the products, at 1.4-2.6x the direct sums' rounding error (~1e-6 relative; tested). Used where
   // it pays (64 or more channels in and out) and the backend has a JIT kernel for it (oneDNN: AVX-512 CPUs); the
   // direct sums otherwise, and always for bf16 and the loop backend. conv_uses_winograd(s) says which.
   bool winograd = false;

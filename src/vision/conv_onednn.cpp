@@ -105,7 +105,9 @@ struct Context {
   // Winograd's activations in its blocked layout: slot 0 holds x or dx, slot 1 y or dy (shared by every shape:
   // the passes run one at a time on the rank's thread).
   Staging stage[2];
-  dnnl::memory staged(int slot, const dnnl::memory::desc& d) { return dnnl::memory(d, eng, stage[slot].at(d.get_size())); }
+  dnnl::memory staged(int slot, const dnnl::memory::desc& d) {
+    return dnnl::memory(d, eng, stage[slot].at(d.get_size()));
+  }
 };
 
 Context& context() {
@@ -166,10 +168,9 @@ dnnl::convolution_forward::primitive_desc forward_desc(const dnnl::engine& eng, 
 
 // Backward-data for shape s (dy and w of the shape's type) with dx of type `out`: fp32, or bf16 with a bf16 shape
 // (a primitive of its own, as the forward's destination type).
-dnnl::convolution_backward_data::primitive_desc backward_data_desc(const dnnl::engine& eng, const ConvShape& s,
-                                                                   dt out,
-                                                                   const dnnl::convolution_forward::primitive_desc& hint,
-                                                                   bool wino = false) {
+dnnl::convolution_backward_data::primitive_desc backward_data_desc(
+    const dnnl::engine& eng, const ConvShape& s, dt out, const dnnl::convolution_forward::primitive_desc& hint,
+    bool wino = false) {
   const dt in = s.bf16 ? dt::bf16 : dt::f32;
   const tag act = wino ? tag::any : tag::acdb;
   const dnnl::memory::desc dx({s.n, s.c, s.h, s.w}, out, act), w_in({s.k, s.c, s.r, s.s}, in, tag::any);

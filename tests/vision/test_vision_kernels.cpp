@@ -208,12 +208,12 @@ TEST(VisionConv, Bf16AgainstRoundedFloat64AndFiniteDifferences) {
 
 // Winograd (ConvShape::winograd): 3x3 stride-1 shapes of 64 and 128 channels (where it is used), maps that are not
 // multiples of its 4x4 output tile. On a CPU with AVX-512 (F, BW, VL, DQ: oneDNN's avx512_core, where it has the
-// kernels) they must run (conv_uses_winograd) and give other bits than the direct sums; everywhere, all three passes meet the float64
-// reference and finite differences within the direct sums' bounds (above). Winograd's transforms (interpolation
-// points' powers, sums of 6x6 terms) amplify the fp32 rounding: measured on Zen 5 (2026-12-06), forward errors
-// 0.9-2.7e-6 of the largest output, 1.4-2.6x the direct sums' on the same shapes and 13-28x under the bound; a
-// wrong tap or tile edge moves an output by O(1). Shapes Winograd cannot take (stride 2, 1x1, 7x7) or where it
-// does not pay (under 64 channels) must run direct, bitwise as without the request.
+// kernels) they must run (conv_uses_winograd) and give other bits than the direct sums; everywhere, all three
+// passes meet the float64 reference and finite differences within the direct sums' bounds (above). Winograd's
+// transforms (interpolation points' powers, sums of 6x6 terms) amplify the fp32 rounding: measured on Zen 5
+// (2026-12-06), forward errors 0.9-2.7e-6 of the largest output, 1.4-2.6x the direct sums' on the same shapes and
+// 13-28x under the bound; a wrong tap or tile edge moves an output by O(1). Shapes Winograd cannot take (stride 2,
+// 1x1, 7x7) or where it does not pay (under 64 channels) must run direct, bitwise as without the request.
 TEST(VisionConv, WinogradAgainstFloat64AndFiniteDifferences) {
   if (!detail::onednn_available()) GTEST_SKIP() << "no oneDNN in this build";
   set_conv_backend(ConvBackend::onednn);
