@@ -249,10 +249,7 @@ int main(int argc, char** argv) {
 
   if (rank == 0) {
     const double dd_mb = static_cast<double>(dd_mib) * (1 << 20) / 1e6;
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-    };
+    using gt::bench::median;
     std::vector<double> ratio;
     for (int r = 0; r < reps; ++r) {
       const double dd_bw = dd_mb / (0.5 * (dd_s[r] + dd_s[r + 1])), bw = mb / write_s[r];

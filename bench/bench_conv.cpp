@@ -27,11 +27,6 @@ struct Layer {
   ConvShape s;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // One round of the three passes on shape s; milliseconds.
 double passes_ms(const ConvShape& s, const std::vector<float>& x, const std::vector<float>& w,
                  const std::vector<float>& dy, std::vector<float>& y, std::vector<float>& dx, std::vector<float>& dw) {
@@ -78,7 +73,7 @@ int main(int argc, char** argv) try {
         tw.push_back(b);
       }
     }
-    const double md = median(td), mw = median(tw);
+    const double md = gt::bench::median(td), mw = gt::bench::median(tw);
     const bool used = conv_uses_winograd(wino);
     std::printf("%-8s %3d x %3dx%-3d x %3d -> %3d: direct %7.2f ms, winograd %7.2f ms (%s), %.2fx\n", l.model,
                 l.s.n, l.s.h, l.s.w, l.s.c, l.s.k, md, mw, used ? "used" : "not used: direct", md / mw);

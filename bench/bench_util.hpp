@@ -1,13 +1,22 @@
 #pragma once
 // Small helpers shared by the benchmark programs: run a shell command for a figure of the machine (load
 // average, dd, date), and write the JSON files the programs write (rows of an array, escaped text).
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "src/core/json.hpp"
 
 namespace gt::bench {
+
+// The median of the timings (the mean of the two middle ones for an even count; 0 for none).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0.0;
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
 
 // The command's standard output, trailing newlines and spaces removed ("" if it cannot run).
 inline std::string shell_line(const std::string& cmd) {
