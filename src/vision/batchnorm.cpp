@@ -14,21 +14,8 @@ namespace {
 
 constexpr long kBlock = 16;
 
-// acc[c] += sum over rows of term(i, c), i = m * C + c: fp32 within blocks of kBlock rows, double across them.
-template <class Term>
-void sum_rows(long rows, int C, std::vector<double>& acc, Term term) {
-  std::vector<float> part(C);
-  for (long m0 = 0; m0 < rows; m0 += kBlock) {
-    std::fill(part.begin(), part.end(), 0.f);
-    float* __restrict pp = part.data();
-    const long m1 = std::min(rows, m0 + kBlock);
-    for (long m = m0; m < m1; ++m)
-      for (int c = 0; c < C; ++c) pp[c] += term(m * C + c, c);
-    for (int c = 0; c < C; ++c) acc[c] += double(pp[c]);
-  }
-}
-
-// Two sums of the same pass: a[c] += ta(i, c), b[c] += tb(i, c).
+// a[c] += sum over rows of ta(i, c), b[c] += tb(i, c), i = m * C + c: fp32 within blocks of kBlock rows, double
+// across them.
 template <class TermA, class TermB>
 void sum_rows2(long rows, int C, std::vector<double>& a, std::vector<double>& b, TermA ta, TermB tb) {
   std::vector<float> pa(C), pb(C);
@@ -55,25 +42,69 @@ inline void store(float v, bf16_bits* p) { *p = to_bf16(v); }
 inline float load(const float* p) { return *p; }
 inline float load(const bf16_bits* p) { return from_bf16(*p); }
 
-// y = (x - sub) * scale + add per channel, ReLU'd with Relu, stored as Out (bf16: rounded as written, for the
-// convolution that reads it).
-template <bool Relu, class X, class Out>
-void affine(long rows, int C, const X* x, const float* sub, const float* scale, const float* add,
+// y = (x - sub) * scale + add per channel, plus the residual r (Add), then ReLU'd with Relu, stored as Out (bf16:
+// rounded as written, for the convolution that reads it).
+template <bool Relu, bool Add, class X, class Out>
+void affine(long rows, int C, const X* x, const float* sub, const float* scale, const float* add, const float* r,
             Out* __restrict y) {
   for (long m = 0; m < rows; ++m)
     for (int c = 0; c < C; ++c) {
-      const float v = (load(x + m * C + c) - sub[c]) * scale[c] + add[c];
+      float v = (load(x + m * C + c) - sub[c]) * scale[c] + add[c];
+      if constexpr (Add) v += r[m * C + c];
       store(Relu ? std::max(0.f, v) : v, y + m * C + c);
     }
 }
 
+// residual: the end of a residual block, max(0, BN(x) + r) (batchnorm.hpp); otherwise BN(x), ReLU'd with relu
 template <class X, class Out>
 void affine(bool relu, long rows, int C, const X* x, const float* sub, const float* scale, const float* add,
-            Out* y) {
-  if (relu)
-    affine<true>(rows, C, x, sub, scale, add, y);
+            const float* residual, Out* y) {
+  if (residual)
+    affine<true, true>(rows, C, x, sub, scale, add, residual, y);
+  else if (relu)
+    affine<true, false>(rows, C, x, sub, scale, add, residual, y);
   else
-    affine<false>(rows, C, x, sub, scale, add, y);
+    affine<false, false>(rows, C, x, sub, scale, add, residual, y);
+}
+
+// Per-channel count, mean and sum of squared deviations (M2) of x in one pass over memory. Per block of kBlock rows:
+// the block's fp32 sums give a provisional mean m', then the block's rows, still in L1/L2, give the deviations'
+// sums s1 = sum(x - m') and s2 = sum((x - m')^2) in fp32 (m' is within rounding of the block's mean, so s1 is tiny
+// and s2 loses nothing to cancellation). In double: the block's mean m' + s1/n and M2 s2 - s1^2/n, merged into the
+// running per-channel figures by Chan, Golub and LeVeque's pairwise update. This replaced a pass for the mean and a
+// second pass over memory for the deviations from it (three reads of x per forward with the normalisation's).
+template <class X>
+void moments(long rows, int C, const X* x, std::vector<double>& mean, std::vector<double>& m2) {
+  std::vector<float> part(C), s1(C), s2(C);
+  float* __restrict pm = part.data();
+  float* __restrict q1 = s1.data();
+  float* __restrict q2 = s2.data();
+  double count = 0.0;
+  for (long m0 = 0; m0 < rows; m0 += kBlock) {
+    const long m1 = std::min(rows, m0 + kBlock);
+    const float nb = float(m1 - m0);
+    std::fill(part.begin(), part.end(), 0.f);
+    for (long m = m0; m < m1; ++m)
+      for (int c = 0; c < C; ++c) pm[c] += load(x + m * C + c);
+    for (int c = 0; c < C; ++c) pm[c] /= nb;
+    std::fill(s1.begin(), s1.end(), 0.f);
+    std::fill(s2.begin(), s2.end(), 0.f);
+    for (long m = m0; m < m1; ++m)
+      for (int c = 0; c < C; ++c) {
+        const float d = load(x + m * C + c) - pm[c];
+        q1[c] += d;
+        q2[c] += d * d;
+      }
+    const double n_b = double(m1 - m0), total = count + n_b;
+    for (int c = 0; c < C; ++c) {
+      const double mean_b = double(pm[c]) + double(q1[c]) / n_b;
+      const double m2_b = double(q2[c]) - double(q1[c]) * double(q1[c]) / n_b;
+      const double delta = mean_b - mean[c];
+      mean[c] += delta * (n_b / total);
+      m2[c] += m2_b + delta * delta * (count * n_b / total);
+    }
+    count = total;
+  }
 }
 
 }  // namespace
@@ -81,47 +112,52 @@ void affine(bool relu, long rows, int C, const X* x, const float* sub, const flo
 template <class X, class Out>
 void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, const float* gamma,
                              const float* beta, Out* y, BatchNormSaved& saved, float* running_mean,
-                             float* running_var) {
+                             float* running_var, const float* residual) {
   const int C = p.channels;
-  std::vector<double> sum(C + 1, 0.0), sq(C, 0.0);  // sum[C]: the rows (summed over the group with the sums)
-  sum_rows(rows, C, sum, [x](long i, int) { return load(x + i); });
-  sum[C] = double(rows);
-  if (p.group_sum) p.group_sum(sum.data(), C + 1);
-  const double n = sum[C];  // the rows the statistics are over: this batch's, or the group's
-  for (int c = 0; c < C; ++c) sum[c] /= n;
-  // the deviations from the (group's) mean in a second pass: a difference of squares would lose the digits
-  const std::vector<float> mean_f(sum.begin(), sum.begin() + C);  // the fp32 mean the deviations are taken from
-  const float* mf = mean_f.data();
-  sum_rows(rows, C, sq, [x, mf](long i, int c) {
-    const float d = load(x + i) - mf[c];
-    return d * d;
-  });
-  if (p.group_sum) p.group_sum(sq.data(), C);
+  std::vector<double> mean(C, 0.0), sq(C, 0.0);  // this rank's mean and squared deviations from it
+  moments(rows, C, x, mean, sq);
+  double n = double(rows);  // the rows the statistics are over: this batch's, or the group's
+  if (p.group_sum) {
+    // The group's mean from the ranks' sums, then each rank's squared deviations moved to that mean
+    // (sq + rows * (mean - group mean)^2) and summed: the group's M2, as if over all its rows at once.
+    std::vector<double> sum(C + 1);
+    for (int c = 0; c < C; ++c) sum[c] = mean[c] * double(rows);
+    sum[C] = double(rows);
+    p.group_sum(sum.data(), C + 1);
+    n = sum[C];
+    for (int c = 0; c < C; ++c) {
+      const double group_mean = sum[c] / n, d = mean[c] - group_mean;
+      sq[c] += double(rows) * d * d;
+      mean[c] = group_mean;
+    }
+    p.group_sum(sq.data(), C);
+  }
   saved.mean.assign(C, 0.f);
   saved.invstd.assign(C, 0.f);
   saved.rows = n;
   for (int c = 0; c < C; ++c) {
     const double var = sq[c] / n;
-    saved.mean[c] = float(sum[c]);
+    saved.mean[c] = float(mean[c]);
     saved.invstd[c] = float(1.0 / std::sqrt(var + p.eps));
     const double unbiased = n > 1 ? sq[c] / (n - 1) : var;
-    running_mean[c] = float((1.0 - p.momentum) * running_mean[c] + p.momentum * sum[c]);
+    running_mean[c] = float((1.0 - p.momentum) * running_mean[c] + p.momentum * mean[c]);
     running_var[c] = float((1.0 - p.momentum) * running_var[c] + p.momentum * unbiased);
   }
   std::vector<float> scale(C);
   for (int c = 0; c < C; ++c) scale[c] = gamma[c] * saved.invstd[c];
-  affine(p.relu, rows, C, x, saved.mean.data(), scale.data(), beta, y);
+  affine(p.relu, rows, C, x, saved.mean.data(), scale.data(), beta, residual, y);
 }
 
 // y = gamma (x - running_mean) / sqrt(running_var + eps) + beta: the deviation first, as in training, so that a
 // large mean does not cancel digits
 template <class X, class Out>
 void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, Out* y) {
+                            const float* beta, const float* running_mean, const float* running_var, Out* y,
+                            const float* residual) {
   const int C = p.channels;
   std::vector<float> scale(C);
   for (int c = 0; c < C; ++c) scale[c] = gamma[c] / std::sqrt(running_var[c] + p.eps);
-  affine(p.relu, rows, C, x, running_mean, scale.data(), beta, y);
+  affine(p.relu, rows, C, x, running_mean, scale.data(), beta, residual, y);
 }
 
 namespace {
@@ -197,9 +233,9 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
 // The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.
 #define GT_BN_FORWARD(X, O)                                                                                        \
   template void batchnorm_forward_train(const BatchNormParams&, long, const X*, const float*, const float*, O*,   \
-                                        BatchNormSaved&, float*, float*);                                         \
+                                        BatchNormSaved&, float*, float*, const float*);                           \
   template void batchnorm_forward_eval(const BatchNormParams&, long, const X*, const float*, const float*,        \
-                                       const float*, const float*, O*);
+                                       const float*, const float*, O*, const float*);
 GT_BN_FORWARD(float, float)
 GT_BN_FORWARD(float, bf16_bits)
 GT_BN_FORWARD(bf16_bits, float)

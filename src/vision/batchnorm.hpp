@@ -33,13 +33,17 @@ struct BatchNormSaved {
 // X, the input: fp32, or bf16 (a bf16 convolution's output: statistics and normalisation read it widened, half the
 // bytes). Out, the output: fp32, or bf16 rounded as it is written (the input of a bf16 convolution, with no fp32
 // copy and no conversion pass). Instantiated for both types of each (batchnorm.cpp).
+// residual (rows x C, or null): y = max(0, BN(x) + residual), the end of a residual block (its last BatchNorm has
+// no ReLU of its own: p.relu false): the shortcut added and the block's ReLU in the same pass, so BN(x) is never
+// stored. Backward is unchanged: the caller masks the gradient by y > 0, which the shortcut needs as well.
 template <class X, class Out>
 void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, const float* gamma,
                              const float* beta, Out* y, BatchNormSaved& saved, float* running_mean,
-                             float* running_var);
+                             float* running_var, const float* residual = nullptr);
 template <class X, class Out>
 void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, Out* y);
+                            const float* beta, const float* running_mean, const float* running_var, Out* y,
+                            const float* residual = nullptr);
 // dx overwritten (fp32, or bf16: the gradient a bf16 convolution reads); dgamma and dbeta overwritten (per channel).
 // y: the forward's output, read only with p.relu (the gradient flows where y > 0), fp32 or bf16 (the same test on
 // the rounded value, except for positive values below about 5e-41, which round to 0). DY, the output gradient:

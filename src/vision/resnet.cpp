@@ -147,13 +147,14 @@ double ResNet::train_flops_per_image() const {
 }
 
 long ResNet::kept_floats_per_image() const {
-  // the input, every conv's output and its BN's output, every block's output; the ImageNet stem's pooled map
+  // the input, every conv's output and its BN's output (a block's last BN writes the block's output, summed with
+  // the shortcut: one map for both); the ImageNet stem's pooled map
   // and its argmax (8-byte indices: two floats' worth) are a quarter of the stem's map each. fp16's emulation
   // keeps each conv's rounded input and output gradient besides (ConvLayer::xr, dyr)
   long kept = long(cfg_.height) * cfg_.width * cfg_.channels;
   walk_shapes(cfg_, *impl_, [&](const ConvLayer& c, const Dims& in) {
     kept += 2 * c.out(in).size() + (cfg_.fp16 ? in.size() + c.out(in).size() : 0);
-  }, [&](const Dims& out) { kept += out.size(); });
+  }, [](const Dims&) {});
   if (cfg_.stem == ResNetStem::ImageNet) kept += 3 * (impl_->stem.out({1, cfg_.height, cfg_.width, cfg_.channels}).size() / 4);
   return kept;
 }

@@ -64,14 +64,15 @@ void BatchNormLayer::init(int channels) {
 }
 
 template <class X, class Out>
-void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, Out* y, bool train) {
+void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, Out* y, bool train,
+                             const float* residual) {
   const long rows = long(d.n) * d.h * d.w;
   if (train)
     batchnorm_forward_train(p, rows, x, params + gamma_off, params + beta_off, y, saved, running_mean.data(),
-                            running_var.data());
+                            running_var.data(), residual);
   else
     batchnorm_forward_eval(p, rows, x, params + gamma_off, params + beta_off, running_mean.data(),
-                           running_var.data(), y);
+                           running_var.data(), y, residual);
 }
 
 template <class X>
@@ -128,7 +129,8 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
     conv_in[k] = cur;
     convs[k].forward(cur, params, h, a[k]);  // h null: the previous BN wrote this conv's bf16 input
     cur = convs[k].out(cur);
-    a[k].visit([&](const auto* ak) {  // ReLU'd in the pass, but for the last unit
+    if (k + 1 == n) break;  // the last unit's BN adds the shortcut, below
+    a[k].visit([&](const auto* ak) {  // ReLU'd in the pass
       if (lowered(k)) {
         bns[k].forward(cur, params, ak, convs[k + 1].x_bf16(cur), train);
         h = nullptr;
@@ -147,9 +149,10 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
     ap.visit([&](const auto* a_proj) { bn_proj.forward(mid, params, a_proj, bp, train); });
     shortcut = bp.data();
   }
+  // out = relu(BN(a[n - 1]) + shortcut) in the BN's pass: the last BN's own output is never stored (b[n - 1] stays
+  // empty; its backward, without a ReLU of its own, does not read it)
   out.resize(mid.size());
-  const float* last = b[n - 1].data();
-  for (long i = 0; i < mid.size(); ++i) out[i] = std::max(0.f, last[i] + shortcut[i]);  // the sum, ReLU'd
+  a[n - 1].visit([&](const auto* an) { bns[n - 1].forward(mid, params, an, out.data(), train, shortcut); });
 }
 
 void ResBlock::backward(const float* params, const float* dout, float* grads, std::vector<float>& dx) {

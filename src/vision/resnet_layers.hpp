@@ -81,8 +81,9 @@ struct BatchNormLayer {
   // x: the conv's output (fp32 or bf16); y: d.size() values, fp32 or bf16 (the input of the bf16 conv after it)
   template <class X>
   void forward(const Dims& d, const float* params, const X* x, std::vector<float>& y, bool train);
+  // residual: a block's shortcut, y = relu(BN(x) + residual) (batchnorm_forward_train's)
   template <class X, class Out>
-  void forward(const Dims& d, const float* params, const X* x, Out* y, bool train);
+  void forward(const Dims& d, const float* params, const X* x, Out* y, bool train, const float* residual = nullptr);
   // y: the forward's output (its ReLU mask, when p.relu), fp32 or bf16; dy: fp32 or bf16; dx: d.size() values,
   // fp32 or bf16
   template <class X, class Y, class DY, class Out>
@@ -114,7 +115,7 @@ struct ResBlock {
   std::vector<Dims> conv_in;  // each conv's input shape
   const float* x = nullptr;  // the block's input of the last forward (the previous layer's output, kept there)
   std::vector<ConvOut> a;                // per unit: the conv's output
-  std::vector<std::vector<float>> b;     // per unit: the BN's (ReLU'd but the last)
+  std::vector<std::vector<float>> b;     // per unit but the last: the BN's, ReLU'd (the last one's BN writes out)
   // Unit k's BN writes the next conv's input in bf16 (convs[k + 1].xb) instead of b[k]: no fp32 copy, no conversion
   bool lowered(size_t k) const { return k + 1 < convs.size() && convs[k + 1].bf16; }
   ConvOut ap;

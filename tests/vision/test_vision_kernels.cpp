@@ -494,6 +494,32 @@ TEST(VisionBatchNorm, StatisticsOverManyRowsKeepTheirDigits) {
   }
 }
 
+// The statistics of values far from zero relative to their spread (a mean of 1000, a spread of 0.02: the squares'
+// difference E[x^2] - E[x]^2 would cancel all seven of fp32's digits) and of a row count that leaves a partial last
+// block: the variance to 1e-5 of float64's over the same fp32 values (the one-pass moments take deviations from each
+// block's provisional mean, so none of them is large), the mean to 1e-4 absolute (fp32's spacing at 1000 is 6e-5).
+TEST(VisionBatchNorm, StatisticsOfALargeOffsetKeepTheirDigits) {
+  const long rows = 50007;
+  const int C = 5;
+  BatchNormParams p;
+  p.channels = C;
+  p.momentum = 1.0f;
+  auto x = randv(rows * C, 31, 999.99f, 1000.01f);
+  const auto g = randv(C, 32, 0.5f, 1.5f), b = randv(C, 33);
+  std::vector<float> y(rows * C), rm(C, 0.f), rv(C, 1.f);
+  BatchNormSaved saved;
+  batchnorm_forward_train(p, rows, x.data(), g.data(), b.data(), y.data(), saved, rm.data(), rv.data());
+  for (int c = 0; c < C; ++c) {
+    double mean = 0.0, sq = 0.0;
+    for (long m = 0; m < rows; ++m) mean += double(x[m * C + c]);
+    mean /= rows;
+    for (long m = 0; m < rows; ++m) sq += (double(x[m * C + c]) - mean) * (double(x[m * C + c]) - mean);
+    EXPECT_NEAR(rm[c], mean, 1e-4) << c;
+    EXPECT_NEAR(rv[c] / (sq / (rows - 1)), 1.0, 1e-5) << c;
+    EXPECT_NEAR(saved.invstd[c] / (1.0 / std::sqrt(sq / rows + p.eps)), 1.0, 1e-5) << c;
+  }
+}
+
 namespace {
 
 std::vector<double> pool_ref(const PoolShape& s, const std::vector<double>& x, bool max) {
