@@ -40,8 +40,7 @@ void ConvLayer::forward_on(const Dims& in, const float* params, const bf16_bits*
 template <class DX>
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
                          std::vector<DX>* dx) {
-  if (dx) dx->resize(in.size());
-  DX* dxp = dx ? dx->data() : nullptr;
+  DX* dxp = dx ? room_for(*dx, in.size()) : nullptr;
   if constexpr (std::is_same_v<DX, float>) {
     if (fp16) {  // the output gradient rounded as fp16 would hold it, and dx and dw as fp16 would return them
       dyr.resize(size_t(out(in).size()));
@@ -101,8 +100,7 @@ void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& b
   // an fp32 conv: every operand is fp32 (bf16 ones come only from bf16 convs)
   if constexpr (std::is_same_v<A, float> && std::is_same_v<Y, float> && std::is_same_v<DY, float> &&
                 std::is_same_v<DX, float>) {
-    g_a.resize(od.size());
-    bn.backward(od, params, a, b, dy, grads, g_a.data());
+    bn.backward(od, params, a, b, dy, grads, room_for(g_a, od.size()));
     conv.backward(conv_in, params, x, g_a.data(), grads, dx);
   }
 }
@@ -157,8 +155,7 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
 
 void ResBlock::backward(const float* params, const float* dout, float* grads, std::vector<float>& dx) {
   const size_t n = convs.size();
-  g_sum.resize(mid.size());
-  relu_backward(mid.size(), out.data(), dout, g_sum.data());
+  relu_backward(mid.size(), out.data(), dout, room_for(g_sum, mid.size()));
   const float* g_out = g_sum.data();  // the last unit's output gradient: the sum's, before any ReLU
   const bf16_bits* g_out_b = nullptr;  // or, when set, in bf16 (the bf16 conv after the unit wrote it)
   for (size_t k = n; k-- > 0;) {  // b[k]: relu(bn(a[k])) but the last; in bf16 the next conv's input (lowered)

@@ -73,7 +73,7 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
   const Dims last = m.blocks.back().mid;
   std::vector<float>&dpooled = m.g_pooled, &dx = m.g_x, &dnext = m.g_next;
   dpooled.resize(m.pooled.size());
-  dx.resize(last.size());
+  detail::room_for(dx, last.size());  // dx and dnext trade places at every block: sizes differ (resnet_layers.hpp)
   if (grad_scale != 1.f)
     for (float& v : m.dlogits) v *= grad_scale;
   linear_backward(m.batch, m.features, cfg_.classes, m.pooled.data(), p + m.fc_w, m.dlogits.data(),
