@@ -20,14 +20,25 @@ out=${OUT:-$here/runs/bench/vision_peer}; mkdir -p "$out"
 /usr/bin/python3 -c "import torchvision" 2>/dev/null ||
   { echo "bench_vision_peer.sh: needs python3-torchvision (apt-get install python3-torchvision)" >&2; exit 1; }
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-# Both run with glibc's allocator told to keep freed memory (no mmap for large blocks, no trimming), as PyTorch's
-# CPU performance guide gets with jemalloc or tcmalloc: without it every fresh activation and gradient tensor is a
-# new mapping whose pages fault on first touch, which made the peer 1.96x slower (6.64 -> 3.40 s CPU per step at
-# batch 16, measured 2026-12-05). gridtrain keeps its buffers between steps and barely notices.
-export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736}
+# Both run under the same allocator, the fastest the peer was found to get: jemalloc (Debian's libjemalloc2, what
+# PyTorch's CPU performance guide recommends) told never to return freed memory, when it is installed. Without it
+# every fresh activation and gradient tensor of the peer is a new mapping whose pages fault on first touch, which made
+# the peer 1.96x slower (6.64 -> 3.40 s CPU per step at batch 16, measured 2026-12-05). glibc told the same (no mmap
+# for large blocks, no trimming) left the peer's step wandering between 2.6 and 4.2 s from one process to the next;
+# under jemalloc it ran 2.54-2.57 s in three processes, and gridtrain 6% faster as well (2026-12-06). jemalloc's
+# default decay is no good here (the peer took 12-16 s a step: freed pages go back and fault in again).
+# ALLOCATOR=glibc forces the glibc setting.
+jemalloc=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ "${ALLOCATOR:-jemalloc}" = jemalloc ] && [ -f "$jemalloc" ]; then
+  export LD_PRELOAD=$jemalloc MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
+  allocator="jemalloc (no decay)"
+else
+  export GLIBC_TUNABLES=${GLIBC_TUNABLES:-glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736}
+  allocator="glibc (no mmap, no trim; apt-get install libjemalloc2 for the faster peer)"
+fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-echo "# $(date -u +%FT%TZ) | $cpu | core 0, one thread | $model ${image}x${image} batch $batch | $steps timed steps | load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/vision_peer.txt"
+echo "# $(date -u +%FT%TZ) | $cpu | core 0, one thread | $model ${image}x${image} batch $batch | $steps timed steps | $allocator | load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/vision_peer.txt"
 field() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
 precisions=${PRECISIONS:-fp32 fp32-winograd bf16}
 for r in $(seq "$rounds"); do
