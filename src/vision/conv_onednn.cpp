@@ -381,10 +381,6 @@ void backward_weights(Prims& p, const dnnl::memory& x, dnnl::memory& dy, float* 
   if (!p.bw_dw.same) p.bw_dw.move.execute(context().strm, p.bw_dw.buf, const_cast<dnnl::memory&>(user));
 }
 
-}  // namespace
-
-namespace {
-
 // A 1x1 stride-1 unpadded fp32 convolution is one GEMM over the N*H*W pixels of channels-last activations:
 // y(M,K) = x(M,C) w(K,C)^T, with the weights' O,H,W,I layout a K x C matrix as it is. Its two backward passes run
 // as oneDNN's sgemm on the caller's buffers: no weight reorder, and faster than oneDNN's jit_1x1 backward kernels

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "src/core/error.hpp"
@@ -470,6 +471,19 @@ TEST(VisionBatchNorm, Bf16InputsAndOutputsMatchTheFp32Kernels) {
   }
 }
 
+namespace {
+
+// Column c of rows x C values in float64, two passes: its mean and its sum of squared deviations from the mean.
+std::pair<double, double> column_moments(const std::vector<float>& x, long rows, int C, int c) {
+  double mean = 0.0, sq = 0.0;
+  for (long m = 0; m < rows; ++m) mean += double(x[m * C + c]);
+  mean /= rows;
+  for (long m = 0; m < rows; ++m) sq += (double(x[m * C + c]) - mean) * (double(x[m * C + c]) - mean);
+  return {mean, sq};
+}
+
+}  // namespace
+
 TEST(VisionBatchNorm, StatisticsOverManyRowsKeepTheirDigits) {
   const long rows = 100000;
   const int C = 3;
@@ -483,10 +497,8 @@ TEST(VisionBatchNorm, StatisticsOverManyRowsKeepTheirDigits) {
   batchnorm_forward_train(p, rows, x.data(), g.data(), b.data(), y.data(), saved, rm.data(), rv.data());
   batchnorm_backward(p, rows, x.data(), y.data(), dy.data(), g.data(), saved, dx.data(), dg.data(), db.data());
   for (int c = 0; c < C; ++c) {
-    double mean = 0.0, sq = 0.0, sdy = 0.0;
-    for (long m = 0; m < rows; ++m) mean += double(x[m * C + c]);
-    mean /= rows;
-    for (long m = 0; m < rows; ++m) sq += (double(x[m * C + c]) - mean) * (double(x[m * C + c]) - mean);
+    const auto [mean, sq] = column_moments(x, rows, C, c);
+    double sdy = 0.0;
     for (long m = 0; m < rows; ++m) sdy += double(dy[m * C + c]);
     EXPECT_NEAR(rm[c], mean, 2e-5) << c;
     EXPECT_NEAR(rv[c] / (sq / (rows - 1)), 1.0, 1e-5) << c;
@@ -510,10 +522,7 @@ TEST(VisionBatchNorm, StatisticsOfALargeOffsetKeepTheirDigits) {
   BatchNormSaved saved;
   batchnorm_forward_train(p, rows, x.data(), g.data(), b.data(), y.data(), saved, rm.data(), rv.data());
   for (int c = 0; c < C; ++c) {
-    double mean = 0.0, sq = 0.0;
-    for (long m = 0; m < rows; ++m) mean += double(x[m * C + c]);
-    mean /= rows;
-    for (long m = 0; m < rows; ++m) sq += (double(x[m * C + c]) - mean) * (double(x[m * C + c]) - mean);
+    const auto [mean, sq] = column_moments(x, rows, C, c);
     EXPECT_NEAR(rm[c], mean, 1e-4) << c;
     EXPECT_NEAR(rv[c] / (sq / (rows - 1)), 1.0, 1e-5) << c;
     EXPECT_NEAR(saved.invstd[c] / (1.0 / std::sqrt(sq / rows + p.eps)), 1.0, 1e-5) << c;
