@@ -1,10 +1,10 @@
-// BatchNorm kernels. Sums over rows are taken in two levels: fp32 partial sums over blocks of kBlock rows, added
-// into double accumulators. M = N*H*W reaches 10^5 per channel at batch 128 on 28x28, where one fp32 running sum
-// would lose digits that the variance (a sum of squared deviations) needs; a block's fp32 sum of 16 terms is off by
-// at most ~16 ulp of its magnitude, and the blocks add up in double. Every loop runs over channels innermost on
-// fp32 with per-channel constants, so it vectorises (a double accumulator per element did not: the backward's
-// sums were a quarter of a bf16 ResNet-50 step in perf, 2026-12-06).
+// BatchNorm: the per-channel arithmetic (variance, running statistics, sync BN's group sums, the backward's
+// coefficients, all in double) around the passes over the activations in kernels/batchnorm.hpp. Sums over rows are
+// fp32 within blocks and double across them: M = N*H*W reaches 10^5 per channel at batch 128 on 28x28, where one
+// fp32 running sum would lose digits that the variance (a sum of squared deviations) needs.
 #include "src/vision/batchnorm.hpp"
+
+#include "kernels/batchnorm.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,99 +12,16 @@
 namespace gt::vision {
 namespace {
 
-constexpr long kBlock = 16;
-
-// a[c] += sum over rows of ta(i, c), b[c] += tb(i, c), i = m * C + c: fp32 within blocks of kBlock rows, double
-// across them.
-template <class TermA, class TermB>
-void sum_rows2(long rows, int C, std::vector<double>& a, std::vector<double>& b, TermA ta, TermB tb) {
-  std::vector<float> pa(C), pb(C);
-  for (long m0 = 0; m0 < rows; m0 += kBlock) {
-    std::fill(pa.begin(), pa.end(), 0.f);
-    std::fill(pb.begin(), pb.end(), 0.f);
-    float* __restrict qa = pa.data();
-    float* __restrict qb = pb.data();
-    const long m1 = std::min(rows, m0 + kBlock);
-    for (long m = m0; m < m1; ++m)
-      for (int c = 0; c < C; ++c) {
-        qa[c] += ta(m * C + c, c);
-        qb[c] += tb(m * C + c, c);
-      }
-    for (int c = 0; c < C; ++c) {
-      a[c] += double(qa[c]);
-      b[c] += double(qb[c]);
-    }
-  }
-}
-
-inline void store(float v, float* p) { *p = v; }
-inline void store(float v, bf16_bits* p) { *p = to_bf16(v); }
-inline float load(const float* p) { return *p; }
-inline float load(const bf16_bits* p) { return from_bf16(*p); }
-
-// y = (x - sub) * scale + add per channel, plus the residual r (Add), then ReLU'd with Relu, stored as Out (bf16:
-// rounded as written, for the convolution that reads it).
-template <bool Relu, bool Add, class X, class Out>
-void affine(long rows, int C, const X* x, const float* sub, const float* scale, const float* add, const float* r,
-            Out* __restrict y) {
-  for (long m = 0; m < rows; ++m)
-    for (int c = 0; c < C; ++c) {
-      float v = (load(x + m * C + c) - sub[c]) * scale[c] + add[c];
-      if constexpr (Add) v += r[m * C + c];
-      store(Relu ? std::max(0.f, v) : v, y + m * C + c);
-    }
-}
-
 // residual: the end of a residual block, max(0, BN(x) + r) (batchnorm.hpp); otherwise BN(x), ReLU'd with relu
 template <class X, class Out>
 void affine(bool relu, long rows, int C, const X* x, const float* sub, const float* scale, const float* add,
             const float* residual, Out* y) {
   if (residual)
-    affine<true, true>(rows, C, x, sub, scale, add, residual, y);
+    batchnorm_affine<true, true>(y, x, sub, scale, add, residual, rows, C);
   else if (relu)
-    affine<true, false>(rows, C, x, sub, scale, add, residual, y);
+    batchnorm_affine<true, false>(y, x, sub, scale, add, residual, rows, C);
   else
-    affine<false, false>(rows, C, x, sub, scale, add, residual, y);
-}
-
-// Per-channel count, mean and sum of squared deviations (M2) of x in one pass over memory. Per block of kBlock rows:
-// the block's fp32 sums give a provisional mean m', then the block's rows, still in L1/L2, give the deviations'
-// sums s1 = sum(x - m') and s2 = sum((x - m')^2) in fp32 (m' is within rounding of the block's mean, so s1 is tiny
-// and s2 loses nothing to cancellation). In double: the block's mean m' + s1/n and M2 s2 - s1^2/n, merged into the
-// running per-channel figures by Chan, Golub and LeVeque's pairwise update. This replaced a pass for the mean and a
-// second pass over memory for the deviations from it (three reads of x per forward with the normalisation's).
-template <class X>
-void moments(long rows, int C, const X* x, std::vector<double>& mean, std::vector<double>& m2) {
-  std::vector<float> part(C), s1(C), s2(C);
-  float* __restrict pm = part.data();
-  float* __restrict q1 = s1.data();
-  float* __restrict q2 = s2.data();
-  double count = 0.0;
-  for (long m0 = 0; m0 < rows; m0 += kBlock) {
-    const long m1 = std::min(rows, m0 + kBlock);
-    const float nb = float(m1 - m0);
-    std::fill(part.begin(), part.end(), 0.f);
-    for (long m = m0; m < m1; ++m)
-      for (int c = 0; c < C; ++c) pm[c] += load(x + m * C + c);
-    for (int c = 0; c < C; ++c) pm[c] /= nb;
-    std::fill(s1.begin(), s1.end(), 0.f);
-    std::fill(s2.begin(), s2.end(), 0.f);
-    for (long m = m0; m < m1; ++m)
-      for (int c = 0; c < C; ++c) {
-        const float d = load(x + m * C + c) - pm[c];
-        q1[c] += d;
-        q2[c] += d * d;
-      }
-    const double n_b = double(m1 - m0), total = count + n_b;
-    for (int c = 0; c < C; ++c) {
-      const double mean_b = double(pm[c]) + double(q1[c]) / n_b;
-      const double m2_b = double(q2[c]) - double(q1[c]) * double(q1[c]) / n_b;
-      const double delta = mean_b - mean[c];
-      mean[c] += delta * (n_b / total);
-      m2[c] += m2_b + delta * delta * (count * n_b / total);
-    }
-    count = total;
-  }
+    batchnorm_affine<false, false>(y, x, sub, scale, add, residual, rows, C);
 }
 
 }  // namespace
@@ -114,8 +31,9 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
                              const float* beta, Out* y, BatchNormSaved& saved, float* running_mean,
                              float* running_var, const float* residual) {
   const int C = p.channels;
-  std::vector<double> mean(C, 0.0), sq(C, 0.0);  // this rank's mean and squared deviations from it
-  moments(rows, C, x, mean, sq);
+  std::vector<double> mean(C), sq(C);  // this rank's mean and squared deviations from it
+  std::vector<double> partials(size_t(batchnorm_partials_elems(rows, C)));
+  batchnorm_moments(mean.data(), sq.data(), partials.data(), x, rows, C);
   double n = double(rows);  // the rows the statistics are over: this batch's, or the group's
   if (p.group_sum) {
     // The group's mean from the ranks' sums, then each rank's squared deviations moved to that mean
@@ -160,49 +78,20 @@ void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, con
   affine(p.relu, rows, C, x, running_mean, scale.data(), beta, residual, y);
 }
 
-namespace {
-
-// The backward's element-wise parts, with the fused ReLU's mask (y > 0) on dy a compile-time choice: a run-time
-// test per element kept the loops from vectorising.
-template <bool Relu, class Y, class DY>
-float masked(const Y* y, const DY* dy, long i) {
-  return Relu && !(load(y + i) > 0.f) ? 0.f : load(dy + i);
-}
-
-// sdy[c] += sum(dy), sdyd[c] += sum(dy * (x - mean)) (xhat's sum / invstd)
-template <bool Relu, class X, class Y, class DY>
-void backward_sums(long rows, int C, const X* x, const Y* y, const DY* dy, const float* mean,
-                   std::vector<double>& sdy, std::vector<double>& sdyd) {
-  sum_rows2(
-      rows, C, sdy, sdyd, [=](long i, int) { return masked<Relu>(y, dy, i); },
-      [=](long i, int c) { return masked<Relu>(y, dy, i) * (load(x + i) - mean[c]); });
-}
-
-template <bool Relu, class X, class Y, class DY, class Out>
-void backward_dx(long rows, int C, const X* x, const Y* y, const DY* dy, const float* mean,
-                 const float* k, const float* b, const float* d, Out* __restrict dx) {
-  for (long m = 0; m < rows; ++m)
-    for (int c = 0; c < C; ++c) {
-      const long i = m * C + c;
-      store(k[c] * masked<Relu>(y, dy, i) + b[c] * (load(x + i) - mean[c]) + d[c], dx + i);
-    }
-}
-
 // dx = gamma * invstd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)), the usual closed form, as
 // dx = k * dy + b * (x - mean) + d per channel (k = gamma * invstd, b = -k * invstd * sum(dy * xhat) / M,
 // d = -k * sum(dy) / M); with p.relu, dy is first masked by y > 0.
-}  // namespace
-
 template <class X, class Y, class DY, class Out>
 void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const DY* dy,
                         const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
-  std::vector<double> sdy(C, 0.0), sdyd(C, 0.0);  // sum(dy), sum(dy * (x - mean)) (xhat's sum / invstd)
+  std::vector<double> sdy(C), sdyd(C);  // sum(dy), sum(dy * (x - mean)) (xhat's sum / invstd)
+  std::vector<double> partials(size_t(batchnorm_partials_elems(rows, C)));
   if (p.relu)
-    backward_sums<true>(rows, C, x, y, dy, mean, sdy, sdyd);
+    batchnorm_backward_sums<true>(sdy.data(), sdyd.data(), partials.data(), x, y, dy, mean, rows, C);
   else
-    backward_sums<false>(rows, C, x, y, dy, mean, sdy, sdyd);
+    batchnorm_backward_sums<false>(sdy.data(), sdyd.data(), partials.data(), x, y, dy, mean, rows, C);
   std::vector<double> sdyx(C);
   for (int c = 0; c < C; ++c) sdyx[c] = sdyd[c] * double(saved.invstd[c]);
   for (int c = 0; c < C; ++c) {  // this rank's: the DP average of the parameter gradients sums them
@@ -225,9 +114,9 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
     d[c] = float(-kc * sdy[c] * inv_m);
   }
   if (p.relu)
-    backward_dx<true>(rows, C, x, y, dy, mean, k.data(), b.data(), d.data(), dx);
+    batchnorm_backward_dx<true>(dx, x, y, dy, mean, k.data(), b.data(), d.data(), rows, C);
   else
-    backward_dx<false>(rows, C, x, y, dy, mean, k.data(), b.data(), d.data(), dx);
+    batchnorm_backward_dx<false>(dx, x, y, dy, mean, k.data(), b.data(), d.data(), rows, C);
 }
 
 // The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.

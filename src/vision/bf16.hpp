@@ -1,27 +1,19 @@
 #pragma once
 // bfloat16 as the vision code stores it: the top 16 bits of an fp32 (uint16_t). Rounding is to the nearest value,
-// ties to even, with NaN and inf passed through (what oneDNN's reorders and PyTorch do); widening is exact.
+// ties to even, inf kept and NaN kept quiet (what oneDNN's reorders and PyTorch do); widening is exact. The bits
+// are kernels/half_bits.hpp's, the one definition the kernels (kernels/batchnorm.hpp) round with too.
 // Header-only so that the loops over activations inline and vectorise where they are used.
 #include <cstdint>
-#include <cstring>
+
+#include "kernels/half_bits.hpp"
 
 namespace gt::vision {
 
 using bf16_bits = std::uint16_t;
 
-inline bf16_bits to_bf16(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7F800000u) != 0x7F800000u) u += 0x7FFFu + ((u >> 16) & 1u);
-  return bf16_bits(u >> 16);
-}
+inline bf16_bits to_bf16(float x) { return half_detail::bf16_from_float(x); }
 
-inline float from_bf16(bf16_bits b) {
-  const std::uint32_t u = std::uint32_t(b) << 16;
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+inline float from_bf16(bf16_bits b) { return half_detail::bf16_to_float(b); }
 
 // x rounded to bf16 and kept in fp32 (the emulation of a bf16 operand)
 inline float round_bf16(float x) { return from_bf16(to_bf16(x)); }

@@ -1,0 +1,193 @@
+#pragma once
+// BatchNorm's passes over channels-last activations: M = N*H*W rows of C channels, a row's channels contiguous.
+// The per-channel arithmetic between them (variance, running statistics, the group sum of sync BN, the backward's
+// coefficients) is the caller's (src/vision/batchnorm.cpp): C values, not worth a kernel, and the group sum is a
+// host collective. Storage X/Y/DY/Out is float or bf16 bits (uint16_t, kernels/half_bits.hpp), widened on load
+// and rounded to nearest even on store; every sum is fp32 within a block and double across blocks.
+//   host split: the block loops below, channels innermost with per-channel constants so that they vectorise, rows
+//     in order (kBnBlock-row blocks in fp32 added into double);
+//   device split: the two-level column sums of colsum.hpp (one work item per 64-row chunk and column, coalesced
+//     across columns, chunks added in order: no atomics, the same bits every run) in double, and one work item per
+//     element for the element-wise passes. Its moments take two reads (mean, then deviations): a GPU has the
+//     bandwidth, and the two-pass form needs no per-block merge.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/colsum.hpp"
+#include "kernels/half_bits.hpp"
+
+namespace gt {
+
+constexpr long kBnBlock = 16;  // host split: rows per fp32 block sum
+
+namespace bn_detail {
+KOKKOS_INLINE_FUNCTION float load(const float* p) { return *p; }
+KOKKOS_INLINE_FUNCTION float load(const uint16_t* p) { return half_detail::bf16_to_float(*p); }
+KOKKOS_INLINE_FUNCTION void store(float v, float* p) { *p = v; }
+KOKKOS_INLINE_FUNCTION void store(float v, uint16_t* p) { *p = half_detail::bf16_from_float(v); }
+// dy, or 0 where the fused ReLU's output y was not positive (Relu a compile-time choice: a run-time test per
+// element kept the host loops from vectorising)
+template <bool Relu, class Y, class DY>
+KOKKOS_INLINE_FUNCTION float masked(const Y* y, const DY* dy, long i) {
+  return Relu && !(load(y + i) > 0.f) ? 0.f : load(dy + i);
+}
+}  // namespace bn_detail
+
+// Scratch (doubles) that the device split's column sums need for `rows` rows; 0 on the host split.
+inline long batchnorm_partials_elems(long rows, int C) { return colsum_partials_elems(rows, 2L * C); }
+
+// x: (rows, C)   mean, m2: (C) set, in double: per-channel mean and sum of squared deviations from it
+// partials: batchnorm_partials_elems(rows, C) scratch
+// Host split, in one read of x: per block of kBnBlock rows the block's fp32 sums give a provisional mean m', then
+// the block's rows, still in L1/L2, the deviations' sums s1 = sum(x - m') and s2 = sum((x - m')^2) in fp32 (m' is
+// within rounding of the block's mean, so s1 is tiny and s2 loses nothing to cancellation); the block's mean
+// m' + s1/n and M2 s2 - s1^2/n merge into the running figures in double by Chan, Golub and LeVeque's update.
+template <class X>
+void batchnorm_moments(double* mean, double* m2, double* partials, const X* x, long rows, int C) {
+  using bn_detail::load;
+  if constexpr (!kHostBlocking) {
+    Kokkos::parallel_for("batchnorm_moments_zero", range(0, C), KOKKOS_LAMBDA(long c) {
+      mean[c] = 0.0;
+      m2[c] = 0.0;
+    });
+    column_sums<1>("batchnorm_sum", Kokkos::Array<double*, 1>{{mean}}, partials, rows, C,
+                   KOKKOS_LAMBDA(long i, int c, double* acc) { acc[0] += double(load(x + i * C + c)); });
+    const double inv_rows = 1.0 / double(rows);
+    Kokkos::parallel_for("batchnorm_mean", range(0, C), KOKKOS_LAMBDA(long c) { mean[c] *= inv_rows; });
+    column_sums<1>("batchnorm_m2", Kokkos::Array<double*, 1>{{m2}}, partials, rows, C,
+                   KOKKOS_LAMBDA(long i, int c, double* acc) {
+                     const double d = double(load(x + i * C + c)) - mean[c];
+                     acc[0] += d * d;
+                   });
+    return;
+  }
+  std::vector<float> part(C), s1(C), s2(C);
+  float* __restrict pm = part.data();
+  float* __restrict q1 = s1.data();
+  float* __restrict q2 = s2.data();
+  std::fill(mean, mean + C, 0.0);
+  std::fill(m2, m2 + C, 0.0);
+  double count = 0.0;
+  for (long m0 = 0; m0 < rows; m0 += kBnBlock) {
+    const long m1 = std::min(rows, m0 + kBnBlock);
+    const float nb = float(m1 - m0);
+    std::fill(part.begin(), part.end(), 0.f);
+    for (long m = m0; m < m1; ++m)
+      for (int c = 0; c < C; ++c) pm[c] += load(x + m * C + c);
+    for (int c = 0; c < C; ++c) pm[c] /= nb;
+    std::fill(s1.begin(), s1.end(), 0.f);
+    std::fill(s2.begin(), s2.end(), 0.f);
+    for (long m = m0; m < m1; ++m)
+      for (int c = 0; c < C; ++c) {
+        const float d = load(x + m * C + c) - pm[c];
+        q1[c] += d;
+        q2[c] += d * d;
+      }
+    const double n_b = double(m1 - m0), total = count + n_b;
+    for (int c = 0; c < C; ++c) {
+      const double mean_b = double(pm[c]) + double(q1[c]) / n_b;
+      const double m2_b = double(q2[c]) - double(q1[c]) * double(q1[c]) / n_b;
+      const double delta = mean_b - mean[c];
+      mean[c] += delta * (n_b / total);
+      m2[c] += m2_b + delta * delta * (count * n_b / total);
+    }
+    count = total;
+  }
+}
+
+// y = (x - sub) * scale + add per channel, plus the residual r when Add, ReLU'd when Relu, stored as Out
+// (bf16: rounded as written, for the convolution that reads it).
+// x, r, y: (rows, C)   sub, scale, add: (C)
+template <bool Relu, bool Add, class X, class Out>
+void batchnorm_affine(Out* y, const X* x, const float* sub, const float* scale, const float* add, const float* r,
+                      long rows, int C) {
+  using bn_detail::load;
+  using bn_detail::store;
+  if constexpr (!kHostBlocking) {
+    Kokkos::parallel_for("batchnorm_affine", range(0, rows * C), KOKKOS_LAMBDA(long i) {
+      const long c = i % C;
+      float v = (load(x + i) - sub[c]) * scale[c] + add[c];
+      if constexpr (Add) v += r[i];
+      store(Relu ? (v > 0.f ? v : 0.f) : v, y + i);
+    });
+    return;
+  }
+  Out* __restrict yr = y;
+  for (long m = 0; m < rows; ++m)
+    for (int c = 0; c < C; ++c) {
+      float v = (load(x + m * C + c) - sub[c]) * scale[c] + add[c];
+      if constexpr (Add) v += r[m * C + c];
+      store(Relu ? std::max(0.f, v) : v, yr + m * C + c);
+    }
+}
+
+// The backward's two sums: sdy[c] = sum(dy), sdyd[c] = sum(dy * (x - mean)) (xhat's sum / invstd), both set, with
+// dy masked by y > 0 when Relu (the fused ReLU's gradient).
+// x, y, dy: (rows, C)   mean: (C)   sdy, sdyd: (C) set   partials: batchnorm_partials_elems(rows, C)
+template <bool Relu, class X, class Y, class DY>
+void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const X* x, const Y* y, const DY* dy,
+                             const float* mean, long rows, int C) {
+  using bn_detail::load;
+  using bn_detail::masked;
+  if constexpr (!kHostBlocking) {
+    Kokkos::parallel_for("batchnorm_sums_zero", range(0, C), KOKKOS_LAMBDA(long c) {
+      sdy[c] = 0.0;
+      sdyd[c] = 0.0;
+    });
+    column_sums<2>("batchnorm_backward_sums", Kokkos::Array<double*, 2>{{sdy, sdyd}}, partials, rows, C,
+                   KOKKOS_LAMBDA(long i, int c, double* acc) {
+                     const long e = i * C + c;
+                     const double g = masked<Relu>(y, dy, e);
+                     acc[0] += g;
+                     acc[1] += g * double(load(x + e) - mean[c]);
+                   });
+    return;
+  }
+  std::vector<float> pa(C), pb(C);
+  std::fill(sdy, sdy + C, 0.0);
+  std::fill(sdyd, sdyd + C, 0.0);
+  for (long m0 = 0; m0 < rows; m0 += kBnBlock) {
+    std::fill(pa.begin(), pa.end(), 0.f);
+    std::fill(pb.begin(), pb.end(), 0.f);
+    float* __restrict qa = pa.data();
+    float* __restrict qb = pb.data();
+    const long m1 = std::min(rows, m0 + kBnBlock);
+    for (long m = m0; m < m1; ++m)
+      for (int c = 0; c < C; ++c) {
+        const float g = masked<Relu>(y, dy, m * C + c);
+        qa[c] += g;
+        qb[c] += g * (load(x + m * C + c) - mean[c]);
+      }
+    for (int c = 0; c < C; ++c) {
+      sdy[c] += double(qa[c]);
+      sdyd[c] += double(qb[c]);
+    }
+  }
+}
+
+// dx = k * dy + b * (x - mean) + d per channel (the closed form of BatchNorm's input gradient, the coefficients
+// the caller's), dy masked by y > 0 when Relu; dx stored as Out.
+// x, y, dy, dx: (rows, C)   mean, k, b, d: (C)
+template <bool Relu, class X, class Y, class DY, class Out>
+void batchnorm_backward_dx(Out* dx, const X* x, const Y* y, const DY* dy, const float* mean, const float* k,
+                           const float* b, const float* d, long rows, int C) {
+  using bn_detail::load;
+  using bn_detail::masked;
+  using bn_detail::store;
+  if constexpr (!kHostBlocking) {
+    Kokkos::parallel_for("batchnorm_backward_dx", range(0, rows * C), KOKKOS_LAMBDA(long i) {
+      const long c = i % C;
+      store(k[c] * masked<Relu>(y, dy, i) + b[c] * (load(x + i) - mean[c]) + d[c], dx + i);
+    });
+    return;
+  }
+  Out* __restrict out = dx;
+  for (long m = 0; m < rows; ++m)
+    for (int c = 0; c < C; ++c) {
+      const long i = m * C + c;
+      store(k[c] * masked<Relu>(y, dy, i) + b[c] * (load(x + i) - mean[c]) + d[c], out + i);
+    }
+}
+
+}  // namespace gt
