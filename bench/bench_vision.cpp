@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <Kokkos_Core.hpp>
+
 #include "bench/bench_util.hpp"
 #include "src/core/error.hpp"
 #include "src/vision/augment.hpp"
@@ -173,6 +175,7 @@ int run_synthetic(const Options& o) {
 
 int main(int argc, char** argv) try {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const Kokkos::ScopeGuard kokkos(argc, argv);  // the model's passes over activations are Kokkos kernels
   const Options o = parse(argc, argv);
   if (o.synthetic) return run_synthetic(o);
   const IdxImages train = read_idx_images(o.dir + "/train-images-idx3-ubyte.gz");

@@ -1,6 +1,6 @@
 # bench_vision: a short ResNet-20 run on Fashion-MNIST (img/s and test accuracy; see bench_vision.cpp, docs/vision.md)
 add_executable(bench_vision ${CMAKE_CURRENT_LIST_DIR}/bench_vision.cpp)
-target_link_libraries(bench_vision PRIVATE gridtrain_vision gridtrain_options)
+target_link_libraries(bench_vision PRIVATE gridtrain_vision gridtrain_kernels gridtrain_options)
 # bench_conv: the convolution passes of the ResNets' 3x3 stride-1 layers, direct against Winograd (bench_conv.cpp)
 add_executable(bench_conv ${CMAKE_CURRENT_LIST_DIR}/bench_conv.cpp)
 target_link_libraries(bench_conv PRIVATE gridtrain_vision gridtrain_options)

@@ -1,0 +1,144 @@
+#pragma once
+// Max and average pooling over channels-last activations (kernels/pool_shape.hpp). Average pooling divides by the
+// full window (padding counts as zeros), so global average pooling is window = H = W, stride 1, pad 0. Max pooling
+// records the winning input's flat index for backward (ties: the first in row-major window order).
+//   host split: per output pixel the taps in window order, each a pass over the contiguous channels (vectorises);
+//     backward scatters each output's gradient onto its input(s).
+//   device split: one work item per output element, the same taps in the same order (the same bits); backward
+//     gathers instead of scattering (no atomics): one work item per input element adds the gradients of the windows
+//     that cover it in increasing output order, the order the host split's scatter adds them in.
+#include <limits>
+
+#include "kernels/lanes.hpp"
+#include "kernels/pool_shape.hpp"
+
+namespace gt {
+
+namespace pool_detail {
+
+// Calls f(input flat index) for each in-range tap of output (n, p, q) channel c, in row-major window order.
+template <class F>
+KOKKOS_INLINE_FUNCTION void for_window(const PoolShape& s, int n, int p, int q, int c, F&& f) {
+  for (int r = 0; r < s.window; ++r) {
+    const int ih = p * s.stride - s.pad + r;
+    if (ih < 0 || ih >= s.h) continue;
+    for (int t = 0; t < s.window; ++t) {
+      const int iw = q * s.stride - s.pad + t;
+      if (iw < 0 || iw >= s.w) continue;
+      f(((long(n) * s.h + ih) * s.w + iw) * s.c + c);
+    }
+  }
+}
+
+// Calls f(output flat index) for each output of (oh, ow) whose window covers input (n, ih, iw) channel c, in
+// increasing output index.
+template <class F>
+KOKKOS_INLINE_FUNCTION void for_covering(const PoolShape& s, int oh, int ow, int n, int ih, int iw, int c, F&& f) {
+  // output p covers ih when p * stride - pad <= ih <= p * stride - pad + window - 1
+  const int hi_p = (ih + s.pad) / s.stride, hi_q = (iw + s.pad) / s.stride;
+  const int lo_p_num = ih + s.pad - s.window + 1, lo_q_num = iw + s.pad - s.window + 1;
+  const int lo_p = lo_p_num <= 0 ? 0 : (lo_p_num + s.stride - 1) / s.stride;
+  const int lo_q = lo_q_num <= 0 ? 0 : (lo_q_num + s.stride - 1) / s.stride;
+  for (int p = lo_p; p <= hi_p && p < oh; ++p)
+    for (int q = lo_q; q <= hi_q && q < ow; ++q) f(((long(n) * oh + p) * ow + q) * s.c + c);
+}
+
+// (n, h, w, c) of flat index i in an n x h x w x c tensor
+struct Pos {
+  int n, h, w, c;
+};
+KOKKOS_INLINE_FUNCTION Pos unflatten(long i, int H, int W, int C) {
+  const int c = int(i % C);
+  long r = i / C;
+  const int w = int(r % W);
+  r /= W;
+  return {int(r / H), int(r % H), w, c};
+}
+
+}  // namespace pool_detail
+
+// x: in_size   y, argmax: out_size, set
+inline void maxpool_forward(float* y, long* argmax, const float* x, const PoolShape& s) {
+  const int oh = s.out_h(), ow = s.out_w(), C = s.c;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  if constexpr (!kHostBlocking) {
+    Kokkos::parallel_for("maxpool_forward", range(0, s.out_size()), KOKKOS_LAMBDA(long o) {
+      const pool_detail::Pos at = pool_detail::unflatten(o, oh, ow, C);
+      float best = ninf;
+      long arg = -1;
+      pool_detail::for_window(s, at.n, at.h, at.w, at.c, [&](long i) {
+        if (arg < 0 || x[i] > best) {
+          best = x[i];
+          arg = i;
+        }
+      });
+      y[o] = best;
+      argmax[o] = arg;
+    });
+    return;
+  }
+  for (int n = 0; n < s.n; ++n)
+    for (int p = 0; p < oh; ++p)
+      for (int q = 0; q < ow; ++q) {
+        const long o = ((long(n) * oh + p) * ow + q) * C;
+        float* yo = y + o;
+        long* ao = argmax + o;
+        for (int c = 0; c < C; ++c) {
+          yo[c] = ninf;
+          ao[c] = -1;
+        }
+        pool_detail::for_window(s, n, p, q, 0, [&](long i) {
+          const float* xi = x + i;
+          for (int c = 0; c < C; ++c)
+            if (ao[c] < 0 || xi[c] > yo[c]) {
+              yo[c] = xi[c];
+              ao[c] = i + c;
+            }
+        });
+      }
+}
+
+// dy, argmax: out_size   dx: in_size, set
+inline void maxpool_backward(float* dx, const float* dy, const long* argmax, const PoolShape& s) {
+  if constexpr (!kHostBlocking) {
+    const int oh = s.out_h(), ow = s.out_w();
+    Kokkos::parallel_for("maxpool_backward", range(0, s.in_size()), KOKKOS_LAMBDA(long i) {
+      const pool_detail::Pos at = pool_detail::unflatten(i, s.h, s.w, s.c);
+      float g = 0.f;
+      pool_detail::for_covering(s, oh, ow, at.n, at.h, at.w, at.c, [&](long o) {
+        if (argmax[o] == i) g += dy[o];
+      });
+      dx[i] = g;
+    });
+    return;
+  }
+  for (long i = 0; i < s.in_size(); ++i) dx[i] = 0.f;
+  for (long o = 0; o < s.out_size(); ++o)
+    if (argmax[o] >= 0) dx[argmax[o]] += dy[o];
+}
+
+// x: in_size   y: out_size, set
+inline void avgpool_forward(float* y, const float* x, const PoolShape& s) {
+  const float inv = 1.f / float(s.window * s.window);
+  const int oh = s.out_h(), ow = s.out_w();
+  Kokkos::parallel_for("avgpool_forward", range(0, s.out_size()), KOKKOS_LAMBDA(long o) {
+    const pool_detail::Pos at = pool_detail::unflatten(o, oh, ow, s.c);
+    float acc = 0.f;
+    pool_detail::for_window(s, at.n, at.h, at.w, at.c, [&](long i) { acc += x[i]; });
+    y[o] = acc * inv;
+  });
+}
+
+// dy: out_size   dx: in_size, set
+inline void avgpool_backward(float* dx, const float* dy, const PoolShape& s) {
+  const float inv = 1.f / float(s.window * s.window);
+  const int oh = s.out_h(), ow = s.out_w();
+  Kokkos::parallel_for("avgpool_backward", range(0, s.in_size()), KOKKOS_LAMBDA(long i) {
+    const pool_detail::Pos at = pool_detail::unflatten(i, s.h, s.w, s.c);
+    float g = 0.f;
+    pool_detail::for_covering(s, oh, ow, at.n, at.h, at.w, at.c, [&](long o) { g += dy[o] * inv; });
+    dx[i] = g;
+  });
+}
+
+}  // namespace gt
