@@ -1,64 +1,38 @@
-// Head kernels. The batch and class counts are small (<= 256 x 1000), so plain loops; the softmax subtracts the
-// row's maximum before exp and sums in double so that large logits neither overflow nor lose the small terms.
+// The head and ReLU: the vision code's entry points onto kernels/classifier.hpp.
 #include "src/vision/classifier.hpp"
 
-#include <cmath>
 #include <vector>
+
+#include "kernels/classifier.hpp"
 
 namespace gt::vision {
 
-void relu_forward(long n, const float* x, float* y) {
-  for (long i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
-}
+void relu_forward(long n, const float* x, float* y) { gt::relu_forward(y, x, n); }
 
-void relu_backward(long n, const float* y, const float* dy, float* dx) {
-  for (long i = 0; i < n; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
-}
+void relu_backward(long n, const float* y, const float* dy, float* dx) { gt::relu_backward(dx, y, dy, n); }
 
 void linear_forward(int batch, int features, int classes, const float* x, const float* w, const float* b,
                     float* logits) {
-  for (int n = 0; n < batch; ++n)
-    for (int k = 0; k < classes; ++k) {
-      float acc = b[k];
-      for (int f = 0; f < features; ++f) acc += x[long(n) * features + f] * w[long(k) * features + f];
-      logits[long(n) * classes + k] = acc;
-    }
+  gt::fc_forward(logits, x, w, b, batch, features, classes);
 }
 
 void linear_backward(int batch, int features, int classes, const float* x, const float* w, const float* dlogits,
                      float* dx, float* dw, float* db) {
-  for (long i = 0; i < long(classes) * features; ++i) dw[i] = 0.f;
-  for (int k = 0; k < classes; ++k) db[k] = 0.f;
-  for (int n = 0; n < batch; ++n) {
-    for (int f = 0; f < features; ++f) dx[long(n) * features + f] = 0.f;
-    for (int k = 0; k < classes; ++k) {
-      const float g = dlogits[long(n) * classes + k];
-      db[k] += g;
-      for (int f = 0; f < features; ++f) {
-        dx[long(n) * features + f] += g * w[long(k) * features + f];
-        dw[long(k) * features + f] += g * x[long(n) * features + f];
-      }
-    }
-  }
+  gt::fc_backward(dx, dw, db, x, w, dlogits, batch, features, classes);
 }
 
+// The rows' losses added in row order (the order a single loop over the batch adds them).
 double softmax_xent(int batch, int classes, const float* logits, const int* labels, float* dlogits,
                     int* correct) {
-  double loss = 0.0;
-  std::vector<double> e(classes);
+  std::vector<double> loss(static_cast<size_t>(batch));
+  std::vector<int> hit(static_cast<size_t>(batch));
+  gt::softmax_xent_rows(dlogits, loss.data(), hit.data(), logits, labels, batch, classes);
+  double sum = 0.0;
   for (int n = 0; n < batch; ++n) {
-    const float* z = logits + long(n) * classes;
-    int best = 0;
-    for (int k = 1; k < classes; ++k)
-      if (z[k] > z[best]) best = k;
-    double sum = 0.0;
-    for (int k = 0; k < classes; ++k) sum += e[k] = std::exp(double(z[k]) - z[best]);
-    const int y = labels[n];
-    loss += std::log(sum) - (double(z[y]) - z[best]);
-    for (int k = 0; k < classes; ++k) dlogits[long(n) * classes + k] = float((e[k] / sum - (k == y)) / batch);
-    if (correct && best == y) ++*correct;
+    sum += loss[n];
+    if (correct) *correct += hit[n];
   }
-  return loss / batch;
+  return sum / batch;
 }
 
 }  // namespace gt::vision
