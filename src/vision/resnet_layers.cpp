@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/elementwise.hpp"
 #include "src/vision/classifier.hpp"
 #include "src/vision/fp16.hpp"
 
@@ -190,9 +191,9 @@ void ResBlock::backward(const float* params, const float* dout, float* grads, st
     ap.visit([&](const auto* a_proj) {
       unit_backward(proj, in, bn_proj, params, a_proj, bp.data(), x, g_sum.data(), grads, g_proj, &g_xproj);
     });
-    for (long i = 0; i < in.size(); ++i) dx[i] += g_xproj[i];
+    gt::add_inplace(dx.data(), g_xproj.data(), in.size());
   } else {
-    for (long i = 0; i < in.size(); ++i) dx[i] += g_sum[i];
+    gt::add_inplace(dx.data(), g_sum.data(), in.size());
   }
 }
 

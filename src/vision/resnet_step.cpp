@@ -2,6 +2,7 @@
 // pass, side by side.
 #include <cstring>
 
+#include "kernels/elementwise.hpp"
 #include "src/core/error.hpp"
 #include "src/vision/classifier.hpp"
 #include "src/vision/pool.hpp"
@@ -74,8 +75,7 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
   std::vector<float>&dpooled = m.g_pooled, &dx = m.g_x, &dnext = m.g_next;
   dpooled.resize(m.pooled.size());
   detail::room_for(dx, last.size());  // dx and dnext trade places at every block: sizes differ (resnet_layers.hpp)
-  if (grad_scale != 1.f)
-    for (float& v : m.dlogits) v *= grad_scale;
+  if (grad_scale != 1.f) gt::scale_inplace(m.dlogits.data(), long(m.dlogits.size()), grad_scale);
   linear_backward(m.batch, m.features, cfg_.classes, m.pooled.data(), p + m.fc_w, m.dlogits.data(),
                   dpooled.data(), g + m.fc_w, g + m.fc_b);
   done(int(m.blocks.size()) + 1);  // the classifier
@@ -87,7 +87,7 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
   }
   std::vector<float>& da = m.g_stem;
   if (cfg_.stem == ResNetStem::ImageNet) {  // back through the max pool to the stem's full map
-    dnext.assign(m.stem_dims.size(), 0.f);
+    detail::room_for(dnext, m.stem_dims.size());  // maxpool_backward sets every element
     maxpool_backward(stem_pool(m.stem_dims), dx.data(), m.stem_argmax, dnext.data());
     dx.swap(dnext);
   }
