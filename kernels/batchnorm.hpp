@@ -108,7 +108,7 @@ void batchnorm_affine(Out* y, const X* x, const float* sub, const float* scale, 
     Kokkos::parallel_for("batchnorm_affine", range(0, rows * C), KOKKOS_LAMBDA(long i) {
       const long c = i % C;
       float v = (load(x + i) - sub[c]) * scale[c] + add[c];
-      if constexpr (Add) v += r[i];
+      if (Add) v += r[i];  // not `if constexpr`: nvcc's device lambdas cannot first-capture r inside one
       store(Relu ? (v > 0.f ? v : 0.f) : v, y + i);
     });
     return;
