@@ -4,8 +4,9 @@
 // N x H x W x C (cuDNN's NHWC), weights O x KH x KW x I (cuDNN's NHWC filter format, KRSC), fp32 operands with fp32
 // accumulation and no TF32 (CUDNN_FMA_MATH: the host passes' numbers, up to the order of the sums). Built only on
 // CUDA builds with cuDNN; `vision_conv_cudnn` (ctest label gpu1, so scripts/gpu_check.sh runs it) checks every
-// pass against the host loops. The network does not use it yet: BatchNorm, pooling and the classifier are host
-// code, and a device build still refuses model.kind = resnet.
+// pass against the host loops. The network does not use it yet: its other passes are Kokkos kernels with device
+// splits (kernels/batchnorm.hpp, pool.hpp, classifier.hpp), but its buffers are host vectors, so a device build
+// still refuses model.kind = resnet (docs/vision.md, "What remains", lists the steps left).
 #include <cstddef>
 #include <memory>
 

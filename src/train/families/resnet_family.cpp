@@ -114,8 +114,8 @@ std::unique_ptr<DataSource> ResNetFamily::make_source(const Config& cfg) const {
 // Every pair the ResNet cannot run with (TP, PP, fp8, recompute, adapt, rebalance, layout =
 // auto, uneven shares under sync BN) is a row of the compatibility table (src/core/features.cpp), checked before the
 // family is made; nothing here depends on the grid beyond that.
-// Beyond the table: the network's kernels (oneDNN convolutions, host BatchNorm) run on the host only, so a device
-// build (CUDA: the TrainState in device memory) refuses it until the cuDNN path exists.
+// Beyond the table: the network's buffers are host vectors and its convolutions oneDNN's, so a device build (CUDA:
+// the TrainState in device memory) refuses it until the cuDNN path exists (docs/vision.md, "What remains").
 void ResNetFamily::check(const Config&, const GridShape&) const {
   if (!exec_on_host)
     throw Error("config: model.kind = \"resnet\" runs on the host only in this build (the cuDNN path is not built; "
