@@ -28,6 +28,15 @@ void add_inplace(T* y, const T* x, long N) {
   });
 }
 
+// y += a * x   (N): a micro-batch's gradients added into an accumulating buffer with its weight
+template <class T>
+void add_scaled(T* y, const T* x, acc_t<T> a, long N) {
+  Kokkos::parallel_for("add_scaled", range(0, chunk_count(N)), KOKKOS_LAMBDA(long ch) {
+    const long i1 = detail::chunk_end(ch, N);
+    for (long i = ch * kChunk; i < i1; ++i) y[i] = T(acc_t<T>(y[i]) + a * acc_t<T>(x[i]));
+  });
+}
+
 // y *= s   (N)
 template <class T>
 void scale_inplace(T* y, long N, acc_t<T> s) {

@@ -3,9 +3,9 @@
 
 #include <cstring>
 
+#include "kernels/elementwise.hpp"
+#include "kernels/half.hpp"
 #include "src/core/error.hpp"
-#include "src/vision/bf16.hpp"
-#include "src/vision/fp16.hpp"
 
 namespace gt::vision {
 
@@ -71,15 +71,17 @@ void ResNetStage::gather_params() {
     for (const Range& r : span.ranges) {
       if (precision_ != Precision::FP32)
         widen(long(r.size()), static_cast<const uint16_t*>(src) + at, params32_.data() + r.begin);
-      else std::memcpy(params32_.data() + r.begin, static_cast<const float*>(src) + at, r.size() * sizeof(float));
+      else gt::copy(params32_.data() + r.begin, static_cast<const float*>(src) + at, long(r.size()));
       at += r.size();
     }
   }
 }
 
+// The working copy is the trainer's bf16_t or fp16_t array (kernels/half.hpp: 16-bit words of those formats),
+// widened exactly by the trainer's own conversion kernel.
 void ResNetStage::widen(long n, const uint16_t* from, float* to) const {
-  if (precision_ == Precision::FP16) widen_fp16(n, from, to);
-  else widen_bf16(n, from, to);
+  if (precision_ == Precision::FP16) gt::convert(to, reinterpret_cast<const gt::fp16_t*>(from), n);
+  else gt::convert(to, reinterpret_cast<const gt::bf16_t*>(from), n);
 }
 
 // d(mean of the micro-batch)/dw times B gives the sum over its samples; loss_scale turns that into this
@@ -95,7 +97,7 @@ void ResNetStage::hand_off(int unit) {
   size_t at = 0;
   for (const Range& r : units_.at(unit).ranges) {
     float* out = sink ? sink + at : grads_ + r.begin;
-    for (size_t i = 0; i < r.size(); ++i) out[i] += w * g[r.begin + i];
+    gt::add_scaled(out, g + r.begin, w, long(r.size()));
     at += r.size();
   }
 }

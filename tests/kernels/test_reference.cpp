@@ -367,6 +367,11 @@ TYPED_TEST(KernelRef, Elementwise) {
   gt::add_inplace(y.data(), b_t.data(), N);
   EXPECT_EQ(kt::to_double(y), sum);
   y = a_t;
+  gt::add_scaled(y.data(), b_t.data(), T(0.5), N);  // a power of two: the product is exact, fused or not
+  Vec axpy(N);
+  for (long i = 0; i < N; ++i) axpy[i] = double(T(a[i] + 0.5 * b[i]));
+  EXPECT_EQ(kt::to_double(y), axpy);
+  y = a_t;
   gt::scale_inplace(y.data(), N, T(0.75));
   EXPECT_EQ(kt::to_double(y), scaled);
   auto f = kt::poisoned<T>(N);
