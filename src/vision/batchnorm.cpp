@@ -24,16 +24,26 @@ void affine(bool relu, long rows, int C, const X* x, const float* sub, const flo
     batchnorm_affine<false, false>(y, x, sub, scale, add, residual, rows, C);
 }
 
+// gamma, from memory the kernels address (the trainer's parameters: device memory on device builds), on the host
+std::vector<float> host_copy(const float* values, int C) {
+  std::vector<float> out(static_cast<size_t>(C));
+  copy_to_host(out.data(), values, C);
+  return out;
+}
+
 }  // namespace
 
+// The per-channel values cross between the kernels and the host's arithmetic in Buffers (buffer.hpp: the same
+// memory for both), the host reading them only after device_fence().
 template <class X, class Out>
 void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, const float* gamma,
                              const float* beta, Out* y, BatchNormSaved& saved, float* running_mean,
                              float* running_var, const float* residual) {
   const int C = p.channels;
-  std::vector<double> mean(C), sq(C);  // this rank's mean and squared deviations from it
-  std::vector<double> partials(size_t(batchnorm_partials_elems(rows, C)));
+  Buffer<double> mean(static_cast<size_t>(C)), sq(static_cast<size_t>(C));  // this rank's mean and squared deviations from it
+  Buffer<double> partials(size_t(batchnorm_partials_elems(rows, C)));
   batchnorm_moments(mean.data(), sq.data(), partials.data(), x, rows, C);
+  device_fence();
   double n = double(rows);  // the rows the statistics are over: this batch's, or the group's
   if (p.group_sum) {
     // The group's mean from the ranks' sums, then each rank's squared deviations moved to that mean
@@ -61,37 +71,42 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
     running_mean[c] = float((1.0 - p.momentum) * running_mean[c] + p.momentum * mean[c]);
     running_var[c] = float((1.0 - p.momentum) * running_var[c] + p.momentum * unbiased);
   }
-  std::vector<float> scale(C);
-  for (int c = 0; c < C; ++c) scale[c] = gamma[c] * saved.invstd[c];
+  const std::vector<float> g = host_copy(gamma, C);
+  Buffer<float> scale(static_cast<size_t>(C));
+  for (int c = 0; c < C; ++c) scale[c] = g[c] * saved.invstd[c];
   affine(p.relu, rows, C, x, saved.mean.data(), scale.data(), beta, residual, y);
 }
 
 // y = gamma (x - running_mean) / sqrt(running_var + eps) + beta: the deviation first, as in training, so that a
-// large mean does not cancel digits
+// large mean does not cancel digits. running_mean and running_var are host values (the layer's, which a
+// checkpoint saves); the kernel reads copies.
 template <class X, class Out>
 void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, const float* gamma,
                             const float* beta, const float* running_mean, const float* running_var, Out* y,
                             const float* residual) {
   const int C = p.channels;
-  std::vector<float> scale(C);
-  for (int c = 0; c < C; ++c) scale[c] = gamma[c] / std::sqrt(running_var[c] + p.eps);
-  affine(p.relu, rows, C, x, running_mean, scale.data(), beta, residual, y);
+  const std::vector<float> g = host_copy(gamma, C);
+  Buffer<float> sub(running_mean, running_mean + C), scale(static_cast<size_t>(C));
+  for (int c = 0; c < C; ++c) scale[c] = g[c] / std::sqrt(running_var[c] + p.eps);
+  affine(p.relu, rows, C, x, sub.data(), scale.data(), beta, residual, y);
 }
 
 // dx = gamma * invstd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)), the usual closed form, as
 // dx = k * dy + b * (x - mean) + d per channel (k = gamma * invstd, b = -k * invstd * sum(dy * xhat) / M,
-// d = -k * sum(dy) / M); with p.relu, dy is first masked by y > 0.
+// d = -k * sum(dy) / M); with p.relu, dy is first masked by y > 0. dgamma and dbeta are written by the host: they
+// are the network's own gradient array (a Buffer), which the stage hands on to the trainer's.
 template <class X, class Y, class DY, class Out>
 void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const DY* dy,
                         const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
-  std::vector<double> sdy(C), sdyd(C);  // sum(dy), sum(dy * (x - mean)) (xhat's sum / invstd)
-  std::vector<double> partials(size_t(batchnorm_partials_elems(rows, C)));
+  Buffer<double> sdy(static_cast<size_t>(C)), sdyd(static_cast<size_t>(C));  // sum(dy), sum(dy * (x - mean)) (xhat's sum / invstd)
+  Buffer<double> partials(size_t(batchnorm_partials_elems(rows, C)));
   if (p.relu)
     batchnorm_backward_sums<true>(sdy.data(), sdyd.data(), partials.data(), x, y, dy, mean, rows, C);
   else
     batchnorm_backward_sums<false>(sdy.data(), sdyd.data(), partials.data(), x, y, dy, mean, rows, C);
+  device_fence();
   std::vector<double> sdyx(C);
   for (int c = 0; c < C; ++c) sdyx[c] = sdyd[c] * double(saved.invstd[c]);
   for (int c = 0; c < C; ++c) {  // this rank's: the DP average of the parameter gradients sums them
@@ -99,16 +114,17 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
     dbeta[c] = float(sdy[c]);
   }
   if (p.group_sum) {  // dx needs the sums over every row the statistics were taken over
-    std::vector<double> both(sdy);
+    std::vector<double> both(sdy.begin(), sdy.end());
     both.insert(both.end(), sdyx.begin(), sdyx.end());
     p.group_sum(both.data(), 2 * C);
     std::copy(both.begin(), both.begin() + C, sdy.begin());
     std::copy(both.begin() + C, both.end(), sdyx.begin());
   }
   const double inv_m = 1.0 / saved.rows;
-  std::vector<float> k(C), b(C), d(C);
+  const std::vector<float> g = host_copy(gamma, C);
+  Buffer<float> k(static_cast<size_t>(C)), b(static_cast<size_t>(C)), d(static_cast<size_t>(C));
   for (int c = 0; c < C; ++c) {
-    const double kc = double(gamma[c]) * double(saved.invstd[c]);
+    const double kc = double(g[c]) * double(saved.invstd[c]);
     k[c] = float(kc);
     b[c] = float(-kc * double(saved.invstd[c]) * sdyx[c] * inv_m);
     d[c] = float(-kc * sdy[c] * inv_m);

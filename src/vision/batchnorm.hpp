@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/vision/bf16.hpp"
+#include "src/vision/buffer.hpp"
 
 namespace gt::vision {
 
@@ -24,9 +25,10 @@ struct BatchNormParams {
   std::function<void(double* values, int n)> group_sum;
 };
 
-// What backward needs from the forward pass: the per-channel batch mean and 1/sqrt(var + eps).
+// What backward needs from the forward pass: the per-channel batch mean and 1/sqrt(var + eps) (in a Buffer: the
+// backward's kernels read the mean).
 struct BatchNormSaved {
-  std::vector<float> mean, invstd;
+  Buffer<float> mean, invstd;
   double rows = 0;  // the rows the statistics were over (the group's with sync BN)
 };
 

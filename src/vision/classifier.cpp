@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/classifier.hpp"
+#include "src/vision/buffer.hpp"
 
 namespace gt::vision {
 
@@ -21,12 +22,14 @@ void linear_backward(int batch, int features, int classes, const float* x, const
   gt::fc_backward(dx, dw, db, x, w, dlogits, batch, features, classes);
 }
 
-// The rows' losses added in row order (the order a single loop over the batch adds them).
+// The rows' losses added in row order (the order a single loop over the batch adds them). labels: where the
+// kernels read (a Buffer of the network's).
 double softmax_xent(int batch, int classes, const float* logits, const int* labels, float* dlogits,
                     int* correct) {
-  std::vector<double> loss(static_cast<size_t>(batch));
-  std::vector<int> hit(static_cast<size_t>(batch));
+  Buffer<double> loss(static_cast<size_t>(batch));
+  Buffer<int> hit(static_cast<size_t>(batch));
   gt::softmax_xent_rows(dlogits, loss.data(), hit.data(), logits, labels, batch, classes);
+  device_fence();
   double sum = 0.0;
   for (int n = 0; n < batch; ++n) {
     sum += loss[n];

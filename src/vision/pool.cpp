@@ -5,12 +5,12 @@
 
 namespace gt::vision {
 
-void maxpool_forward(const PoolShape& s, const float* x, float* y, std::vector<long>& argmax) {
+void maxpool_forward(const PoolShape& s, const float* x, float* y, Buffer<long>& argmax) {
   argmax.resize(size_t(s.out_size()));
   gt::maxpool_forward(y, argmax.data(), x, s);
 }
 
-void maxpool_backward(const PoolShape& s, const float* dy, const std::vector<long>& argmax, float* dx) {
+void maxpool_backward(const PoolShape& s, const float* dy, const Buffer<long>& argmax, float* dx) {
   gt::maxpool_backward(dx, dy, argmax.data(), s);
 }
 

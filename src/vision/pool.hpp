@@ -6,14 +6,15 @@
 #include <vector>
 
 #include "kernels/pool_shape.hpp"
+#include "src/vision/buffer.hpp"
 
 namespace gt::vision {
 
 using gt::PoolShape;
 
 // argmax: out_size entries, the flat input index each output took (ties: the first in row-major window order).
-void maxpool_forward(const PoolShape& s, const float* x, float* y, std::vector<long>& argmax);
-void maxpool_backward(const PoolShape& s, const float* dy, const std::vector<long>& argmax, float* dx);
+void maxpool_forward(const PoolShape& s, const float* x, float* y, Buffer<long>& argmax);
+void maxpool_backward(const PoolShape& s, const float* dy, const Buffer<long>& argmax, float* dx);
 void avgpool_forward(const PoolShape& s, const float* x, float* y);
 void avgpool_backward(const PoolShape& s, const float* dy, float* dx);
 

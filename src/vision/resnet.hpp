@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "src/vision/buffer.hpp"
+
 namespace gt::vision {
 
 enum class ResNetStem {
@@ -72,8 +74,8 @@ class ResNet {
   const ResNetConfig& config() const { return cfg_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   // The model's own arrays (initialised by the constructor), used until bind() points it at others.
-  std::vector<float>& params() { return params_; }
-  std::vector<float>& grads() { return grads_; }
+  Buffer<float>& params() { return params_; }
+  Buffer<float>& grads() { return grads_; }
   long param_count() const { return n_params_; }
   // Computes over the caller's arrays instead (the trainer's flat TrainState buffers, tensors() at their offsets):
   // params read, grads overwritten by backward().
@@ -112,7 +114,7 @@ class ResNet {
   float* forward_features(bool train);  // stem and blocks; returns the last block's output
   ResNetConfig cfg_;
   std::vector<ParamTensor> tensors_;
-  std::vector<float> params_, grads_;
+  Buffer<float> params_, grads_;  // buffer.hpp: where the kernels read and write
   long n_params_ = 0;
   float* p_ = nullptr;  // what the passes read and write: params_/grads_ or the bound arrays
   float* g_ = nullptr;

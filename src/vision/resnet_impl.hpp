@@ -18,10 +18,10 @@ struct ResNet::Impl {
   detail::Dims in_dims, stem_dims, pool_dims;  // pool_dims: after the ImageNet stem's max pool
   const float* images = nullptr;
   detail::ConvOut stem_a;
-  std::vector<float> stem_out, stem_pooled, pooled, logits, dlogits;
-  std::vector<long> stem_argmax;  // the max pool's winners
-  std::vector<int> labels;
-  std::vector<float> g_pooled, g_x, g_next, g_stem;  // backward's gradients, kept between steps (see ResBlock)
+  Buffer<float> stem_out, stem_pooled, pooled, logits, dlogits;
+  Buffer<long> stem_argmax;  // the max pool's winners
+  Buffer<int> labels;        // the batch's, where the loss kernel reads them
+  Buffer<float> g_pooled, g_x, g_next, g_stem;  // backward's gradients, kept between steps (see ResBlock)
   int batch = 0;
   // every convolution: the stem's, then each block's chain and its projection (whether used or not)
   std::vector<detail::ConvLayer*> convs() {

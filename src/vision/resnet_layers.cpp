@@ -40,7 +40,7 @@ void ConvLayer::forward_on(const Dims& in, const float* params, const bf16_bits*
 
 template <class DX>
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
-                         std::vector<DX>* dx) {
+                         Buffer<DX>* dx) {
   DX* dxp = dx ? room_for(*dx, in.size()) : nullptr;
   if constexpr (std::is_same_v<DX, float>) {
     if (fp16) {  // the output gradient rounded as fp16 would hold it, and dx and dw as fp16 would return them
@@ -76,7 +76,7 @@ void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, Out
 }
 
 template <class X>
-void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, std::vector<float>& y, bool train) {
+void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, Buffer<float>& y, bool train) {
   y.resize(d.size());
   forward(d, params, x, y.data(), train);
 }
@@ -91,7 +91,7 @@ void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, co
 template <class A, class Y, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
                    const A* a, const Y* b, const float* x, const DY* dy, float* grads,
-                   std::vector<float>& g_a, std::vector<DX>* dx) {
+                   Buffer<float>& g_a, Buffer<DX>* dx) {
   const Dims od = conv.out(conv_in);
   if (conv.bf16) {
     bn.backward(od, params, a, b, dy, grads, conv.dy_bf16(conv_in));
@@ -108,12 +108,12 @@ void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& b
 
 // the stem's (resnet_step.cpp): its conv's output fp32 or bf16, its BN's output fp32 (a max pool or a block reads it)
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const float*, const float*,
-                            const float*, const float*, float*, std::vector<float>&, std::vector<float>*);
+                            const float*, const float*, float*, Buffer<float>&, Buffer<float>*);
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const bf16_bits*,
-                            const float*, const float*, const float*, float*, std::vector<float>&,
-                            std::vector<float>*);
-template void BatchNormLayer::forward(const Dims&, const float*, const float*, std::vector<float>&, bool);
-template void BatchNormLayer::forward(const Dims&, const float*, const bf16_bits*, std::vector<float>&, bool);
+                            const float*, const float*, const float*, float*, Buffer<float>&,
+                            Buffer<float>*);
+template void BatchNormLayer::forward(const Dims&, const float*, const float*, Buffer<float>&, bool);
+template void BatchNormLayer::forward(const Dims&, const float*, const bf16_bits*, Buffer<float>&, bool);
 
 void ResBlock::forward(const Dims& d, const float* params, const float* input, bool train) {
   const size_t n = convs.size();
@@ -154,7 +154,7 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
   a[n - 1].visit([&](const auto* an) { bns[n - 1].forward(mid, params, an, out.data(), train, shortcut); });
 }
 
-void ResBlock::backward(const float* params, const float* dout, float* grads, std::vector<float>& dx) {
+void ResBlock::backward(const float* params, const float* dout, float* grads, Buffer<float>& dx) {
   const size_t n = convs.size();
   relu_backward(mid.size(), out.data(), dout, room_for(g_sum, mid.size()));
   const float* g_out = g_sum.data();  // the last unit's output gradient: the sum's, before any ReLU

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "src/vision/batchnorm.hpp"
+#include "src/vision/buffer.hpp"
 #include "src/vision/conv.hpp"
 
 namespace gt::vision::detail {
@@ -12,8 +13,8 @@ namespace gt::vision::detail {
 // sizes (a block's units, the blocks of a stage and the next) and are overwritten before they are read, and
 // vector::resize() zero-fills whatever it grows by, on every step (memset was 0.9% of a steady ResNet-50 step in
 // perf, 0.1% with this). Grows only; callers use n, never size().
-template <class T>
-T* room_for(std::vector<T>& v, long n) {
+template <class V>
+auto* room_for(V& v, long n) {
   if (v.size() < size_t(n)) v.resize(size_t(n));
   return v.data();
 }
@@ -28,8 +29,8 @@ struct Dims {
 // visit(fn) calls fn with a pointer to the one in use.
 struct ConvOut {
   bool bf16 = false;
-  std::vector<float> f;
-  std::vector<bf16_bits> h;
+  Buffer<float> f;
+  Buffer<bf16_bits> h;
   template <class Fn>
   void visit(Fn&& fn) const {
     if (bf16)
@@ -46,10 +47,10 @@ struct ConvLayer {
   bool fp16 = false;  // fp16 operands and outputs, emulated in fp32 (ResNetConfig::fp16, fp16.hpp)
   bool winograd = false;  // fp32 3x3 stride 1 may run Winograd (ResNetConfig::winograd)
   // fp16: the input, the weights and the output gradient rounded to fp16 (the input kept for backward-weights)
-  std::vector<float> xr{}, wr{}, dyr{};
+  Buffer<float> xr{}, wr{}, dyr{};
   // bf16: the input as the convolution reads it, rounded once by forward and kept for backward-weights, and the
   // output gradient, which the BatchNorm after this conv writes in bf16 (dy_bf16): no conversion in the passes
-  std::vector<bf16_bits> xb{}, dyb{};
+  Buffer<bf16_bits> xb{}, dyb{};
   // bf16: the input forward read and backward-weights reads again: xb, or another conv's xb of the same tensor
   // (forward_on: a block's projection reads what its first conv rounded)
   const bf16_bits* xin = nullptr;
@@ -79,18 +80,18 @@ struct ConvLayer {
   // this conv inside a block reads)
   template <class DX>
   void backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
-                std::vector<DX>* dx);
+                Buffer<DX>* dx);
 };
 
 struct BatchNormLayer {
   BatchNormParams p;
   long gamma_off = 0, beta_off = 0;
-  std::vector<float> running_mean, running_var;
+  std::vector<float> running_mean, running_var;  // host values: a checkpoint saves them (ModelBuffer)
   BatchNormSaved saved;
   void init(int channels);
   // x: the conv's output (fp32 or bf16); y: d.size() values, fp32 or bf16 (the input of the bf16 conv after it)
   template <class X>
-  void forward(const Dims& d, const float* params, const X* x, std::vector<float>& y, bool train);
+  void forward(const Dims& d, const float* params, const X* x, Buffer<float>& y, bool train);
   // residual: a block's shortcut, y = relu(BN(x) + residual) (batchnorm_forward_train's)
   template <class X, class Out>
   void forward(const Dims& d, const float* params, const X* x, Out* y, bool train, const float* residual = nullptr);
@@ -108,7 +109,7 @@ struct BatchNormLayer {
 template <class A, class Y, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
                    const A* a, const Y* b, const float* x, const DY* dy, float* grads,
-                   std::vector<float>& g_a, std::vector<DX>* dx);
+                   Buffer<float>& g_a, Buffer<DX>* dx);
 
 // A residual block: a chain of conv - BN units with ReLU after each but the last (fused into the BN: its
 // p.relu), plus the shortcut (identity, or
@@ -125,20 +126,20 @@ struct ResBlock {
   std::vector<Dims> conv_in;  // each conv's input shape
   const float* x = nullptr;  // the block's input of the last forward (the previous layer's output, kept there)
   std::vector<ConvOut> a;                // per unit: the conv's output
-  std::vector<std::vector<float>> b;     // per unit but the last: the BN's, ReLU'd (the last one's BN writes out)
+  std::vector<Buffer<float>> b;     // per unit but the last: the BN's, ReLU'd (the last one's BN writes out)
   // Unit k's BN writes the next conv's input in bf16 (convs[k + 1].xb) instead of b[k]: no fp32 copy, no conversion
   bool lowered(size_t k) const { return k + 1 < convs.size() && convs[k + 1].bf16; }
   ConvOut ap;
-  std::vector<float> bp, out;
+  Buffer<float> bp, out;
   // backward's gradients, kept between steps: freshly allocated buffers of this size come from mmap, and their
   // page faults cost more than some of the layers (a ResNet-50 step at batch 16 touches ~2 GB of them)
-  std::vector<float> g_sum, g_h, g_a, g_prev, g_proj, g_xproj;
+  Buffer<float> g_sum, g_h, g_a, g_prev, g_proj, g_xproj;
   // bf16: the gradient between two bf16 convs' units inside the block (conv k's dx, unit k - 1's dy), as the
   // autocast convention keeps it; the block's input gradient and the shortcut's stay fp32 (they are summed)
-  std::vector<bf16_bits> g_hb, g_prevb;
+  Buffer<bf16_bits> g_hb, g_prevb;
   void forward(const Dims& d, const float* params, const float* input, bool train);
   // dout: gradient of out; dx (resized) receives the gradient of the input
-  void backward(const float* params, const float* dout, float* grads, std::vector<float>& dx);
+  void backward(const float* params, const float* dout, float* grads, Buffer<float>& dx);
 };
 
 }  // namespace gt::vision::detail

@@ -48,7 +48,7 @@ void ResNetStage::bind(void* params, void* grads) {
   } else {
     net_->bind(static_cast<float*>(params), net_->grads().data());
   }
-  std::vector<float>().swap(net_->params());
+  Buffer<float>().swap(net_->params());
 }
 
 // Called after bind() (src/train/dp/data_parallel.cpp): ZeRO-3 makes the bound parameters a shard, so the network

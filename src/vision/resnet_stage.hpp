@@ -33,6 +33,7 @@
 #include "src/model/stage_model.hpp"
 #include "src/model/unit_io.hpp"
 #include "src/model/units.hpp"
+#include "src/vision/buffer.hpp"
 #include "src/vision/resnet.hpp"
 
 namespace gt::vision {
@@ -82,8 +83,8 @@ class ResNetStage final : public StageModel {
   Precision precision_;
   void widen(long n, const uint16_t* from, float* to) const;  // the 16-bit working type's values into fp32
   const uint16_t* params16_ = nullptr;  // bf16, fp16: the bound working copy
-  std::vector<float> params32_;         // bf16, fp16 or ZeRO-3: the fp32 values the network reads
-  std::vector<float> images_;      // B x H x W x C
+  Buffer<float> params32_;         // bf16, fp16 or ZeRO-3: the fp32 values the network reads
+  Buffer<float> images_;           // B x H x W x C, where the kernels read them (buffer.hpp)
   std::vector<int> labels_;        // B
   double scale_ = 0;               // the last training forward's loss_scale
   double loss_sum_ = 0, hits_ = 0; // since the last take

@@ -60,7 +60,7 @@ StepResult ResNet::forward(int batch, const float* images, const int* labels, bo
   linear_forward(batch, m.features, cfg_.classes, m.pooled.data(), p_ + m.fc_w,
                  p_ + m.fc_b, m.logits.data());
   StepResult r;
-  r.loss = softmax_xent(batch, cfg_.classes, m.logits.data(), labels, m.dlogits.data(), &r.correct);
+  r.loss = softmax_xent(batch, cfg_.classes, m.logits.data(), m.labels.data(), m.dlogits.data(), &r.correct);
   return r;
 }
 
@@ -72,7 +72,7 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
   const float* p = p_;
   float* g = g_;
   const Dims last = m.blocks.back().mid;
-  std::vector<float>&dpooled = m.g_pooled, &dx = m.g_x, &dnext = m.g_next;
+  Buffer<float>&dpooled = m.g_pooled, &dx = m.g_x, &dnext = m.g_next;
   dpooled.resize(m.pooled.size());
   detail::room_for(dx, last.size());  // dx and dnext trade places at every block: sizes differ (resnet_layers.hpp)
   if (grad_scale != 1.f) gt::scale_inplace(m.dlogits.data(), long(m.dlogits.size()), grad_scale);
@@ -85,14 +85,14 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
     dx.swap(dnext);
     done(int(i) + 1);
   }
-  std::vector<float>& da = m.g_stem;
+  Buffer<float>& da = m.g_stem;
   if (cfg_.stem == ResNetStem::ImageNet) {  // back through the max pool to the stem's full map
     detail::room_for(dnext, m.stem_dims.size());  // maxpool_backward sets every element
     maxpool_backward(stem_pool(m.stem_dims), dx.data(), m.stem_argmax, dnext.data());
     dx.swap(dnext);
   }
   m.stem_a.visit([&](const auto* a) {  // BN with its ReLU's mask, then the stem conv
-    std::vector<float>* no_dx = nullptr;  // the images need no gradient
+    Buffer<float>* no_dx = nullptr;  // the images need no gradient
     detail::unit_backward(m.stem, m.in_dims, m.stem_bn, p, a, m.stem_out.data(), m.images, dx.data(), g, da, no_dx);
   });
   done(0);

@@ -51,7 +51,7 @@ int check_every_tensor(const ResNetConfig& cfg, int image_seed) {
   const std::vector<int> y = {0, 2, 1, 1, 0};
   net.forward(batch, x.data(), y.data(), true);
   net.backward();
-  const std::vector<float> grad = net.grads();
+  const std::vector<float> grad(net.grads().begin(), net.grads().end());
   std::mt19937 gen(11);
   std::normal_distribution<float> nd(0.f, 1.f);
   int checked = 0;
@@ -166,7 +166,7 @@ LossAndGrads one_step(const ResNetConfig& cfg) {
   LossAndGrads r;
   r.loss = net.forward(4, x.data(), y.data(), true).loss;
   net.backward();
-  r.grads = net.grads();
+  r.grads.assign(net.grads().begin(), net.grads().end());
   return r;
 }
 
