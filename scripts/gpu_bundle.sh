@@ -8,7 +8,7 @@
 #   deps.tar.xz          the Debian packages of MPICH, parallel HDF5, OpenBLAS and GoogleTest that the CPU build
 #                        here links against (the packages owning every shared library of its programs (ldd), plus
 #                        the -dev packages for headers, minus the base system), unpacked, without docs or .a files
-#   ref_small_<p>.losses each step's loss of `gridtrain train --config small train.steps=20 train.precision=<p>` on
+#   ref_<deck>_<p>.losses each step's loss of `gridtrain train --config <deck> train.steps=20 train.precision=<p>` on
 #                        this CPU build, p = fp32 and bf16
 #
 #   scripts/gpu_bundle.sh [--third-party DIR] [--no-prebuilt]
@@ -54,14 +54,17 @@ tar -cf - -C "$prefix" . | xz -T0 -6 >"$bundle/deps.tar.xz"
 rm -rf "$prefix"
 echo "gpu_bundle.sh: ${#keep[@]} packages, deps.tar.xz $(du -sh "$bundle/deps.tar.xz" | cut -f1)"
 
-for prec in fp32 bf16; do
+# the GPT deck in both precisions, and the ResNet (resnet-tiny: synthetic images) in fp32, the one precision a device
+# build runs it in so far
+for run_of in small:fp32 small:bf16 resnet-tiny:fp32; do
+  deck=${run_of%%:*} prec=${run_of##*:}
   run=$(mktemp -d)
-  "$gridtrain" train --config small train.steps=20 train.precision=$prec checkpoint.every=0 checkpoint.save_final=false \
-    output.dir="$run" output.log_every=1 >/dev/null
+  "$gridtrain" train --config "$deck" train.steps=20 train.precision=$prec checkpoint.every=0 \
+    checkpoint.save_final=false output.dir="$run" output.log_every=1 >/dev/null
   python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; print("\n".join(repr(d["loss"]) for d in r if "loss" in d))' \
-    "$run/metrics.jsonl" >"$bundle/ref_small_$prec.losses"
+    "$run/metrics.jsonl" >"$bundle/ref_${deck}_$prec.losses"
   rm -rf "$run"
-  echo "gpu_bundle.sh: reference losses of small $prec: $(wc -l <"$bundle/ref_small_$prec.losses") steps"
+  echo "gpu_bundle.sh: reference losses of $deck $prec: $(wc -l <"$bundle/ref_${deck}_$prec.losses") steps"
 done
 rm -f "$bundle"/ref_small.losses
 

@@ -7,12 +7,15 @@
 #             one line each, MISSING where absent; adds the libraries it finds (Python wheels too) to the path
 #   build     the carried prebuilt CUDA build (.gpu-bundle/prebuilt.tar.xz, made here by scripts/gpu_bundle.sh), or
 #             a build there with every core (Ninja if present) against the carried Kokkos install or source
-#   match     one rank, `small`, 20 steps, fp32 and bf16, against the CPU build's losses carried in the bundle
+#   match     one rank, 20 steps, `small` in fp32 and bf16 and `resnet-tiny` in fp32, against the CPU build's
+#             losses carried in the bundle
 #   bench     bench_step fp32 (small, gpt2-124m) and the trainer in bf16 (small; gpt2-124m at micro-batch 4 and 16)
 #   kernels   the gpt2-124m bf16 step under Nsight Compute (one metric: each kernel's duration), a table by kernel
 #   torch     the same gpt2-124m step in PyTorch on the same GPU (math and fused attention, fp32 and bf16)
+#   vision_own gridtrain's ResNet-50 at 224x224, batch 128, fp32 (cuDNN's convolutions, the Kokkos BatchNorm,
+#             pooling and head kernels; the first device run of that path, 2026-12-06: docs/vision.md): img/s, MFU
 #   vision    torchvision's ResNet-50 at 224x224, batch 128, fp32 and bf16 autocast: img/s and img/J from NVML's
-#             energy counter (issue 21's H200 figures; gridtrain's ResNet has no cuDNN path yet, docs/vision.md)
+#             energy counter (issue 21's H200 figures)
 #   tests     the ctest suite's `gpu1` label (every test that applies on one GPU; docs/gpu.md lists the rest)
 #   sanitize  compute-sanitizer memcheck over two steps of `tiny`
 #
@@ -27,7 +30,7 @@ set -a  # every variable reaches the stages, which run as functions in a child b
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$here/runs/gpu_check}
 bundle=${GRIDTRAIN_GPU_BUNDLE:-$here/.gpu-bundle}
-all_stages=probe,build,match,bench,kernels,torch,vision,tests,sanitize
+all_stages=probe,build,match,bench,kernels,torch,vision_own,vision,tests,sanitize
 stages=$all_stages
 budget=480
 dry=0
@@ -247,15 +250,20 @@ stage build 300 "no_gpu" do_build
 # (oneDNN's native bf16 GEMMs there, cuBLAS's here, both fp32-accumulating); bf16 rounds at 2^-8 = 3.9e-3 and the
 # rounding of the two libraries differs, so 1e-2 relative (the ZeRO tests' bf16 bound; the layout tests measured
 # 4.2e-4 over 5 steps) over 20 steps.
+# resnet-tiny fp32 (the device build's ResNet: cuDNN's convolutions, the Kokkos BatchNorm, pooling and head
+# kernels): oneDNN's and cuDNN's convolutions sum in other orders, and BatchNorm over 8 images of 16x16 divides by
+# small standard deviations, which magnifies that drift; 1e-2 relative over 20 steps still catches a wrong kernel, a
+# missing fence or a stream out of order (they move the loss by O(1) within a few steps).
 match() {
-  local prec rc=0
-  for prec in fp32 bf16; do
-    local ref=$bundle/ref_small_$prec.losses tol=1e-3
-    [ "$prec" = bf16 ] && tol=1e-2
-    [ -f "$ref" ] || { echo "match $prec: no $ref"; rc=1; continue; }
-    "$gridtrain" train --config small train.steps=20 train.precision=$prec checkpoint.every=0 \
-      checkpoint.save_final=false output.dir="$out/run_small_$prec" output.log_every=1 || rc=1
-    py - "$ref" "$out/run_small_$prec/metrics.jsonl" "small $prec" "$tol" >>"$out/losses.txt" <<'EOF' || rc=1
+  local run_of rc=0
+  for run_of in small:fp32:1e-3 small:bf16:1e-2 resnet-tiny:fp32:1e-2; do
+    local deck=${run_of%%:*} rest=${run_of#*:}
+    local prec=${rest%%:*} tol=${rest#*:}
+    local ref=$bundle/ref_${deck}_$prec.losses
+    [ -f "$ref" ] || { echo "match $deck $prec: no $ref"; rc=1; continue; }
+    "$gridtrain" train --config "$deck" train.steps=20 train.precision=$prec checkpoint.every=0 \
+      checkpoint.save_final=false output.dir="$out/run_${deck}_$prec" output.log_every=1 || rc=1
+    py - "$ref" "$out/run_${deck}_$prec/metrics.jsonl" "$deck $prec" "$tol" >>"$out/losses.txt" <<'EOF' || rc=1
 import json, sys
 ref = [float(x) for x in open(sys.argv[1]).read().split()]
 try:
@@ -270,7 +278,7 @@ print(f"match {sys.argv[3]}: {n}/{len(ref)} steps, max relative loss difference 
 sys.exit(0 if ok else 1)
 EOF
     tail -1 "$out/losses.txt" | tee -a "$summary"
-    rm -rf "$out/run_small_$prec"
+    rm -rf "$out/run_${deck}_$prec"
   done
   return $rc
 }
@@ -336,6 +344,24 @@ vision_peer() {
       --steps 20 $p | tee -a "$out/bench.jsonl" || return 1
   done
 }
+# gridtrain's own ResNet-50 beside it: fp32 (the one precision a device build runs the ResNet in so far), the same
+# batch, 20 steps; img/s, MFU and energy from the run's summary.json
+vision_own() {
+  "$gridtrain" train --config resnet50-imagenet train.micro_batch_size=128 train.steps=20 train.precision=fp32 \
+    checkpoint.every=0 checkpoint.save_final=false output.dir="$out/run_resnet50" output.log_every=5 || return 1
+  py - "$out/run_resnet50/summary.json" <<'EOF' | tee -a "$out/bench.jsonl"
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(json.dumps({"program": "gridtrain", "model": "resnet50", "precision": s["precision"], "batch": s["global_batch_images"],
+                  "img_per_s": s["images_per_s"], "mfu": s["mfu"], "energy": s.get("energy_source", "")}))
+EOF
+  rm -rf "$out/run_resnet50"
+}
+stage vision_own 120 "no_gpu no_build" vision_own && grep '"program": "gridtrain"' "$out/bench.jsonl" | py -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    print("vision gridtrain resnet50", r["precision"], "b%s" % r["batch"], "%.0f img/s, MFU %.2f" % (r["img_per_s"], r["mfu"]))' >>"$summary"
 stage vision 90 "no_gpu no_torch no_torchvision" vision_peer && grep '"model": "resnet50"' "$out/bench.jsonl" | py -c '
 import json, sys
 for l in sys.stdin:
@@ -353,11 +379,15 @@ tests() {
 stage tests 200 "no_gpu no_build" tests
 [ -f "$out/ctest.txt" ] && grep -E "tests passed|tests failed" "$out/ctest.txt" >>"$summary"
 
-# ---- sanitize: compute-sanitizer memcheck over two steps of tiny -----------------------------------------------
+# ---- sanitize: compute-sanitizer memcheck over two steps of tiny and of resnet-tiny ------------------------------
 sanitize() {
-  compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 "$build/src/cli/gridtrain-bin" train \
-    --config tiny train.steps=2 checkpoint.every=0 checkpoint.save_final=false output.dir="$out/san_run"
-  local rc=$?; rm -rf "$out/san_run"; return $rc
+  local deck rc=0
+  for deck in tiny resnet-tiny; do
+    compute-sanitizer --tool memcheck --leak-check no --error-exitcode 3 "$build/src/cli/gridtrain-bin" train \
+      --config $deck train.steps=2 checkpoint.every=0 checkpoint.save_final=false output.dir="$out/san_run" || rc=$?
+    rm -rf "$out/san_run"
+  done
+  return $rc
 }
 stage sanitize 90 "no_gpu no_build" sanitize
 

@@ -21,10 +21,13 @@ struct StageLayout {
 };
 
 // A model's state that is neither a parameter nor an optimizer's (BatchNorm's running statistics): no gradient,
-// updated by forward, checkpointed and agreed over the DP group (src/train/extensions/model_buffers.hpp).
+// updated by forward, checkpointed and agreed over the DP group (src/train/extensions/model_buffers.hpp). The
+// values are where the model keeps them, which both the host and the device can address (the vision network's
+// Buffers: host memory on host builds, CUDA managed memory on device builds).
 struct ModelBuffer {
   std::string name;
-  std::vector<float>* values = nullptr;
+  float* data = nullptr;
+  size_t size = 0;
 };
 
 class StageModel {

@@ -78,17 +78,16 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
 }
 
 // y = gamma (x - running_mean) / sqrt(running_var + eps) + beta: the deviation first, as in training, so that a
-// large mean does not cancel digits. running_mean and running_var are host values (the layer's, which a
-// checkpoint saves); the kernel reads copies.
+// large mean does not cancel digits. running_mean: where the kernels read (the layer's Buffer)
 template <class X, class Out>
 void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, const float* gamma,
                             const float* beta, const float* running_mean, const float* running_var, Out* y,
                             const float* residual) {
   const int C = p.channels;
   const std::vector<float> g = host_copy(gamma, C);
-  Buffer<float> sub(running_mean, running_mean + C), scale(static_cast<size_t>(C));
+  Buffer<float> scale(static_cast<size_t>(C));
   for (int c = 0; c < C; ++c) scale[c] = g[c] / std::sqrt(running_var[c] + p.eps);
-  affine(p.relu, rows, C, x, sub.data(), scale.data(), beta, residual, y);
+  affine(p.relu, rows, C, x, running_mean, scale.data(), beta, residual, y);
 }
 
 // dx = gamma * invstd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)), the usual closed form, as

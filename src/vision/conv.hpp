@@ -1,9 +1,10 @@
 #pragma once
 // 2-D convolution for the vision models (issue 21), channels-last: activations N x H x W x C, weights
 // O x KH x KW x I (the layout oneDNN calls acdb for both), no bias (every ResNet conv is followed by BatchNorm).
-// Three passes: forward, backward-data (the gradient of the input) and backward-weights. The backend is oneDNN
-// when the build has it (primitives created on first use and cached per thread by shape, on the rank's one
-// thread), otherwise a naive loop nest; conv_backend() names the one in use.
+// Three passes: forward, backward-data (the gradient of the input) and backward-weights. The backend is cuDNN on
+// device builds (the pointers are then device memory; conv_cudnn.hpp), oneDNN when a host build has it
+// (primitives created on first use and cached per thread by shape, on the rank's one thread), otherwise a naive
+// loop nest; conv_backend() names the one in use.
 #include <string>
 
 #include "src/vision/bf16.hpp"
@@ -30,12 +31,12 @@ struct ConvShape {
   long weight_size() const { return long(k) * r * s * c; }
 };
 
-enum class ConvBackend { naive, onednn };
+enum class ConvBackend { naive, onednn, cudnn };
 
-// The backend in use: oneDNN when compiled in, unless `set_conv_backend(naive)` chose the loops (tests do, to
-// check one against the other).
+// The backend in use: cuDNN on device builds, else oneDNN when compiled in, unless `set_conv_backend(naive)` chose
+// the loops (tests do, to check one against the other).
 ConvBackend conv_backend();
-void set_conv_backend(ConvBackend b);  // throws gt::Error when oneDNN is asked for and the build has none
+void set_conv_backend(ConvBackend b);  // throws gt::Error when the build has no such backend
 std::string conv_backend_name(ConvBackend b);
 // Whether ConvShape::bf16 runs on native bf16 kernels (oneDNN's JIT for this CPU: AVX512_BF16 or AMX). Otherwise
 // it is emulated: the operands are rounded to bf16 in fp32 copies and the fp32 pass runs on them, the same math
@@ -86,6 +87,11 @@ void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bi
                           float* dw);
 void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w,
                           bf16_bits* dxb, float* dw);
+// cuDNN on device memory (conv_cudnn.cpp; fp32 only so far), on the stream of the Kokkos kernels around them
+bool cudnn_available();
+void conv_forward_cudnn(const ConvShape& s, const float* x, const float* w, float* y);
+void conv_backward_data_cudnn(const ConvShape& s, const float* dy, const float* w, float* dx);
+void conv_backward_weights_cudnn(const ConvShape& s, const float* x, const float* dy, float* dw);
 }  // namespace detail
 
 }  // namespace gt::vision

@@ -8,8 +8,12 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 
+#include "kernels/device_stream.hpp"
 #include "src/core/error.hpp"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -45,10 +49,12 @@ bool cuda_device_present() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-CudnnConv::CudnnConv(const ConvShape& s) : s_(s), st_(std::make_unique<State>()) {
+CudnnConv::CudnnConv(const ConvShape& s, void* stream, bool synchronize)
+    : s_(s), sync_(synchronize), st_(std::make_unique<State>()) {
   if (s.bf16) throw Error("cuDNN convolution: bf16 operands are not built yet (fp32 only)");
   State& t = *st_;
   check(cudnnCreate(&t.handle), "cudnnCreate");
+  if (stream) check(cudnnSetStream(t.handle, static_cast<cudaStream_t>(stream)), "cudnnSetStream");
   check(cudnnCreateTensorDescriptor(&t.x), "cudnnCreateTensorDescriptor");
   check(cudnnCreateTensorDescriptor(&t.y), "cudnnCreateTensorDescriptor");
   check(cudnnCreateFilterDescriptor(&t.w), "cudnnCreateFilterDescriptor");
@@ -101,31 +107,55 @@ CudnnConv::~CudnnConv() {
   if (t.handle) cudnnDestroy(t.handle);
 }
 
-// Each pass: y = 1 * op + 0 * y (outputs overwritten), then wait for it (the callers so far are tests).
+// Each pass: y = 1 * op + 0 * y (outputs overwritten), then, with synchronize, wait for it.
 namespace {
 const float kOne = 1.f, kZero = 0.f;
-void finished(cudnnStatus_t st, const char* what) {
+void finished(cudnnStatus_t st, const char* what, bool sync) {
   check(st, what);
-  check(cudaDeviceSynchronize(), what);
+  if (sync) check(cudaDeviceSynchronize(), what);
 }
 }  // namespace
 
 void CudnnConv::forward(const float* x, const float* w, float* y) {
   const State& t = *st_;
   finished(cudnnConvolutionForward(t.handle, &kOne, t.x, x, t.w, w, t.conv, t.fwd, t.work, t.work_bytes, &kZero,
-                                   t.y, y), "cudnnConvolutionForward");
+                                   t.y, y), "cudnnConvolutionForward", sync_);
 }
 
 void CudnnConv::backward_data(const float* dy, const float* w, float* dx) {
   const State& t = *st_;
   finished(cudnnConvolutionBackwardData(t.handle, &kOne, t.w, w, t.y, dy, t.conv, t.bwd_data, t.work,
-                                        t.work_bytes, &kZero, t.x, dx), "cudnnConvolutionBackwardData");
+                                        t.work_bytes, &kZero, t.x, dx), "cudnnConvolutionBackwardData", sync_);
 }
 
 void CudnnConv::backward_weights(const float* x, const float* dy, float* dw) {
   const State& t = *st_;
   finished(cudnnConvolutionBackwardFilter(t.handle, &kOne, t.x, x, t.y, dy, t.conv, t.bwd_filter, t.work,
-                                          t.work_bytes, &kZero, t.w, dw), "cudnnConvolutionBackwardFilter");
+                                          t.work_bytes, &kZero, t.w, dw), "cudnnConvolutionBackwardFilter", sync_);
 }
+
+// conv.hpp's dispatch on device builds: one CudnnConv per shape (descriptors, algorithms, workspace), made on first
+// use and kept per thread like oneDNN's primitives, on the Kokkos kernels' stream and without waiting, so that a
+// convolution is ordered between the BatchNorm kernels around it as any kernel is.
+namespace detail {
+namespace {
+CudnnConv& cached(const ConvShape& s) {
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int>;
+  thread_local std::map<Key, std::unique_ptr<CudnnConv>> convs;
+  std::unique_ptr<CudnnConv>& c = convs[Key{s.n, s.h, s.w, s.c, s.k, s.r, s.s, s.stride, s.pad}];
+  if (!c) c = std::make_unique<CudnnConv>(s, device_stream(), /*synchronize=*/false);
+  return *c;
+}
+}  // namespace
+
+bool cudnn_available() { return cuda_device_present(); }
+void conv_forward_cudnn(const ConvShape& s, const float* x, const float* w, float* y) { cached(s).forward(x, w, y); }
+void conv_backward_data_cudnn(const ConvShape& s, const float* dy, const float* w, float* dx) {
+  cached(s).backward_data(dy, w, dx);
+}
+void conv_backward_weights_cudnn(const ConvShape& s, const float* x, const float* dy, float* dw) {
+  cached(s).backward_weights(x, dy, dw);
+}
+}  // namespace detail
 
 }  // namespace gt::vision

@@ -1,4 +1,5 @@
-// Chooses the convolution backend: oneDNN when the build has it, the loop nest otherwise or when asked.
+// Chooses the convolution backend: cuDNN on device builds, oneDNN when a host build has it, the loop nest otherwise
+// or when asked.
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -21,13 +22,27 @@ void conv_forward_onednn(const ConvShape&, const bf16_bits*, const float*, float
 void conv_forward_onednn(const ConvShape&, const bf16_bits*, const float*, bf16_bits*) {}
 void conv_backward_onednn(const ConvShape&, const bf16_bits*, const bf16_bits*, const float*, float*, float*) {}
 #endif
+#ifndef GRIDTRAIN_HAVE_CUDNN
+bool cudnn_available() { return false; }
+void conv_forward_cudnn(const ConvShape&, const float*, const float*, float*) {}
+void conv_backward_data_cudnn(const ConvShape&, const float*, const float*, float*) {}
+void conv_backward_weights_cudnn(const ConvShape&, const float*, const float*, float*) {}
+#endif
 }  // namespace detail
 
 namespace {
 // The process's choice. One per process (not per model): the backend is a property of the build and the run.
 ConvBackend& chosen() {
-  static ConvBackend b = detail::onednn_available() ? ConvBackend::onednn : ConvBackend::naive;
+  static ConvBackend b = detail::cudnn_available()   ? ConvBackend::cudnn
+                         : detail::onednn_available() ? ConvBackend::onednn
+                                                      : ConvBackend::naive;
   return b;
+}
+
+// cuDNN takes fp32 operands only so far; the bf16 forms refuse it (a device build refuses bf16 ResNets before this)
+void fp32_on_cudnn(const ConvShape& s) {
+  if (s.bf16 && chosen() == ConvBackend::cudnn)
+    throw Error("convolution: bf16 operands on cuDNN are not built yet (fp32 only on device builds)");
 }
 }  // namespace
 
@@ -36,10 +51,14 @@ ConvBackend conv_backend() { return chosen(); }
 void set_conv_backend(ConvBackend b) {
   if (b == ConvBackend::onednn && !detail::onednn_available())
     throw Error("the convolution backend onednn is not in this build (Debian: apt-get install libdnnl-dev)");
+  if (b == ConvBackend::cudnn && !detail::cudnn_available())
+    throw Error("the convolution backend cudnn is not in this build (a CUDA build with cuDNN)");
   chosen() = b;
 }
 
-std::string conv_backend_name(ConvBackend b) { return b == ConvBackend::onednn ? "onednn" : "naive"; }
+std::string conv_backend_name(ConvBackend b) {
+  return b == ConvBackend::cudnn ? "cudnn" : b == ConvBackend::onednn ? "onednn" : "naive";
+}
 
 bool conv_bf16_native() { return chosen() == ConvBackend::onednn && detail::onednn_bf16_native(); }
 
@@ -82,6 +101,8 @@ ConvShape fp32(ConvShape s) {
 }  // namespace
 
 void conv_forward(const ConvShape& s, const float* x, const float* w, float* y) {
+  fp32_on_cudnn(s);
+  if (chosen() == ConvBackend::cudnn) return detail::conv_forward_cudnn(s, x, w, y);
   if (emulate(s)) {
     Rounded& r = rounded();
     return conv_forward(fp32(s), r.of(r.a, x, s.in_size()), r.of(r.b, w, s.weight_size()), y);
@@ -91,6 +112,8 @@ void conv_forward(const ConvShape& s, const float* x, const float* w, float* y) 
 }
 
 void conv_backward_data(const ConvShape& s, const float* dy, const float* w, float* dx) {
+  fp32_on_cudnn(s);
+  if (chosen() == ConvBackend::cudnn) return detail::conv_backward_data_cudnn(s, dy, w, dx);
   if (emulate(s)) {
     Rounded& r = rounded();
     return conv_backward_data(fp32(s), r.of(r.a, dy, s.out_size()), r.of(r.b, w, s.weight_size()), dx);
@@ -100,6 +123,8 @@ void conv_backward_data(const ConvShape& s, const float* dy, const float* w, flo
 }
 
 void conv_backward_weights(const ConvShape& s, const float* x, const float* dy, float* dw) {
+  fp32_on_cudnn(s);
+  if (chosen() == ConvBackend::cudnn) return detail::conv_backward_weights_cudnn(s, x, dy, dw);
   if (emulate(s)) {
     Rounded& r = rounded();
     return conv_backward_weights(fp32(s), r.of(r.a, x, s.in_size()), r.of(r.b, dy, s.out_size()), dw);
@@ -109,6 +134,7 @@ void conv_backward_weights(const ConvShape& s, const float* x, const float* dy, 
 }
 
 void conv_backward(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw) {
+  fp32_on_cudnn(s);
   if (!emulate(s) && chosen() == ConvBackend::onednn) return detail::conv_backward_onednn(s, x, dy, w, dx, dw);
   if (emulate(s)) {  // dy rounded once (r.b), x and w by the calls below (r.a)
     Rounded& r = rounded();
@@ -122,12 +148,14 @@ void conv_backward(const ConvShape& s, const float* x, const float* dy, const fl
 }
 
 void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, float* y) {
+  fp32_on_cudnn(s);
   if (s.bf16 && conv_bf16_native()) return detail::conv_forward_onednn(s, xb, w, y);
   Rounded& r = rounded();  // widened x (r.a) and rounded w (r.b): the fp32 pass on the same values
   conv_forward(fp32(s), r.of(r.a, xb, s.in_size()), r.of(r.b, w, s.weight_size()), y);
 }
 
 void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_bits* yb) {
+  fp32_on_cudnn(s);
   if (s.bf16 && conv_bf16_native()) return detail::conv_forward_onednn(s, xb, w, yb);
   thread_local std::vector<float> y;  // the fp32 result, rounded once as a whole (per thread, kept: see Rounded)
   y.resize(size_t(s.out_size()));
@@ -137,6 +165,7 @@ void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, bf16_
 
 void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, float* dx,
                    float* dw) {
+  fp32_on_cudnn(s);
   if (s.bf16 && conv_bf16_native()) return detail::conv_backward_onednn(s, xb, dyb, w, dx, dw);
   Rounded& r = rounded();
   const float* dy = r.of(r.b, dyb, s.out_size());
@@ -146,6 +175,7 @@ void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb
 
 void conv_backward(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w, bf16_bits* dxb,
                    float* dw) {
+  fp32_on_cudnn(s);
   if (s.bf16 && conv_bf16_native()) return detail::conv_backward_onednn(s, xb, dyb, w, dxb, dw);
   thread_local std::vector<float> dx;  // the fp32 result, rounded once as a whole (as the forward's above)
   dx.resize(size_t(s.in_size()));

@@ -174,8 +174,8 @@ void ResNet::set_group_sum(std::function<void(double*, int)> sum) {
   }
 }
 
-std::vector<std::pair<std::string, std::vector<float>*>> ResNet::running_stats() {
-  std::vector<std::pair<std::string, std::vector<float>*>> out;
+std::vector<std::pair<std::string, Buffer<float>*>> ResNet::running_stats() {
+  std::vector<std::pair<std::string, Buffer<float>*>> out;
   auto add_bn = [&](const std::string& name, detail::BatchNormLayer& bn) {
     out.emplace_back(name + ".running_mean", &bn.running_mean);
     out.emplace_back(name + ".running_var", &bn.running_var);

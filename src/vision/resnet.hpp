@@ -85,7 +85,7 @@ class ResNet {
   }
   // BatchNorm's running statistics (not parameters: no gradient, no optimizer), per layer by name:
   // "<layer>.running_mean" and "<layer>.running_var", for checkpoints and for the DP group to agree on.
-  std::vector<std::pair<std::string, std::vector<float>*>> running_stats();
+  std::vector<std::pair<std::string, Buffer<float>*>> running_stats();
   // Sync BN: every BatchNorm's statistics summed over a group with `sum` (batchnorm.hpp); empty: per process.
   void set_group_sum(std::function<void(double*, int)> sum);
   // Model FLOPs of one image's forward + backward: 2 per multiply-add of the convolutions and the classifier,

@@ -86,7 +86,7 @@ struct ConvLayer {
 struct BatchNormLayer {
   BatchNormParams p;
   long gamma_off = 0, beta_off = 0;
-  std::vector<float> running_mean, running_var;  // host values: a checkpoint saves them (ModelBuffer)
+  Buffer<float> running_mean, running_var;  // updated by the host, read by the kernels, saved by checkpoints
   BatchNormSaved saved;
   void init(int channels);
   // x: the conv's output (fp32 or bf16); y: d.size() values, fp32 or bf16 (the input of the bf16 conv after it)

@@ -148,7 +148,7 @@ void ResNetStage::backward(int /*slot*/, const std::function<void(int)>& on_unit
 
 std::vector<ModelBuffer> ResNetStage::model_buffers() {
   std::vector<ModelBuffer> out;
-  for (auto& [name, values] : net_->running_stats()) out.push_back({name, values});
+  for (auto& [name, values] : net_->running_stats()) out.push_back({name, values->data(), values->size()});
   return out;
 }
 

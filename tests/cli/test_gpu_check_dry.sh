@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 OUT=$out GRIDTRAIN_GPU_BUNDLE=$out/no-bundle GRIDTRAIN_GPU_BUILD=$out/no-build timeout 120 "$src/scripts/gpu_check.sh" --dry-run \
   >"$out.log" 2>&1 || fail "dry run exited $?: $(tail -5 "$out.log")"
 cat "$out/summary.txt"
-for s in build match bench kernels torch vision tests sanitize; do
+for s in build match bench kernels torch vision_own vision tests sanitize; do
   grep -qE "^$s skipped: .+" "$out/summary.txt" || fail "stage $s is not reported as skipped with a reason"
 done
 grep -q "^probe: gpu: " "$out/summary.txt" || fail "the probe did not report the GPU"
@@ -22,7 +22,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 names = [x["stage"] for x in s["stages"]]
 assert s["dry_run"] is True, s
-assert names == ["build", "match", "bench", "kernels", "torch", "vision", "tests", "sanitize"], names
+assert names == ["build", "match", "bench", "kernels", "torch", "vision_own", "vision", "tests", "sanitize"], names
 assert all(x["rc"] == -1 and x["note"].startswith("skipped: ") for x in s["stages"]), s
 PY
 OUT=$out "$src/scripts/gpu_check.sh" --stages build,bogus >/dev/null 2>&1

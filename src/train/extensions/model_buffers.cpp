@@ -5,13 +5,13 @@ namespace gt {
 std::vector<TensorShard> ModelBuffers::datasets(ExtensionIo&) {
   std::vector<TensorShard> out;
   for (const ModelBuffer& b : buffers_) {
-    const int64_t n = int64_t(b.values->size());
+    const int64_t n = int64_t(b.size);
     TensorShard t;
     t.name = "buffers/" + b.name;
     t.global_shape = {n};
     t.start = {0};
     t.count = {n};
-    t.data = b.values->data();
+    t.data = b.data;
     t.writer = grid_.dp_rank() == 0;  // one copy; every rank reads it back
     out.push_back(std::move(t));
   }
@@ -20,7 +20,7 @@ std::vector<TensorShard> ModelBuffers::datasets(ExtensionIo&) {
 
 void ModelBuffers::before_validation() {
   if (grid_.shape().dp == 1) return;
-  for (const ModelBuffer& b : buffers_) grid_.dp().broadcast(b.values->data(), b.values->size(), DType::F32, 0);
+  for (const ModelBuffer& b : buffers_) grid_.dp().broadcast(b.data, b.size, DType::F32, 0);
 }
 
 }  // namespace gt

@@ -11,6 +11,7 @@
 #include "src/core/error.hpp"
 #include "src/data/image_source.hpp"
 #include "src/grid/grid.hpp"
+#include "src/vision/conv.hpp"
 #include "src/vision/resnet_stage.hpp"
 
 namespace gt {
@@ -114,12 +115,17 @@ std::unique_ptr<DataSource> ResNetFamily::make_source(const Config& cfg) const {
 // Every pair the ResNet cannot run with (TP, PP, fp8, recompute, adapt, rebalance, layout =
 // auto, uneven shares under sync BN) is a row of the compatibility table (src/core/features.cpp), checked before the
 // family is made; nothing here depends on the grid beyond that.
-// Beyond the table: the network's buffers are host vectors and its convolutions oneDNN's, so a device build (CUDA:
-// the TrainState in device memory) refuses it until the cuDNN path exists (docs/vision.md, "What remains").
-void ResNetFamily::check(const Config&, const GridShape&) const {
-  if (!exec_on_host)
-    throw Error("config: model.kind = \"resnet\" runs on the host only in this build (the cuDNN path is not built; "
-                "docs/vision.md)");
+// Beyond the table: on a device build (CUDA: the TrainState in device memory) the convolutions are cuDNN's, fp32
+// only so far (the bf16 and fp16 forms of conv.hpp are host code: oneDNN's kernels or the emulation), so a device
+// build takes fp32 ResNets and refuses the others with one line; and one without cuDNN refuses the ResNet.
+void ResNetFamily::check(const Config& cfg, const GridShape&) const {
+  if (exec_on_host) return;
+  if (vision::conv_backend() != vision::ConvBackend::cudnn)
+    throw Error("config: model.kind = \"resnet\" on a device build needs cuDNN's convolutions, which this build or "
+                "this machine lacks (docs/vision.md)");
+  if (cfg.precision() != Precision::FP32)
+    throw Error("config: model.kind = \"resnet\" with train.precision = \"" + cfg.train.precision +
+                "\" is not built for device builds yet (cuDNN runs fp32 only so far; docs/vision.md)");
 }
 
 }  // namespace gt
