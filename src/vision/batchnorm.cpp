@@ -75,6 +75,7 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
   Buffer<float> scale(static_cast<size_t>(C));
   for (int c = 0; c < C; ++c) scale[c] = g[c] * saved.invstd[c];
   affine(p.relu, rows, C, x, saved.mean.data(), scale.data(), beta, residual, y);
+  device_fence();  // scale is freed on return, and the device split's kernel runs asynchronously
 }
 
 // y = gamma (x - running_mean) / sqrt(running_var + eps) + beta: the deviation first, as in training, so that a
@@ -88,6 +89,7 @@ void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, con
   Buffer<float> scale(static_cast<size_t>(C));
   for (int c = 0; c < C; ++c) scale[c] = g[c] / std::sqrt(running_var[c] + p.eps);
   affine(p.relu, rows, C, x, running_mean, scale.data(), beta, residual, y);
+  device_fence();  // as in training: scale is freed on return
 }
 
 // dx = gamma * invstd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)), the usual closed form, as
@@ -132,6 +134,7 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
     batchnorm_backward_dx<true>(dx, x, y, dy, mean, k.data(), b.data(), d.data(), rows, C);
   else
     batchnorm_backward_dx<false>(dx, x, y, dy, mean, k.data(), b.data(), d.data(), rows, C);
+  device_fence();  // k, b and d are freed on return
 }
 
 // The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.

@@ -103,6 +103,9 @@ void ResNetStage::hand_off(int unit) {
 }
 
 void ResNetStage::set_samples(int /*slot*/, const int32_t* rows) {
+  // The host overwrites images_, which the last micro-batch's kernels may still read on a device build (the stem's
+  // backward-weights runs asynchronously on the stream): wait for them first (at once on host builds).
+  device_fence();
   const ResNetConfig& c = net_->config();
   const size_t pixels = size_t(c.height) * c.width * c.channels;
   for (int b = 0; b < B_; ++b) {
