@@ -3,7 +3,7 @@
 // full window (padding counts as zeros), so global average pooling is window = H = W, stride 1, pad 0. Max pooling
 // records the winning input's flat index for backward (ties: the first in row-major window order).
 //   host split: per output pixel the taps in window order, each a pass over the contiguous channels (vectorises);
-//     backward scatters each output's gradient onto its input(s).
+//     backward scatters each output's gradient onto its window.
 //   device split: one work item per output element, the same taps in the same order (the same bits); backward
 //     gathers instead of scattering (no atomics): one work item per input element adds the gradients of the windows
 //     that cover it in increasing output order, the order the host split's scatter adds them in.
@@ -118,27 +118,55 @@ inline void maxpool_backward(float* dx, const float* dy, const long* argmax, con
 }
 
 // x: in_size   y: out_size, set
+// Host split: per output pixel the taps in window order, each over the contiguous channels (as the max pool).
 inline void avgpool_forward(float* y, const float* x, const PoolShape& s) {
   const float inv = 1.f / float(s.window * s.window);
-  const int oh = s.out_h(), ow = s.out_w();
-  Kokkos::parallel_for("avgpool_forward", range(0, s.out_size()), KOKKOS_LAMBDA(long o) {
-    const pool_detail::Pos at = pool_detail::unflatten(o, oh, ow, s.c);
-    float acc = 0.f;
-    pool_detail::for_window(s, at.n, at.h, at.w, at.c, [&](long i) { acc += x[i]; });
-    y[o] = acc * inv;
-  });
+  const int oh = s.out_h(), ow = s.out_w(), C = s.c;
+  if constexpr (!kHostBlocking) {
+    Kokkos::parallel_for("avgpool_forward", range(0, s.out_size()), KOKKOS_LAMBDA(long o) {
+      const pool_detail::Pos at = pool_detail::unflatten(o, oh, ow, C);
+      float acc = 0.f;
+      pool_detail::for_window(s, at.n, at.h, at.w, at.c, [&](long i) { acc += x[i]; });
+      y[o] = acc * inv;
+    });
+    return;
+  }
+  for (int n = 0; n < s.n; ++n)
+    for (int p = 0; p < oh; ++p)
+      for (int q = 0; q < ow; ++q) {
+        float* yo = y + ((long(n) * oh + p) * ow + q) * C;
+        for (int c = 0; c < C; ++c) yo[c] = 0.f;
+        pool_detail::for_window(s, n, p, q, 0, [&](long i) {
+          for (int c = 0; c < C; ++c) yo[c] += x[i + c];
+        });
+        for (int c = 0; c < C; ++c) yo[c] *= inv;
+      }
 }
 
 // dy: out_size   dx: in_size, set
+// Host split: each output's gradient spread over its window, outputs in order, channels contiguous (the gather on
+// the device split adds the same terms in the same order: the same bits).
 inline void avgpool_backward(float* dx, const float* dy, const PoolShape& s) {
   const float inv = 1.f / float(s.window * s.window);
-  const int oh = s.out_h(), ow = s.out_w();
-  Kokkos::parallel_for("avgpool_backward", range(0, s.in_size()), KOKKOS_LAMBDA(long i) {
-    const pool_detail::Pos at = pool_detail::unflatten(i, s.h, s.w, s.c);
-    float g = 0.f;
-    pool_detail::for_covering(s, oh, ow, at.n, at.h, at.w, at.c, [&](long o) { g += dy[o] * inv; });
-    dx[i] = g;
-  });
+  const int oh = s.out_h(), ow = s.out_w(), C = s.c;
+  if constexpr (!kHostBlocking) {
+    Kokkos::parallel_for("avgpool_backward", range(0, s.in_size()), KOKKOS_LAMBDA(long i) {
+      const pool_detail::Pos at = pool_detail::unflatten(i, s.h, s.w, C);
+      float g = 0.f;
+      pool_detail::for_covering(s, oh, ow, at.n, at.h, at.w, at.c, [&](long o) { g += dy[o] * inv; });
+      dx[i] = g;
+    });
+    return;
+  }
+  for (long i = 0; i < s.in_size(); ++i) dx[i] = 0.f;
+  for (int n = 0; n < s.n; ++n)
+    for (int p = 0; p < oh; ++p)
+      for (int q = 0; q < ow; ++q) {
+        const float* go = dy + ((long(n) * oh + p) * ow + q) * C;
+        pool_detail::for_window(s, n, p, q, 0, [&](long i) {
+          for (int c = 0; c < C; ++c) dx[i + c] += go[c] * inv;
+        });
+      }
 }
 
 }  // namespace gt

@@ -559,7 +559,7 @@ TEST(VisionPool, MaxAndAverageAgainstFloat64AndFiniteDifferences) {
     const auto x = randv(s.in_size(), 21), R = randv(s.out_size(), 22);
     const auto xd = to_d(x);
     std::vector<float> y(s.out_size()), dx(s.in_size());
-    std::vector<long> arg;
+    Buffer<long> arg;
     for (bool max : {true, false}) {
       if (max) maxpool_forward(s, x.data(), y.data(), arg);
       else avgpool_forward(s, x.data(), y.data());
