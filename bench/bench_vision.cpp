@@ -44,8 +44,16 @@ struct Options {
   float lr = 0.1f;
 };
 
+constexpr const char* kOptions =
+    "--dir --out --steps --batch --eval-images --lr --synthetic --bf16 --winograd --model --image --classes";
+
+// Options come in pairs; a lone word (--help among them) is refused with the list instead of being ignored, which
+// used to start a full training run.
 Options parse(int argc, char** argv) {
   Options o;
+  if (argc % 2 == 0)
+    throw gt::Error(std::string("bench_vision: ") + argv[argc - 1] + " needs a value (options, each with one: " +
+                    kOptions + ")");
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--dir") o.dir = v;
@@ -60,7 +68,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--model") o.model = v;
     else if (k == "--image") o.image = std::atoi(v.c_str());
     else if (k == "--classes") o.classes = std::atoi(v.c_str());
-    else throw gt::Error("bench_vision: unknown option " + k);
+    else throw gt::Error("bench_vision: unknown option " + k + " (options: " + kOptions + ")");
   }
   return o;
 }
