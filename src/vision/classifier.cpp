@@ -1,8 +1,6 @@
 // The head and ReLU: the vision code's entry points onto kernels/classifier.hpp.
 #include "src/vision/classifier.hpp"
 
-#include <vector>
-
 #include "kernels/classifier.hpp"
 #include "src/vision/buffer.hpp"
 

@@ -3,8 +3,6 @@
 // (gt::PoolShape, kernels/pool_shape.hpp). Average pooling divides by the full window (padding counts as zeros), so
 // global average pooling is the case window = H = W, stride 1, pad 0. Max pooling records the winning input index
 // for backward. The kernels are kernels/pool.hpp's (host and device splits).
-#include <vector>
-
 #include "kernels/pool_shape.hpp"
 #include "src/vision/buffer.hpp"
 
