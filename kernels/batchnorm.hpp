@@ -3,7 +3,7 @@
 // The per-channel arithmetic between them (variance, running statistics, the group sum of sync BN, the backward's
 // coefficients) is the caller's (src/vision/batchnorm.cpp): C values, not worth a kernel, and the group sum is a
 // host collective. Storage X/Y/DY/Out is float or bf16 bits (uint16_t, kernels/half_bits.hpp), widened on load
-// and rounded to nearest even on store; every sum is fp32 within a block and double across blocks.
+// and rounded to nearest even on store.
 //   host split: the block loops below, channels innermost with per-channel constants so that they vectorise, rows
 //     in order (kBnBlock-row blocks in fp32 added into double);
 //   device split: the two-level column sums of colsum.hpp (one work item per 64-row chunk and column, coalesced

@@ -1,6 +1,6 @@
 #pragma once
 // Where the vision network keeps its activations, gradients and the per-channel values its kernels read:
-// Buffer<T>. On host builds a std::vector<T>, the same type as before. On device builds (CUDA: the compile
+// Buffer<T>. On host builds a std::vector<T>. On device builds (CUDA: the compile
 // definition GRIDTRAIN_VISION_MANAGED, src/vision/CMakeLists.txt) a vector in CUDA managed memory, which both the
 // device's kernels and the host's per-channel arithmetic (BatchNorm's statistics, the losses) address: the host
 // touches a buffer's elements only for such per-channel values, and when a buffer first grows. Managed memory
