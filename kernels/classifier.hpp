@@ -7,8 +7,6 @@
 //     terms in the order the host loops add them, so both splits give the same bits.
 // Softmax cross-entropy is one work item per row on both splits: the row's loss (double) and whether its arg-max
 // is the label go to per-row arrays, which the caller adds up (a batch's worth of values, in row order).
-#include <cmath>
-
 #include "kernels/lanes.hpp"
 
 namespace gt {

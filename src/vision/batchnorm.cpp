@@ -34,15 +34,17 @@ std::vector<float> host_copy(const float* values, int C) {
 }  // namespace
 
 // The per-channel values cross between the kernels and the host's arithmetic in Buffers (buffer.hpp: the same
-// memory for both), the host reading them only after device_fence().
+// memory for both; the layer's scratch in BatchNormSaved), the host reading and rewriting them only after
+// device_fence(): each pass waits once, after its sums, for every kernel before it.
 template <class X, class Out>
 void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, const float* gamma,
                              const float* beta, Out* y, BatchNormSaved& saved, float* running_mean,
                              float* running_var, const float* residual) {
   const int C = p.channels;
-  Buffer<double> mean(static_cast<size_t>(C)), sq(static_cast<size_t>(C));  // this rank's mean and squared deviations from it
-  Buffer<double> partials(size_t(batchnorm_partials_elems(rows, C)));
-  batchnorm_moments(mean.data(), sq.data(), partials.data(), x, rows, C);
+  double* mean = detail::room_for(saved.sums, 2L * C);  // this rank's mean and squared deviations from it
+  double* sq = mean + C;
+  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
+  batchnorm_moments(mean, sq, partials, x, rows, C);
   device_fence();
   double n = double(rows);  // the rows the statistics are over: this batch's, or the group's
   if (p.group_sum) {
@@ -58,7 +60,7 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
       sq[c] += double(rows) * d * d;
       mean[c] = group_mean;
     }
-    p.group_sum(sq.data(), C);
+    p.group_sum(sq, C);
   }
   saved.mean.assign(C, 0.f);
   saved.invstd.assign(C, 0.f);
@@ -72,10 +74,9 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
     running_var[c] = float((1.0 - p.momentum) * running_var[c] + p.momentum * unbiased);
   }
   const std::vector<float> g = host_copy(gamma, C);
-  Buffer<float> scale(static_cast<size_t>(C));
+  float* scale = detail::room_for(saved.coef, C);
   for (int c = 0; c < C; ++c) scale[c] = g[c] * saved.invstd[c];
-  affine(p.relu, rows, C, x, saved.mean.data(), scale.data(), beta, residual, y);
-  device_fence();  // scale is freed on return, and the device split's kernel runs asynchronously
+  affine(p.relu, rows, C, x, saved.mean.data(), scale, beta, residual, y);
 }
 
 // y = gamma (x - running_mean) / sqrt(running_var + eps) + beta: the deviation first, as in training, so that a
@@ -101,12 +102,13 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
                         const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
-  Buffer<double> sdy(static_cast<size_t>(C)), sdyd(static_cast<size_t>(C));  // sum(dy), sum(dy * (x - mean)) (xhat's sum / invstd)
-  Buffer<double> partials(size_t(batchnorm_partials_elems(rows, C)));
+  double* sdy = detail::room_for(saved.sums, 2L * C);  // sum(dy), then sum(dy * (x - mean)) (xhat's sum / invstd)
+  double* sdyd = sdy + C;
+  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
   if (p.relu)
-    batchnorm_backward_sums<true>(sdy.data(), sdyd.data(), partials.data(), x, y, dy, mean, rows, C);
+    batchnorm_backward_sums<true>(sdy, sdyd, partials, x, y, dy, mean, rows, C);
   else
-    batchnorm_backward_sums<false>(sdy.data(), sdyd.data(), partials.data(), x, y, dy, mean, rows, C);
+    batchnorm_backward_sums<false>(sdy, sdyd, partials, x, y, dy, mean, rows, C);
   device_fence();
   std::vector<double> sdyx(C);
   for (int c = 0; c < C; ++c) sdyx[c] = sdyd[c] * double(saved.invstd[c]);
@@ -115,15 +117,17 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
     dbeta[c] = float(sdy[c]);
   }
   if (p.group_sum) {  // dx needs the sums over every row the statistics were taken over
-    std::vector<double> both(sdy.begin(), sdy.end());
+    std::vector<double> both(sdy, sdy + C);
     both.insert(both.end(), sdyx.begin(), sdyx.end());
     p.group_sum(both.data(), 2 * C);
-    std::copy(both.begin(), both.begin() + C, sdy.begin());
+    std::copy(both.begin(), both.begin() + C, sdy);
     std::copy(both.begin() + C, both.end(), sdyx.begin());
   }
   const double inv_m = 1.0 / saved.rows;
   const std::vector<float> g = host_copy(gamma, C);
-  Buffer<float> k(static_cast<size_t>(C)), b(static_cast<size_t>(C)), d(static_cast<size_t>(C));
+  float* k = detail::room_for(saved.coef, 3L * C);
+  float* b = k + C;
+  float* d = b + C;
   for (int c = 0; c < C; ++c) {
     const double kc = double(g[c]) * double(saved.invstd[c]);
     k[c] = float(kc);
@@ -131,10 +135,9 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
     d[c] = float(-kc * sdy[c] * inv_m);
   }
   if (p.relu)
-    batchnorm_backward_dx<true>(dx, x, y, dy, mean, k.data(), b.data(), d.data(), rows, C);
+    batchnorm_backward_dx<true>(dx, x, y, dy, mean, k, b, d, rows, C);
   else
-    batchnorm_backward_dx<false>(dx, x, y, dy, mean, k.data(), b.data(), d.data(), rows, C);
-  device_fence();  // k, b and d are freed on return
+    batchnorm_backward_dx<false>(dx, x, y, dy, mean, k, b, d, rows, C);
 }
 
 // The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.

@@ -29,6 +29,11 @@ struct BatchNormParams {
 // backward's kernels read the mean).
 struct BatchNormSaved {
   Buffer<float> mean, invstd;
+  // The training passes' scratch, kept with the layer between steps (mutable: scratch, not state, and the backward
+  // takes the saved values const): on device builds a Buffer is managed memory, whose allocation and release on
+  // every pass would cost more than a pass over a small map. Grows only (detail::room_for).
+  mutable Buffer<double> sums, partials;  // 2C per-channel sums; the device split's column-sum partials
+  mutable Buffer<float> coef;             // per channel: the forward's scale (C), or the backward's k, b, d (3C)
   double rows = 0;  // the rows the statistics were over (the group's with sync BN)
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // cuDNN convolutions on device memory: the ResNet's convolutions on device builds (issue 21; docs/vision.md,
-// "What remains"), through conv.hpp's dispatch (detail::conv_*_cudnn: one CudnnConv per shape, cached per thread). The same three passes and layout as conv.hpp's host convolutions, for one ConvShape: activations
+// "What remains"), through conv.hpp's dispatch (detail::conv_*_cudnn: one CudnnConv per shape, cached per
+// thread). The same three passes and layout as conv.hpp's host convolutions, for one ConvShape: activations
 // N x H x W x C (cuDNN's NHWC), weights O x KH x KW x I (cuDNN's NHWC filter format, KRSC), fp32 operands with fp32
 // accumulation and no TF32 (CUDNN_FMA_MATH: the host passes' numbers, up to the order of the sums). Built only on
 // CUDA builds with cuDNN; `vision_conv_cudnn` (ctest label gpu1, so scripts/gpu_check.sh runs it) checks every

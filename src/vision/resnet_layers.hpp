@@ -9,16 +9,6 @@
 
 namespace gt::vision::detail {
 
-// Room for n values in a gradient buffer, without clearing it: these buffers are shared by tensors of different
-// sizes (a block's units, the blocks of a stage and the next) and are overwritten before they are read, and
-// vector::resize() zero-fills whatever it grows by, on every step (memset was 0.9% of a steady ResNet-50 step in
-// perf, 0.1% with this). Grows only; callers use n, never size().
-template <class V>
-auto* room_for(V& v, long n) {
-  if (v.size() < size_t(n)) v.resize(size_t(n));
-  return v.data();
-}
-
 // A shape in channels-last activations.
 struct Dims {
   int n = 0, h = 0, w = 0, c = 0;
