@@ -57,8 +57,12 @@ KOKKOS_INLINE_FUNCTION Pos unflatten(long i, int H, int W, int C) {
 
 }  // namespace pool_detail
 
+// The passes are templates on the element type (float) so that the split not taken is discarded, not compiled:
+// nvcc warns of the host loops as unreachable, and of their host lambdas passed to the device-callable helpers.
+
 // x: in_size   y, argmax: out_size, set
-inline void maxpool_forward(float* y, long* argmax, const float* x, const PoolShape& s) {
+template <class T>
+void maxpool_forward(T* y, long* argmax, const T* x, const PoolShape& s) {
   const int oh = s.out_h(), ow = s.out_w(), C = s.c;
   const float ninf = -std::numeric_limits<float>::infinity();
   if constexpr (!kHostBlocking) {
@@ -75,31 +79,32 @@ inline void maxpool_forward(float* y, long* argmax, const float* x, const PoolSh
       y[o] = best;
       argmax[o] = arg;
     });
-    return;
-  }
-  for (int n = 0; n < s.n; ++n)
-    for (int p = 0; p < oh; ++p)
-      for (int q = 0; q < ow; ++q) {
-        const long o = ((long(n) * oh + p) * ow + q) * C;
-        float* yo = y + o;
-        long* ao = argmax + o;
-        for (int c = 0; c < C; ++c) {
-          yo[c] = ninf;
-          ao[c] = -1;
+  } else {
+    for (int n = 0; n < s.n; ++n)
+      for (int p = 0; p < oh; ++p)
+        for (int q = 0; q < ow; ++q) {
+          const long o = ((long(n) * oh + p) * ow + q) * C;
+          float* yo = y + o;
+          long* ao = argmax + o;
+          for (int c = 0; c < C; ++c) {
+            yo[c] = ninf;
+            ao[c] = -1;
+          }
+          pool_detail::for_window(s, n, p, q, 0, [&](long i) {
+            const float* xi = x + i;
+            for (int c = 0; c < C; ++c)
+              if (ao[c] < 0 || xi[c] > yo[c]) {
+                yo[c] = xi[c];
+                ao[c] = i + c;
+              }
+          });
         }
-        pool_detail::for_window(s, n, p, q, 0, [&](long i) {
-          const float* xi = x + i;
-          for (int c = 0; c < C; ++c)
-            if (ao[c] < 0 || xi[c] > yo[c]) {
-              yo[c] = xi[c];
-              ao[c] = i + c;
-            }
-        });
-      }
+  }
 }
 
 // dy, argmax: out_size   dx: in_size, set
-inline void maxpool_backward(float* dx, const float* dy, const long* argmax, const PoolShape& s) {
+template <class T>
+void maxpool_backward(T* dx, const T* dy, const long* argmax, const PoolShape& s) {
   if constexpr (!kHostBlocking) {
     const int oh = s.out_h(), ow = s.out_w();
     Kokkos::parallel_for("maxpool_backward", range(0, s.in_size()), KOKKOS_LAMBDA(long i) {
@@ -110,16 +115,17 @@ inline void maxpool_backward(float* dx, const float* dy, const long* argmax, con
       });
       dx[i] = g;
     });
-    return;
+  } else {
+    for (long i = 0; i < s.in_size(); ++i) dx[i] = 0.f;
+    for (long o = 0; o < s.out_size(); ++o)
+      if (argmax[o] >= 0) dx[argmax[o]] += dy[o];
   }
-  for (long i = 0; i < s.in_size(); ++i) dx[i] = 0.f;
-  for (long o = 0; o < s.out_size(); ++o)
-    if (argmax[o] >= 0) dx[argmax[o]] += dy[o];
 }
 
 // x: in_size   y: out_size, set
 // Host split: per output pixel the taps in window order, each over the contiguous channels (as the max pool).
-inline void avgpool_forward(float* y, const float* x, const PoolShape& s) {
+template <class T>
+void avgpool_forward(T* y, const T* x, const PoolShape& s) {
   const float inv = 1.f / float(s.window * s.window);
   const int oh = s.out_h(), ow = s.out_w(), C = s.c;
   if constexpr (!kHostBlocking) {
@@ -129,24 +135,25 @@ inline void avgpool_forward(float* y, const float* x, const PoolShape& s) {
       pool_detail::for_window(s, at.n, at.h, at.w, at.c, [&](long i) { acc += x[i]; });
       y[o] = acc * inv;
     });
-    return;
+  } else {
+    for (int n = 0; n < s.n; ++n)
+      for (int p = 0; p < oh; ++p)
+        for (int q = 0; q < ow; ++q) {
+          float* yo = y + ((long(n) * oh + p) * ow + q) * C;
+          for (int c = 0; c < C; ++c) yo[c] = 0.f;
+          pool_detail::for_window(s, n, p, q, 0, [&](long i) {
+            for (int c = 0; c < C; ++c) yo[c] += x[i + c];
+          });
+          for (int c = 0; c < C; ++c) yo[c] *= inv;
+        }
   }
-  for (int n = 0; n < s.n; ++n)
-    for (int p = 0; p < oh; ++p)
-      for (int q = 0; q < ow; ++q) {
-        float* yo = y + ((long(n) * oh + p) * ow + q) * C;
-        for (int c = 0; c < C; ++c) yo[c] = 0.f;
-        pool_detail::for_window(s, n, p, q, 0, [&](long i) {
-          for (int c = 0; c < C; ++c) yo[c] += x[i + c];
-        });
-        for (int c = 0; c < C; ++c) yo[c] *= inv;
-      }
 }
 
 // dy: out_size   dx: in_size, set
 // Host split: each output's gradient spread over its window, outputs in order, channels contiguous (the gather on
 // the device split adds the same terms in the same order: the same bits).
-inline void avgpool_backward(float* dx, const float* dy, const PoolShape& s) {
+template <class T>
+void avgpool_backward(T* dx, const T* dy, const PoolShape& s) {
   const float inv = 1.f / float(s.window * s.window);
   const int oh = s.out_h(), ow = s.out_w(), C = s.c;
   if constexpr (!kHostBlocking) {
@@ -156,17 +163,17 @@ inline void avgpool_backward(float* dx, const float* dy, const PoolShape& s) {
       pool_detail::for_covering(s, oh, ow, at.n, at.h, at.w, at.c, [&](long o) { g += dy[o] * inv; });
       dx[i] = g;
     });
-    return;
+  } else {
+    for (long i = 0; i < s.in_size(); ++i) dx[i] = 0.f;
+    for (int n = 0; n < s.n; ++n)
+      for (int p = 0; p < oh; ++p)
+        for (int q = 0; q < ow; ++q) {
+          const float* go = dy + ((long(n) * oh + p) * ow + q) * C;
+          pool_detail::for_window(s, n, p, q, 0, [&](long i) {
+            for (int c = 0; c < C; ++c) dx[i + c] += go[c] * inv;
+          });
+        }
   }
-  for (long i = 0; i < s.in_size(); ++i) dx[i] = 0.f;
-  for (int n = 0; n < s.n; ++n)
-    for (int p = 0; p < oh; ++p)
-      for (int q = 0; q < ow; ++q) {
-        const float* go = dy + ((long(n) * oh + p) * ow + q) * C;
-        pool_detail::for_window(s, n, p, q, 0, [&](long i) {
-          for (int c = 0; c < C; ++c) dx[i + c] += go[c] * inv;
-        });
-      }
 }
 
 }  // namespace gt
