@@ -17,7 +17,9 @@ void linear_forward(int batch, int features, int classes, const float* x, const 
 
 void linear_backward(int batch, int features, int classes, const float* x, const float* w, const float* dlogits,
                      float* dx, float* dw, float* db) {
-  gt::fc_backward(dx, dw, db, x, w, dlogits, batch, features, classes);
+  // db's column sums need scratch on the device split only (none on the host's): a few KB, once a step
+  Buffer<float> partials(static_cast<size_t>(gt::fc_backward_partials(batch, classes)));
+  gt::fc_backward(dx, dw, db, partials.data(), x, w, dlogits, batch, features, classes);
 }
 
 // The rows' losses added in row order (the order a single loop over the batch adds them). labels: where the

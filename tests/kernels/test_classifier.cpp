@@ -41,7 +41,9 @@ TEST(ClassifierKernels, FullyConnected) {
   EXPECT_LT(rel_err(yd, y), 1e-6);
   kt::DVec<float> dxd = kt::nan_filled<float>(dx.size()), dwd = kt::nan_filled<float>(dw.size());
   kt::DVec<float> dbd = kt::nan_filled<float>(db.size());
-  gt::fc_backward(dxd.data(), dwd.data(), dbd.data(), xd.data(), wd.data(), gd.data(), kBatch, kFeatures, kClasses);
+  kt::DVec<float> partials = kt::nan_filled<float>(size_t(gt::fc_backward_partials(kBatch, kClasses)));
+  gt::fc_backward(dxd.data(), dwd.data(), dbd.data(), partials.data(), xd.data(), wd.data(), gd.data(), kBatch,
+                  kFeatures, kClasses);
   EXPECT_LT(rel_err(dxd, dx), 1e-6);
   EXPECT_LT(rel_err(dwd, dw), 1e-6);
   EXPECT_LT(rel_err(dbd, db), 1e-6);
