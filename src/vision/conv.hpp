@@ -5,6 +5,7 @@
 // device builds (the pointers are then device memory; conv_cudnn.hpp), oneDNN when a host build has it
 // (primitives created on first use and cached per thread by shape, on the rank's one thread), otherwise a naive
 // loop nest; conv_backend() names the one in use.
+#include <cstddef>
 #include <string>
 
 #include "src/vision/bf16.hpp"
@@ -87,6 +88,15 @@ void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bi
                           float* dw);
 void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bits* dyb, const float* w,
                           bf16_bits* dxb, float* dw);
+// oneDNN's sgemm in place of some fp32 passes (conv_gemm.cpp): whether shape s runs its backward-data or
+// backward-weights that way, and the passes. The strided shapes' backward-weights gathers the input's patches into
+// at most `budget` bytes at a time (the batch in chunks of images; at least one image a chunk).
+bool gemm_backward_data(const ConvShape& s);
+bool gemm_backward_weights(const ConvShape& s);
+constexpr size_t kPatchBudget = size_t(32) << 20;
+void conv_backward_data_gemm(const ConvShape& s, const float* dy, const float* w, float* dx);
+void conv_backward_weights_gemm(const ConvShape& s, const float* x, const float* dy, float* dw,
+                                size_t budget = kPatchBudget);
 // cuDNN on device memory (conv_cudnn.cpp; fp32 only so far), on the stream of the Kokkos kernels around them
 bool cudnn_available();
 void conv_forward_cudnn(const ConvShape& s, const float* x, const float* w, float* y);

@@ -21,6 +21,10 @@ void conv_backward_onednn(const ConvShape&, const float*, const float*, const fl
 void conv_forward_onednn(const ConvShape&, const bf16_bits*, const float*, float*) {}
 void conv_forward_onednn(const ConvShape&, const bf16_bits*, const float*, bf16_bits*) {}
 void conv_backward_onednn(const ConvShape&, const bf16_bits*, const bf16_bits*, const float*, float*, float*) {}
+bool gemm_backward_data(const ConvShape&) { return false; }
+bool gemm_backward_weights(const ConvShape&) { return false; }
+void conv_backward_data_gemm(const ConvShape&, const float*, const float*, float*) {}
+void conv_backward_weights_gemm(const ConvShape&, const float*, const float*, float*, size_t) {}
 #endif
 #ifndef GRIDTRAIN_HAVE_CUDNN
 bool cudnn_available() { return false; }

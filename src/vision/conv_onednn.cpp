@@ -10,7 +10,8 @@
 // forward and backward-data primitive) bf16. The fp32-operand forms convert the caller's x and dy by reorders into
 // per-shape bf16 buffers; the bf16-operand forms (conv.hpp, what the ResNet uses) read the caller's bf16 x and dy in
 // place. The weights' reorder converts and re-lays them in one pass either way.
-// 1x1 stride-1 fp32 convolutions run their two backward passes as oneDNN's sgemm on the caller's buffers (below).
+// Some fp32 passes run as oneDNN's sgemm on the caller's buffers instead (conv_gemm.cpp): both backward passes of
+// 1x1 stride-1 convolutions, and backward-weights of 3x3 strided ones with 64 or more input channels.
 // Winograd (ConvShape::winograd, fp32 3x3 stride 1): oneDNN 2.6's Winograd kernels (jit_wino_4x3, AVX-512 only)
 // take activations only in its blocked layout (nChw16c), so x, y, dy and dx are reordered through two staging
 // buffers per thread on each call: ~1 ms at ResNet-50's largest map, against ~19 ms saved per layer (the three
@@ -381,36 +382,10 @@ void backward_weights(Prims& p, const dnnl::memory& x, dnnl::memory& dy, float* 
   if (!p.bw_dw.same) p.bw_dw.move.execute(context().strm, p.bw_dw.buf, const_cast<dnnl::memory&>(user));
 }
 
-// A 1x1 stride-1 unpadded fp32 convolution is one GEMM over the N*H*W pixels of channels-last activations:
-// y(M,K) = x(M,C) w(K,C)^T, with the weights' O,H,W,I layout a K x C matrix as it is. Its two backward passes run
-// as oneDNN's sgemm on the caller's buffers: no weight reorder, and faster than oneDNN's jit_1x1 backward kernels
-// on ResNet-50's bottleneck shapes (one Zen 5 core, batch 16: backward-weights 116-186 GFLOP/s as a convolution
-// against 139-207 as sgemm, backward-data 157-207 against 184-220; the forward, 200-217 either way, stays a
-// convolution). Summation order differs from the convolution's; both are fp32 sums of the same products.
-bool runs_as_gemm(const ConvShape& s) {
-  return !s.bf16 && s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0;
-}
-
-void checked(dnnl::status st) {
-  if (st != dnnl::status::success) throw dnnl::error(dnnl_status_t(st), "sgemm of a 1x1 convolution");
-}
-
-// dx(M,C) = dy(M,K) w(K,C)
-void backward_data_gemm(const ConvShape& s, const float* dy, const float* w, float* dx) {
-  const dnnl_dim_t m = dnnl_dim_t(s.n) * s.h * s.w;
-  checked(dnnl::sgemm('N', 'N', m, s.c, s.k, 1.0f, dy, s.k, w, s.c, 0.0f, dx, s.c));
-}
-
-// dw(K,C) = dy(M,K)^T x(M,C)
-void backward_weights_gemm(const ConvShape& s, const float* x, const float* dy, float* dw) {
-  const dnnl_dim_t m = dnnl_dim_t(s.n) * s.h * s.w;
-  checked(dnnl::sgemm('T', 'N', s.k, s.c, m, 1.0f, dy, s.k, x, s.c, 0.0f, dw, s.c));
-}
-
 }  // namespace
 
 void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float* w, float* dx) {
-  if (runs_as_gemm(s)) return backward_data_gemm(s, dy, w, dx);
+  if (gemm_backward_data(s)) return conv_backward_data_gemm(s, dy, w, dx);
   auto& p = prims(s);
   dnnl::memory d = dy_for(p, dy);
   backward_data(p, d, w, dx);
@@ -418,7 +393,7 @@ void conv_backward_data_onednn(const ConvShape& s, const float* dy, const float*
 }
 
 void conv_backward_weights_onednn(const ConvShape& s, const float* x, const float* dy, float* dw) {
-  if (runs_as_gemm(s)) return backward_weights_gemm(s, x, dy, dw);
+  if (gemm_backward_weights(s)) return conv_backward_weights_gemm(s, x, dy, dw);
   auto& p = prims(s);
   dnnl::memory d = dy_for(p, dy);
   backward_weights(p, x_for(p, x), d, dw);
@@ -426,9 +401,9 @@ void conv_backward_weights_onednn(const ConvShape& s, const float* x, const floa
 }
 
 void conv_backward_onednn(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw) {
-  if (runs_as_gemm(s)) {
-    backward_weights_gemm(s, x, dy, dw);
-    if (dx) backward_data_gemm(s, dy, w, dx);
+  if (gemm_backward_weights(s)) {
+    conv_backward_weights_gemm(s, x, dy, dw);
+    if (dx) conv_backward_data_onednn(s, dy, w, dx);
     return;
   }
   auto& p = prims(s);

@@ -259,6 +259,47 @@ TEST(VisionConv, WinogradAgainstFloat64AndFiniteDifferences) {
   }
 }
 
+// The passes oneDNN's sgemm runs instead of a convolution primitive (conv_gemm.cpp): 1x1 stride 1 (both backward
+// passes; conv_cases' small 1x1 shape covers it above) and the strided 3x3 shapes of 64 or more input channels
+// (backward-weights over gathered patches), on maps with partial edges and padding. The same bounds as the
+// direct sums (fp32 sums of the same products in another order); the patch budget cut to one image per chunk must
+// meet them too (chunks accumulate into dw with beta = 1: a chunk overwriting the last would miss by O(1)).
+TEST(VisionConv, GemmPassesAgainstFloat64AndFiniteDifferences) {
+  if (!detail::onednn_available()) GTEST_SKIP() << "no oneDNN in this build";
+  set_conv_backend(ConvBackend::onednn);
+  const std::vector<ConvCase> cases = {{{3, 7, 6, 64, 24, 3, 3, 2, 1}, "3x3 s2 p1, 64 in, 7x6"},
+                                       {{2, 8, 9, 72, 16, 3, 3, 2, 1}, "3x3 s2 p1, 72 in, 8x9"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const ConvShape& s = c.s;
+    EXPECT_TRUE(detail::gemm_backward_weights(s));
+    EXPECT_FALSE(detail::gemm_backward_data(s));
+    check_conv(s, c.name);
+    const auto x = randv(s.in_size(), 1), dy = randv(s.out_size(), 3);
+    std::vector<double> want(s.weight_size(), 0.0);  // dw[k, r, t, c] = sum over n, p, q of dy x, in float64
+    for (int n = 0; n < s.n; ++n)
+      for (int p = 0; p < s.out_h(); ++p)
+        for (int q = 0; q < s.out_w(); ++q)
+          for (int k = 0; k < s.k; ++k)
+            for (int r = 0; r < s.r; ++r)
+              for (int t = 0; t < s.s; ++t) {
+                const int ih = p * s.stride - s.pad + r, iw = q * s.stride - s.pad + t;
+                if (ih < 0 || iw < 0 || ih >= s.h || iw >= s.w) continue;
+                for (int ch = 0; ch < s.c; ++ch)
+                  want[((long(k) * s.r + r) * s.s + t) * s.c + ch] +=
+                      double(dy[((long(n) * s.out_h() + p) * s.out_w() + q) * s.k + k]) *
+                      x[((long(n) * s.h + ih) * s.w + iw) * s.c + ch];
+              }
+    std::vector<float> dw(s.weight_size());
+    detail::conv_backward_weights_gemm(s, x.data(), dy.data(), dw.data(), 1);  // one image a chunk
+    expect_close(dw, want, 1e-4 * std::sqrt(double(s.n * s.out_h() * s.out_w())), "dw, one image a chunk");
+  }
+  // Narrower strided shapes, 1x1 strided ones and the 7x7 stem stay on the primitive
+  for (const ConvShape& s : {ConvShape{2, 7, 6, 32, 64, 3, 3, 2, 1}, ConvShape{2, 7, 7, 64, 32, 1, 1, 2, 0},
+                             ConvShape{1, 11, 9, 3, 64, 7, 7, 2, 3}})
+    EXPECT_FALSE(detail::gemm_backward_weights(s));
+}
+
 TEST(VisionConv, OnednnRefusedWhenAbsent) {
   if (detail::onednn_available()) GTEST_SKIP() << "this build has oneDNN";
   EXPECT_THROW(set_conv_backend(ConvBackend::onednn), gt::Error);
