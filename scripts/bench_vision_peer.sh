@@ -10,12 +10,18 @@
 # fp32 peer, and gridtrain's bf16 convolutions (bench_vision --bf16 1, train.precision = "bf16") against PyTorch's
 # CPU autocast to bf16; the summary adds gridtrain bf16 over gridtrain fp32 (issue 21's 1.6x target on a CPU with
 # bf16 units).
+# GT_BENCH_VISION=BIN: the gridtrain binary (default build/bench/bench_vision). GT_BENCH_VISION_BASE=BIN: a second
+# gridtrain binary (an older build) run in every round beside the first (after it in odd rounds, before it in
+# even ones), so that a change is measured against the peer and against its own base in the same rounds (the
+# JSON's base_cpu_s and base_over_new): this VM's speed drifts by 10-20% between runs a few minutes apart, so
+# ratios from separate runs do not compare.
 # Writes $OUT/vision_peer.txt and .jsonl.
 #   scripts/bench_vision_peer.sh [ROUNDS (2)] [BATCH (16)] [STEPS (3)] [MODEL (resnet50)] [IMAGE (224)]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-2} batch=${2:-16} steps=${3:-3} model=${4:-resnet50} image=${5:-224}
 bin=${GT_BENCH_VISION:-$here/build/bench/bench_vision}
+base=${GT_BENCH_VISION_BASE:-}
 out=${OUT:-$here/runs/bench/vision_peer}; mkdir -p "$out"
 /usr/bin/python3 -c "import torchvision" 2>/dev/null ||
   { echo "bench_vision_peer.sh: needs python3-torchvision (apt-get install python3-torchvision)" >&2; exit 1; }
@@ -50,11 +56,20 @@ for r in $(seq "$rounds"); do
       taskset -c 0 /usr/bin/python3 "$here/scripts/bench_torchvision.py" --model "$model" --image "$image" --batch "$batch" \
         --steps "$steps" --threads 1 --layout "$layout" "${flag[@]}" --out "$tmp/peer_${prec}_$layout.jsonl" >/dev/null
     done
-    taskset -c 0 "$bin" --synthetic 1 --model "$model" --image "$image" --batch "$batch" --steps "$steps" --bf16 "$gflag" \
-      --winograd "$wflag" --out "$tmp/gt_$prec.json" >/dev/null
+    gt_run() {  # BINARY NAME
+      taskset -c 0 "$1" --synthetic 1 --model "$model" --image "$image" --batch "$batch" --steps "$steps" \
+        --bf16 "$gflag" --winograd "$wflag" --out "$tmp/$2_$prec.json" >/dev/null
+    }
+    b=0
+    if [ -n "$base" ] && [ $((r % 2)) = 0 ]; then gt_run "$base" base; fi  # the base first in even rounds
+    gt_run "$bin" gt
+    if [ -n "$base" ] && [ $((r % 2)) = 1 ]; then gt_run "$base" base; fi
+    [ -n "$base" ] && b=$(field "$tmp/base_$prec.json" median_cpu_step_s)
     p=$(field "$tmp/peer_${prec}_channels_last.jsonl" median_cpu_step_s) g=$(field "$tmp/gt_$prec.json" median_cpu_step_s)
     conv=$(field "$tmp/gt_$prec.json" conv_backend)
-    line=$(python3 -c 'import json,sys; p,g=float(sys.argv[1]),float(sys.argv[2]); print(json.dumps({"round": int(sys.argv[3]), "precision": sys.argv[5], "conv": sys.argv[6], "peer_cpu_s": p, "gridtrain_cpu_s": g, "peer_img_per_cpu_s": int(sys.argv[4])/p, "gridtrain_img_per_cpu_s": int(sys.argv[4])/g, "ratio": p/g, "load": open("/proc/loadavg").read().split()[:3]}))' "$p" "$g" "$r" "$batch" "$prec" "$conv")
+    line=$(python3 -c 'import json,sys; p,g,b=float(sys.argv[1]),float(sys.argv[2]),float(sys.argv[7]); d={"round": int(sys.argv[3]), "precision": sys.argv[5], "conv": sys.argv[6], "peer_cpu_s": p, "gridtrain_cpu_s": g, "peer_img_per_cpu_s": int(sys.argv[4])/p, "gridtrain_img_per_cpu_s": int(sys.argv[4])/g, "ratio": p/g, "load": open("/proc/loadavg").read().split()[:3]}
+if b > 0: d.update({"base_cpu_s": b, "base_over_new": b/g, "base_ratio": p/b})
+print(json.dumps(d))' "$p" "$g" "$r" "$batch" "$prec" "$conv" "$b")
     echo "$line" | tee -a "$out/vision_peer.txt"
     echo "$line" >>"$out/vision_peer.jsonl"
   done
@@ -67,6 +82,10 @@ for prec in ("fp32", "fp32-winograd", "bf16"):
     r = [x["ratio"] for x in rows if x.get("precision", "fp32") == prec]
     if r:
         print(f"{prec}: gridtrain is {statistics.median(r):.2f}x the torchvision peer's speed (median of {len(r)} rounds, CPU time per step)")
+    b = [x for x in rows if x.get("precision", "fp32") == prec and "base_cpu_s" in x]
+    if b:
+        print(f"{prec}: the base binary is {statistics.median(x['base_ratio'] for x in b):.2f}x the peer's speed; "
+              f"base step / new step {statistics.median(x['base_over_new'] for x in b):.3f} (medians of {len(b)} rounds)")
 by_round = {}
 for x in rows:
     by_round.setdefault(x["round"], {})[x.get("precision", "fp32")] = x["gridtrain_cpu_s"]
