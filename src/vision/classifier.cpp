@@ -16,19 +16,22 @@ void linear_forward(int batch, int features, int classes, const float* x, const 
 }
 
 void linear_backward(int batch, int features, int classes, const float* x, const float* w, const float* dlogits,
-                     float* dx, float* dw, float* db) {
-  // db's column sums need scratch on the device split only (none on the host's): a few KB, once a step
-  Buffer<float> partials(static_cast<size_t>(gt::fc_backward_partials(batch, classes)));
-  gt::fc_backward(dx, dw, db, partials.data(), x, w, dlogits, batch, features, classes);
+                     float* dx, float* dw, float* db, HeadScratch* scratch) {
+  HeadScratch fresh;
+  HeadScratch& s = scratch ? *scratch : fresh;
+  float* partials = detail::room_for(s.partials, gt::fc_backward_partials(batch, classes));
+  gt::fc_backward(dx, dw, db, partials, x, w, dlogits, batch, features, classes);
 }
 
 // The rows' losses added in row order (the order a single loop over the batch adds them). labels: where the
 // kernels read (a Buffer of the network's).
 double softmax_xent(int batch, int classes, const float* logits, const int* labels, float* dlogits,
-                    int* correct) {
-  Buffer<double> loss(static_cast<size_t>(batch));
-  Buffer<int> hit(static_cast<size_t>(batch));
-  gt::softmax_xent_rows(dlogits, loss.data(), hit.data(), logits, labels, batch, classes);
+                    int* correct, HeadScratch* scratch) {
+  HeadScratch fresh;
+  HeadScratch& s = scratch ? *scratch : fresh;
+  double* loss = detail::room_for(s.row_loss, batch);
+  int* hit = detail::room_for(s.row_hit, batch);
+  gt::softmax_xent_rows(dlogits, loss, hit, logits, labels, batch, classes);
   device_fence();
   double sum = 0.0;
   for (int n = 0; n < batch; ++n) {

@@ -2,7 +2,18 @@
 // The ResNet head and its loss: a fully connected layer (logits = x W^T + b, W is classes x features) and softmax
 // cross-entropy averaged over the batch; plus ReLU, which the blocks use between convolutions.
 
+#include "src/vision/buffer.hpp"
+
 namespace gt::vision {
+
+// The head's per-step scratch, kept by the network between steps: on device builds a Buffer is CUDA managed
+// memory, and one allocated per step costs a cudaMallocManaged and a cudaFree, which waits for the device. Callers
+// without one (tests) pass none and get a fresh one per call.
+struct HeadScratch {
+  Buffer<double> row_loss;  // softmax_xent: each row's loss, added on the host in row order
+  Buffer<int> row_hit;      // ... and whether its arg-max is its label
+  Buffer<float> partials;   // linear_backward: db's column sums on the device split (empty on the host's)
+};
 
 void relu_forward(long n, const float* x, float* y);
 // dx = dy where the forward input was positive (y > 0 is the same test and lets x be overwritten in place).
@@ -12,11 +23,11 @@ void linear_forward(int batch, int features, int classes, const float* x, const 
                     float* logits);
 // dx overwritten; dw and db overwritten.
 void linear_backward(int batch, int features, int classes, const float* x, const float* w, const float* dlogits,
-                     float* dx, float* dw, float* db);
+                     float* dx, float* dw, float* db, HeadScratch* scratch = nullptr);
 
 // Mean over the batch of -log softmax(logits)[label]; dlogits (overwritten) is its gradient. Returns the loss
 // and counts the rows whose arg-max equals the label into *correct when it is not null.
 double softmax_xent(int batch, int classes, const float* logits, const int* labels, float* dlogits,
-                    int* correct);
+                    int* correct, HeadScratch* scratch = nullptr);
 
 }  // namespace gt::vision

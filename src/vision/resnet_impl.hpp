@@ -3,6 +3,7 @@
 // resnet.cpp (layout, initialisation) and resnet_step.cpp (forward, backward). Internal.
 #include <vector>
 
+#include "src/vision/classifier.hpp"
 #include "src/vision/resnet.hpp"
 #include "src/vision/resnet_layers.hpp"
 
@@ -22,6 +23,7 @@ struct ResNet::Impl {
   Buffer<long> stem_argmax;  // the max pool's winners
   Buffer<int> labels;        // the batch's, where the loss kernel reads them
   Buffer<float> g_pooled, g_x, g_next, g_stem;  // backward's gradients, kept between steps (see ResBlock)
+  HeadScratch head;  // the loss's and the head's per-step scratch (classifier.hpp)
   int batch = 0;
   // every convolution: the stem's, then each block's chain and its projection (whether used or not)
   std::vector<detail::ConvLayer*> convs() {
