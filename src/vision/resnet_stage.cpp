@@ -6,6 +6,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/half.hpp"
 #include "src/core/error.hpp"
+#include "src/vision/conv.hpp"
 
 namespace gt::vision {
 
@@ -161,12 +162,15 @@ size_t ResNetStage::activation_bytes_per_slot() const {
 
 // backward's gradient buffers (a block's: the sum, the unit chain, the previous unit's, the projection's; a few
 // maps of the largest size), the network's scratch gradients, the micro-batch's images as floats, and (bf16,
-// ZeRO-3) the fp32 parameters the network reads; fp16's rounded weights (ConvLayer::wr: at most every parameter)
+// ZeRO-3) the fp32 parameters the network reads; fp16's rounded weights (ConvLayer::wr: at most every parameter);
+// with oneDNN, the patch matrix of the strided convolutions' backward-weights (conv_gemm.cpp: at most
+// kPatchBudget, counted whole whether or not the network has such a layer)
 size_t ResNetStage::work_bytes() const {
   const size_t maps = 6 * size_t(B_) * size_t(net_->largest_map_per_image());
   const bool widened = precision_ != Precision::FP32 || io_.params;  // params32_
   const size_t params = size_t(net_->param_count()) * ((widened ? 1 : 0) + (precision_ == Precision::FP16 ? 1 : 0));
-  return (maps + net_->grads().size() + images_.size() + params) * sizeof(float);
+  const size_t patches = conv_backend() == ConvBackend::onednn ? detail::kPatchBudget : 0;
+  return (maps + net_->grads().size() + images_.size() + params) * sizeof(float) + patches;
 }
 
 }  // namespace gt::vision
