@@ -47,6 +47,10 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 echo "# $(date -u +%FT%TZ) | $cpu | core 0, one thread | $model ${image}x${image} batch $batch | $steps timed steps | $allocator | load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/vision_peer.txt"
 field() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])' "$1" "$2"; }
 precisions=${PRECISIONS:-fp32 fp32-winograd bf16}
+gt_run() {  # BINARY NAME: one gridtrain run of the round's precision ($prec, $gflag, $wflag)
+  taskset -c 0 "$1" --synthetic 1 --model "$model" --image "$image" --batch "$batch" --steps "$steps" \
+    --bf16 "$gflag" --winograd "$wflag" --out "$tmp/$2_$prec.json" >/dev/null
+}
 for r in $(seq "$rounds"); do
   for prec in $precisions; do
     flag=(); gflag=0; wflag=0; [ "$prec" = bf16 ] && flag=(--bf16) && gflag=1
@@ -56,10 +60,6 @@ for r in $(seq "$rounds"); do
       taskset -c 0 /usr/bin/python3 "$here/scripts/bench_torchvision.py" --model "$model" --image "$image" --batch "$batch" \
         --steps "$steps" --threads 1 --layout "$layout" "${flag[@]}" --out "$tmp/peer_${prec}_$layout.jsonl" >/dev/null
     done
-    gt_run() {  # BINARY NAME
-      taskset -c 0 "$1" --synthetic 1 --model "$model" --image "$image" --batch "$batch" --steps "$steps" \
-        --bf16 "$gflag" --winograd "$wflag" --out "$tmp/$2_$prec.json" >/dev/null
-    }
     b=0
     if [ -n "$base" ] && [ $((r % 2)) = 0 ]; then gt_run "$base" base; fi  # the base first in even rounds
     gt_run "$bin" gt

@@ -6,9 +6,8 @@
 
 namespace gt::vision {
 
-// The head's per-step scratch, kept by the network between steps: on device builds a Buffer is CUDA managed
-// memory, and one allocated per step costs a cudaMallocManaged and a cudaFree, which waits for the device. Callers
-// without one (tests) pass none and get a fresh one per call.
+// The head's per-step scratch, kept by the caller between steps: on device builds a Buffer is CUDA managed
+// memory, and one allocated per step costs a cudaMallocManaged and a cudaFree, which waits for the device.
 struct HeadScratch {
   Buffer<double> row_loss;  // softmax_xent: each row's loss, added on the host in row order
   Buffer<int> row_hit;      // ... and whether its arg-max is its label
@@ -23,11 +22,11 @@ void linear_forward(int batch, int features, int classes, const float* x, const 
                     float* logits);
 // dx overwritten; dw and db overwritten.
 void linear_backward(int batch, int features, int classes, const float* x, const float* w, const float* dlogits,
-                     float* dx, float* dw, float* db, HeadScratch* scratch = nullptr);
+                     float* dx, float* dw, float* db, HeadScratch& scratch);
 
 // Mean over the batch of -log softmax(logits)[label]; dlogits (overwritten) is its gradient. Returns the loss
 // and counts the rows whose arg-max equals the label into *correct when it is not null.
 double softmax_xent(int batch, int classes, const float* logits, const int* labels, float* dlogits,
-                    int* correct, HeadScratch* scratch = nullptr);
+                    int* correct, HeadScratch& scratch);
 
 }  // namespace gt::vision

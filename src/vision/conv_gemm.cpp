@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "src/vision/buffer.hpp"
 #include "src/vision/conv.hpp"
 
 namespace gt::vision::detail {
@@ -31,8 +32,8 @@ bool strided_patches(const ConvShape& s) {
   return !s.bf16 && s.r == 3 && s.s == 3 && s.stride > 1 && s.c >= 64;
 }
 
-// The patch matrix of the rank's thread, grown to the largest need and kept (the passes run one at a time on it;
-// at most the caller's budget of bytes, kPatchBudget in the network: the batch is cut into chunks of images).
+// The patch matrix of the rank's thread, grown to the largest need and kept (room_for; the passes run one at a
+// time on it; at most the caller's budget of bytes, kPatchBudget in the network: the batch in chunks of images).
 std::vector<float>& patches() {
   thread_local std::vector<float> col;
   return col;
@@ -78,13 +79,12 @@ void conv_backward_weights_gemm(const ConvShape& s, const float* x, const float*
   const long pixels = long(s.out_h()) * s.out_w(), rsc = long(s.r) * s.s * s.c;
   const long per_image = pixels * rsc * long(sizeof(float));
   const int chunk = int(std::clamp<long>(long(budget) / per_image, 1, s.n));
-  std::vector<float>& col = patches();
-  if (col.size() < size_t(chunk * pixels * rsc)) col.resize(size_t(chunk * pixels * rsc));
+  float* col = room_for(patches(), chunk * pixels * rsc);
   for (int n0 = 0; n0 < s.n; n0 += chunk) {
     const int n1 = std::min(s.n, n0 + chunk);
-    gather_patches(s, x, n0, n1, col.data());
+    gather_patches(s, x, n0, n1, col);
     checked(dnnl::sgemm('T', 'N', s.k, rsc, dnnl_dim_t(n1 - n0) * pixels, 1.0f, dy + n0 * pixels * s.k, s.k,
-                        col.data(), rsc, n0 == 0 ? 0.0f : 1.0f, dw, rsc),
+                        col, rsc, n0 == 0 ? 0.0f : 1.0f, dw, rsc),
             "sgemm of a convolution's patches");
   }
 }

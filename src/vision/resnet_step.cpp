@@ -61,7 +61,7 @@ StepResult ResNet::forward(int batch, const float* images, const int* labels, bo
                  p_ + m.fc_b, m.logits.data());
   StepResult r;
   r.loss = softmax_xent(batch, cfg_.classes, m.logits.data(), m.labels.data(), m.dlogits.data(), &r.correct,
-                        &m.head);
+                        m.head);
   return r;
 }
 
@@ -78,7 +78,7 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
   detail::room_for(dx, last.size());  // dx and dnext trade places at every block: sizes differ (resnet_layers.hpp)
   if (grad_scale != 1.f) gt::scale_inplace(m.dlogits.data(), long(m.dlogits.size()), grad_scale);
   linear_backward(m.batch, m.features, cfg_.classes, m.pooled.data(), p + m.fc_w, m.dlogits.data(),
-                  dpooled.data(), g + m.fc_w, g + m.fc_b, &m.head);
+                  dpooled.data(), g + m.fc_w, g + m.fc_b, m.head);
   done(int(m.blocks.size()) + 1);  // the classifier
   avgpool_backward({m.batch, last.h, last.w, last.c, last.h, 1, 0}, dpooled.data(), dx.data());
   for (size_t i = m.blocks.size(); i-- > 0;) {

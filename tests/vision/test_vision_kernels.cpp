@@ -636,9 +636,10 @@ TEST(VisionHead, LinearSoftmaxCrossEntropyAgainstFiniteDifferences) {
   std::vector<float> logits(B * K), dl(B * K), dx(B * F), dw(K * F), db(K);
   linear_forward(B, F, K, x.data(), w.data(), b.data(), logits.data());
   int correct = 0;
-  const double loss = softmax_xent(B, K, logits.data(), labels.data(), dl.data(), &correct);
+  HeadScratch scratch;
+  const double loss = softmax_xent(B, K, logits.data(), labels.data(), dl.data(), &correct, scratch);
   EXPECT_NEAR(loss, loss_of(xd, wd, bd), 1e-5);  // fp32 logits of 7-term dots, O(1): error ~ 1e-6
-  linear_backward(B, F, K, x.data(), w.data(), dl.data(), dx.data(), dw.data(), db.data());
+  linear_backward(B, F, K, x.data(), w.data(), dl.data(), dx.data(), dw.data(), db.data(), scratch);
   for (int i = 0; i < B * F; ++i)
     ASSERT_NEAR(dx[i], fd(xd, i, [&](const std::vector<double>& v) { return loss_of(v, wd, bd); }), 1e-5);
   for (int i = 0; i < K * F; ++i)
@@ -657,7 +658,8 @@ TEST(VisionHead, LinearSoftmaxCrossEntropyAgainstFiniteDifferences) {
   std::vector<float> big = {1000.f, -1000.f, 999.f, 0.f, 0.f};
   std::vector<float> dbig(K);
   const int lab = 2;
-  EXPECT_NEAR(softmax_xent(1, K, big.data(), &lab, dbig.data(), nullptr), std::log1p(std::exp(-1.0)) + 1.0, 1e-6);
+  EXPECT_NEAR(softmax_xent(1, K, big.data(), &lab, dbig.data(), nullptr, scratch), std::log1p(std::exp(-1.0)) + 1.0,
+              1e-6);
 }
 
 TEST(VisionHead, ReluAndSgdMomentumWithDecayMask) {
