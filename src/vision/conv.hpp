@@ -55,6 +55,12 @@ void conv_backward_weights(const ConvShape& s, const float* x, const float* dy, 
 // Both backward passes of a layer (dx skipped when null), the same results as the two calls above; with bf16 the
 // gradient dy is converted once for both.
 void conv_backward(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
+// Whether conv_backward_add_dx runs for shape s: the backend's backward-data pass takes a beta (the fp32 1x1
+// stride-1 shapes, which run as sgemm: conv_gemm.cpp). A residual block's input gradient is its first conv's plus
+// the shortcut's; with this the sum is made as the conv's is written, not in a pass of its own.
+bool conv_backward_adds_dx(const ConvShape& s);
+// conv_backward with dx += conv^T(dy, w) (dx not null); only where conv_backward_adds_dx(s), gt::Error otherwise.
+void conv_backward_add_dx(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
 
 // The same passes (ConvShape::bf16 only) for a caller that keeps its operands in bf16: xb is x already rounded
 // (in_size), dyb dy (out_size); the results are fp32, equal to the fp32-operand forms' on the same values. They
@@ -94,7 +100,8 @@ void conv_backward_onednn(const ConvShape& s, const bf16_bits* xb, const bf16_bi
 bool gemm_backward_data(const ConvShape& s);
 bool gemm_backward_weights(const ConvShape& s);
 constexpr size_t kPatchBudget = size_t(32) << 20;
-void conv_backward_data_gemm(const ConvShape& s, const float* dy, const float* w, float* dx);
+// dx = conv^T(dy, w) + beta * dx (beta 0: dx overwritten, never read)
+void conv_backward_data_gemm(const ConvShape& s, const float* dy, const float* w, float* dx, float beta = 0.f);
 void conv_backward_weights_gemm(const ConvShape& s, const float* x, const float* dy, float* dw,
                                 size_t budget = kPatchBudget);
 // cuDNN on device memory (conv_cudnn.cpp; fp32 only so far), on the stream of the Kokkos kernels around them

@@ -23,7 +23,7 @@ void conv_forward_onednn(const ConvShape&, const bf16_bits*, const float*, bf16_
 void conv_backward_onednn(const ConvShape&, const bf16_bits*, const bf16_bits*, const float*, float*, float*) {}
 bool gemm_backward_data(const ConvShape&) { return false; }
 bool gemm_backward_weights(const ConvShape&) { return false; }
-void conv_backward_data_gemm(const ConvShape&, const float*, const float*, float*) {}
+void conv_backward_data_gemm(const ConvShape&, const float*, const float*, float*, float) {}
 void conv_backward_weights_gemm(const ConvShape&, const float*, const float*, float*, size_t) {}
 #endif
 #ifndef GRIDTRAIN_HAVE_CUDNN
@@ -149,6 +149,17 @@ void conv_backward(const ConvShape& s, const float* x, const float* dy, const fl
   }
   conv_backward_weights(s, x, dy, dw);
   if (dx) conv_backward_data(s, dy, w, dx);
+}
+
+bool conv_backward_adds_dx(const ConvShape& s) {
+  return !s.bf16 && chosen() == ConvBackend::onednn && detail::gemm_backward_data(s);
+}
+
+void conv_backward_add_dx(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw) {
+  if (!conv_backward_adds_dx(s) || !dx)
+    throw Error("convolution: this shape's backward-data cannot add into its output (conv_backward_adds_dx)");
+  detail::conv_backward_weights_onednn(s, x, dy, dw);
+  detail::conv_backward_data_gemm(s, dy, w, dx, 1.f);
 }
 
 void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, float* y) {

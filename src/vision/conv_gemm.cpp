@@ -63,10 +63,10 @@ bool gemm_backward_data(const ConvShape& s) { return one_by_one(s); }
 
 bool gemm_backward_weights(const ConvShape& s) { return one_by_one(s) || strided_patches(s); }
 
-// dx(M,C) = dy(M,K) w(K,C)
-void conv_backward_data_gemm(const ConvShape& s, const float* dy, const float* w, float* dx) {
+// dx(M,C) = dy(M,K) w(K,C) + beta dx(M,C)
+void conv_backward_data_gemm(const ConvShape& s, const float* dy, const float* w, float* dx, float beta) {
   const dnnl_dim_t m = dnnl_dim_t(s.n) * s.h * s.w;
-  checked(dnnl::sgemm('N', 'N', m, s.c, s.k, 1.0f, dy, s.k, w, s.c, 0.0f, dx, s.c), "sgemm of a 1x1 convolution");
+  checked(dnnl::sgemm('N', 'N', m, s.c, s.k, 1.0f, dy, s.k, w, s.c, beta, dx, s.c), "sgemm of a 1x1 convolution");
 }
 
 void conv_backward_weights_gemm(const ConvShape& s, const float* x, const float* dy, float* dw, size_t budget) {

@@ -40,7 +40,7 @@ void ConvLayer::forward_on(const Dims& in, const float* params, const bf16_bits*
 
 template <class DX>
 void ConvLayer::backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
-                         Buffer<DX>* dx) {
+                         Buffer<DX>* dx, bool add_dx) {
   DX* dxp = dx ? room_for(*dx, in.size()) : nullptr;
   if constexpr (std::is_same_v<DX, float>) {
     if (fp16) {  // the output gradient rounded as fp16 would hold it, and dx and dw as fp16 would return them
@@ -50,6 +50,7 @@ void ConvLayer::backward(const Dims& in, const float* params, const float* x, co
       if (dxp) round_fp16_in_place(in.size(), dxp);
       return round_fp16_in_place(long(wr.size()), grads + w_off);
     }
+    if (!bf16 && add_dx) return conv_backward_add_dx(shape(in), x, dy, params + w_off, dxp, grads + w_off);
     if (!bf16) return conv_backward(shape(in), x, dy, params + w_off, dxp, grads + w_off);
   }
   // bf16: the BN after this conv wrote dyb. A bf16 dx comes only from a bf16 conv inside a block, which always has
@@ -91,7 +92,7 @@ void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, co
 template <class A, class Y, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
                    const A* a, const Y* b, const float* x, const DY* dy, float* grads,
-                   Buffer<float>& g_a, Buffer<DX>* dx) {
+                   Buffer<float>& g_a, Buffer<DX>* dx, bool add_dx) {
   const Dims od = conv.out(conv_in);
   if (conv.bf16) {
     bn.backward(od, params, a, b, dy, grads, conv.dy_bf16(conv_in));
@@ -102,16 +103,16 @@ void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& b
   if constexpr (std::is_same_v<A, float> && std::is_same_v<Y, float> && std::is_same_v<DY, float> &&
                 std::is_same_v<DX, float>) {
     bn.backward(od, params, a, b, dy, grads, room_for(g_a, od.size()));
-    conv.backward(conv_in, params, x, g_a.data(), grads, dx);
+    conv.backward(conv_in, params, x, g_a.data(), grads, dx, add_dx);
   }
 }
 
 // the stem's (resnet_step.cpp): its conv's output fp32 or bf16, its BN's output fp32 (a max pool or a block reads it)
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const float*, const float*,
-                            const float*, const float*, float*, Buffer<float>&, Buffer<float>*);
+                            const float*, const float*, float*, Buffer<float>&, Buffer<float>*, bool);
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const bf16_bits*,
                             const float*, const float*, const float*, float*, Buffer<float>&,
-                            Buffer<float>*);
+                            Buffer<float>*, bool);
 template void BatchNormLayer::forward(const Dims&, const float*, const float*, Buffer<float>&, bool);
 template void BatchNormLayer::forward(const Dims&, const float*, const bf16_bits*, Buffer<float>&, bool);
 
@@ -156,8 +157,18 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
 
 void ResBlock::backward(const float* params, const float* dout, float* grads, Buffer<float>& dx) {
   const size_t n = convs.size();
-  relu_backward(mid.size(), out.data(), dout, room_for(g_sum, mid.size()));
-  const float* g_out = g_sum.data();  // the last unit's output gradient: the sum's, before any ReLU
+  const bool add = adds_into_dx();
+  // the sum's gradient, before any ReLU: with an identity shortcut also the shortcut's, so into dx when the first
+  // conv adds to it
+  float* g_sum_p = add && !has_proj ? room_for(dx, in.size()) : room_for(g_sum, mid.size());
+  relu_backward(mid.size(), out.data(), dout, g_sum_p);
+  auto shortcut_backward = [&](Buffer<float>& into) {  // the projection's unit, its input gradient into `into`
+    ap.visit([&](const auto* a_proj) {
+      unit_backward(proj, in, bn_proj, params, a_proj, bp.data(), x, g_sum_p, grads, g_proj, &into);
+    });
+  };
+  if (has_proj && add) shortcut_backward(dx);  // first: the first conv adds into what it wrote
+  const float* g_out = g_sum_p;  // the last unit's output gradient
   const bf16_bits* g_out_b = nullptr;  // or, when set, in bf16 (the bf16 conv after the unit wrote it)
   for (size_t k = n; k-- > 0;) {  // b[k]: relu(bn(a[k])) but the last; in bf16 the next conv's input (lowered)
     const float* conv_x = k == 0 ? x : b[k - 1].data();  // read only by an fp32 conv
@@ -169,7 +180,8 @@ void ResBlock::backward(const float* params, const float* dout, float* grads, Bu
         if (dx_bf16)
           unit_backward(convs[k], conv_in[k], bns[k], params, ak, bk, conv_x, dy, grads, g_a, &g_prevb);
         else
-          unit_backward(convs[k], conv_in[k], bns[k], params, ak, bk, conv_x, dy, grads, g_a, k == 0 ? &dx : &g_prev);
+          unit_backward(convs[k], conv_in[k], bns[k], params, ak, bk, conv_x, dy, grads, g_a, k == 0 ? &dx : &g_prev,
+                        k == 0 && add);
       };
       auto with_dy = [&](const auto* bk) {
         if (g_out_b) run(bk, g_out_b);
@@ -187,10 +199,9 @@ void ResBlock::backward(const float* params, const float* dout, float* grads, Bu
       g_out_b = nullptr;
     }
   }
+  if (add) return;
   if (has_proj) {
-    ap.visit([&](const auto* a_proj) {
-      unit_backward(proj, in, bn_proj, params, a_proj, bp.data(), x, g_sum.data(), grads, g_proj, &g_xproj);
-    });
+    shortcut_backward(g_xproj);
     gt::add_inplace(dx.data(), g_xproj.data(), in.size());
   } else {
     gt::add_inplace(dx.data(), g_sum.data(), in.size());

@@ -64,13 +64,16 @@ struct ConvLayer {
     dyb.resize(size_t(out(in).size()));
     return dyb.data();
   }
+  // Whether backward can add the input gradient into dx (add_dx) in its own pass: fp32 operands, and a backend
+  // pass that takes a beta (conv_backward_adds_dx)
+  bool adds_dx(const Dims& in) const { return !bf16 && !fp16 && conv_backward_adds_dx(shape(in)); }
   // Without bf16: x and dy in fp32. With bf16 both are ignored: xb (from forward) and dyb (dy_bf16(), written by
   // the BatchNorm after this conv) hold them.
   // dx may be null (the stem's input needs no gradient); fp32, or bf16 with bf16 (the gradient a BatchNorm before
-  // this conv inside a block reads)
+  // this conv inside a block reads). add_dx (only where adds_dx(in)): dx += the input gradient, dx already sized.
   template <class DX>
   void backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
-                Buffer<DX>* dx);
+                Buffer<DX>* dx, bool add_dx = false);
 };
 
 struct BatchNormLayer {
@@ -95,11 +98,12 @@ struct BatchNormLayer {
 // Back through a conv - BN unit: BN (and its ReLU) into `g_a` (or the conv's bf16 gradient), then the conv.
 // a, b: the conv's and the BN's outputs of the forward; x: the conv's input; dx as ConvLayer::backward's.
 // a: the conv's output (ConvOut: fp32 or bf16); b: fp32, or bf16 when the BN wrote the next conv's bf16 input
-// (ResBlock::lowered); dy: fp32, or bf16 from the bf16 conv after this unit in a block.
+// (ResBlock::lowered); dy: fp32, or bf16 from the bf16 conv after this unit in a block. add_dx: as
+// ConvLayer::backward's (an fp32 conv only).
 template <class A, class Y, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
                    const A* a, const Y* b, const float* x, const DY* dy, float* grads,
-                   Buffer<float>& g_a, Buffer<DX>* dx);
+                   Buffer<float>& g_a, Buffer<DX>* dx, bool add_dx = false);
 
 // A residual block: a chain of conv - BN units with ReLU after each but the last (fused into the BN: its
 // p.relu), plus the shortcut (identity, or
@@ -122,8 +126,14 @@ struct ResBlock {
   ConvOut ap;
   Buffer<float> bp, out;
   // backward's gradients, kept between steps: freshly allocated buffers of this size come from mmap, and their
-  // page faults cost more than some of the layers (a ResNet-50 step at batch 16 touches ~2 GB of them)
+  // page faults cost more than some of the layers (a ResNet-50 step at batch 16 touches ~2 GB of them).
+  // g_xproj: the projection's input gradient, only where the first conv cannot add into dx (adds_into_dx)
   Buffer<float> g_sum, g_h, g_a, g_prev, g_proj, g_xproj;
+  // The block's input gradient is its first conv's plus the shortcut's. Where the first conv's backward adds into
+  // its output (ConvLayer::adds_dx: the bottleneck's 1x1 in fp32), the shortcut's is written into dx first and the
+  // conv's added as it is computed, instead of an add over the block's input of its own (measured in
+  // docs/vision.md).
+  bool adds_into_dx() const { return convs[0].adds_dx(in); }
   // bf16: the gradient between two bf16 convs' units inside the block (conv k's dx, unit k - 1's dy), as the
   // autocast convention keeps it; the block's input gradient and the shortcut's stay fp32 (they are summed)
   Buffer<bf16_bits> g_hb, g_prevb;
