@@ -26,11 +26,20 @@ KOKKOS_INLINE_FUNCTION float load(const float* p) { return *p; }
 KOKKOS_INLINE_FUNCTION float load(const uint16_t* p) { return half_detail::bf16_to_float(*p); }
 KOKKOS_INLINE_FUNCTION void store(float v, float* p) { *p = v; }
 KOKKOS_INLINE_FUNCTION void store(float v, uint16_t* p) { *p = half_detail::bf16_from_float(v); }
-// dy, or 0 where the fused ReLU's output y was not positive (Relu a compile-time choice: a run-time test per
-// element kept the host loops from vectorising)
-template <bool Relu, class Y, class DY>
-KOKKOS_INLINE_FUNCTION float masked(const Y* y, const DY* dy, long i) {
-  return Relu && !(load(y + i) > 0.f) ? 0.f : load(dy + i);
+// The normalised value before the ReLU and the residual, from the deviation x - sub: one fused multiply-add,
+// explicitly, so that the backward's ReLU test (below) redoes the forward's bit for bit whatever a compiler
+// would contract.
+KOKKOS_INLINE_FUNCTION float normalised(float dev, float scale, float add) { return math::fma(dev, scale, add); }
+// dy, or 0 where the fused ReLU's output was not positive, tested on the forward's value recomputed from the
+// deviation x - mean the pass has read anyway (scale, add: the forward's), not on the stored output: one
+// activation fewer to read in both backward passes (Relu a compile-time choice: a run-time test per element kept
+// the host loops from vectorising). dy is read whatever the test says: a load under the condition became a masked
+// load that GCC 12 merged through a stack slot, a store and a reload on every vector (kernels/classifier.hpp's
+// relu_backward had the same).
+template <bool Relu, class DY>
+KOKKOS_INLINE_FUNCTION float masked(float dev, float scale, float add, const DY* dy, long i) {
+  const float g = load(dy + i);
+  return Relu && !(normalised(dev, scale, add) > 0.f) ? 0.f : g;
 }
 }  // namespace bn_detail
 
@@ -107,7 +116,7 @@ void batchnorm_affine(Out* y, const X* x, const float* sub, const float* scale, 
   if constexpr (!kHostBlocking) {
     Kokkos::parallel_for("batchnorm_affine", range(0, rows * C), KOKKOS_LAMBDA(long i) {
       const long c = i % C;
-      float v = (load(x + i) - sub[c]) * scale[c] + add[c];
+      float v = bn_detail::normalised(load(x + i) - sub[c], scale[c], add[c]);
       if (Add) v += r[i];  // not `if constexpr`: nvcc's device lambdas cannot first-capture r inside one
       store(Relu ? (v > 0.f ? v : 0.f) : v, y + i);
     });
@@ -116,18 +125,21 @@ void batchnorm_affine(Out* y, const X* x, const float* sub, const float* scale, 
   Out* __restrict yr = y;
   for (long m = 0; m < rows; ++m)
     for (int c = 0; c < C; ++c) {
-      float v = (load(x + m * C + c) - sub[c]) * scale[c] + add[c];
+      float v = bn_detail::normalised(load(x + m * C + c) - sub[c], scale[c], add[c]);
       if constexpr (Add) v += r[m * C + c];
       store(Relu ? std::max(0.f, v) : v, yr + m * C + c);
     }
 }
 
 // The backward's two sums: sdy[c] = sum(dy), sdyd[c] = sum(dy * (x - mean)) (xhat's sum / invstd), both set, with
-// dy masked by y > 0 when Relu (the fused ReLU's gradient).
-// x, y, dy: (rows, C)   mean: (C)   sdy, sdyd: (C) set   partials: batchnorm_partials_elems(rows, C)
-template <bool Relu, class X, class Y, class DY>
-void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const X* x, const Y* y, const DY* dy,
-                             const float* mean, long rows, int C) {
+// dy masked where the forward's output was not positive when Relu (the fused ReLU's gradient): the forward's
+// normalised value (x - mean) * scale + add, redone (bn_detail::masked), for the forward that ran
+// batchnorm_affine<true, false> with sub = mean and the same scale and add (read only when Relu; may be null
+// otherwise).
+// x, dy: (rows, C)   mean, scale, add: (C)   sdy, sdyd: (C) set   partials: batchnorm_partials_elems(rows, C)
+template <bool Relu, class X, class DY>
+void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const X* x, const DY* dy,
+                             const float* mean, const float* scale, const float* add, long rows, int C) {
   using bn_detail::load;
   using bn_detail::masked;
   if constexpr (!kHostBlocking) {
@@ -138,9 +150,10 @@ void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const 
     column_sums<2>("batchnorm_backward_sums", Kokkos::Array<double*, 2>{{sdy, sdyd}}, partials, rows, C,
                    KOKKOS_LAMBDA(long i, int c, double* acc) {
                      const long e = i * C + c;
-                     const double g = masked<Relu>(y, dy, e);
+                     const float dev = load(x + e) - mean[c];
+                     const double g = masked<Relu>(dev, Relu ? scale[c] : 0.f, Relu ? add[c] : 0.f, dy, e);
                      acc[0] += g;
-                     acc[1] += g * double(load(x + e) - mean[c]);
+                     acc[1] += g * double(dev);
                    });
     return;
   }
@@ -155,9 +168,10 @@ void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const 
     const long m1 = std::min(rows, m0 + kBnBlock);
     for (long m = m0; m < m1; ++m)
       for (int c = 0; c < C; ++c) {
-        const float g = masked<Relu>(y, dy, m * C + c);
+        const float dev = load(x + m * C + c) - mean[c];
+        const float g = masked<Relu>(dev, Relu ? scale[c] : 0.f, Relu ? add[c] : 0.f, dy, m * C + c);
         qa[c] += g;
-        qb[c] += g * (load(x + m * C + c) - mean[c]);
+        qb[c] += g * dev;
       }
     for (int c = 0; c < C; ++c) {
       sdy[c] += double(qa[c]);
@@ -167,18 +181,20 @@ void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const 
 }
 
 // dx = k * dy + b * (x - mean) + d per channel (the closed form of BatchNorm's input gradient, the coefficients
-// the caller's), dy masked by y > 0 when Relu; dx stored as Out.
-// x, y, dy, dx: (rows, C)   mean, k, b, d: (C)
-template <bool Relu, class X, class Y, class DY, class Out>
-void batchnorm_backward_dx(Out* dx, const X* x, const Y* y, const DY* dy, const float* mean, const float* k,
-                           const float* b, const float* d, long rows, int C) {
+// the caller's), dy masked as in batchnorm_backward_sums when Relu (scale, add as there); dx stored as Out.
+// x, dy, dx: (rows, C)   mean, scale, add, k, b, d: (C)
+template <bool Relu, class X, class DY, class Out>
+void batchnorm_backward_dx(Out* dx, const X* x, const DY* dy, const float* mean, const float* scale,
+                           const float* add, const float* k, const float* b, const float* d, long rows, int C) {
   using bn_detail::load;
   using bn_detail::masked;
   using bn_detail::store;
   if constexpr (!kHostBlocking) {
     Kokkos::parallel_for("batchnorm_backward_dx", range(0, rows * C), KOKKOS_LAMBDA(long i) {
       const long c = i % C;
-      store(k[c] * masked<Relu>(y, dy, i) + b[c] * (load(x + i) - mean[c]) + d[c], dx + i);
+      const float dev = load(x + i) - mean[c];
+      const float g = masked<Relu>(dev, Relu ? scale[c] : 0.f, Relu ? add[c] : 0.f, dy, i);
+      store(k[c] * g + b[c] * dev + d[c], dx + i);
     });
     return;
   }
@@ -186,7 +202,9 @@ void batchnorm_backward_dx(Out* dx, const X* x, const Y* y, const DY* dy, const 
   for (long m = 0; m < rows; ++m)
     for (int c = 0; c < C; ++c) {
       const long i = m * C + c;
-      store(k[c] * masked<Relu>(y, dy, i) + b[c] * (load(x + i) - mean[c]) + d[c], out + i);
+      const float dev = load(x + i) - mean[c];
+      store(k[c] * masked<Relu>(dev, Relu ? scale[c] : 0.f, Relu ? add[c] : 0.f, dy, i) + b[c] * dev + d[c],
+            out + i);
     }
 }
 

@@ -15,9 +15,14 @@ inline void relu_forward(float* y, const float* x, long n) {
   Kokkos::parallel_for("relu_forward", range(0, n), KOKKOS_LAMBDA(long i) { y[i] = x[i] > 0.f ? x[i] : 0.f; });
 }
 
-// y, dy, dx: (n) dx = dy where the forward output y is positive (the same test as on its input); dx may be dy
+// y, dy, dx: (n) dx = dy where the forward output y is positive (the same test as on its input); dx may be dy.
+// dy is read whatever the test says: a select, where a load under the condition became a masked load that GCC 12
+// kept in a stack slot between iterations (a store and a reload on every vector).
 inline void relu_backward(float* dx, const float* y, const float* dy, long n) {
-  Kokkos::parallel_for("relu_backward", range(0, n), KOKKOS_LAMBDA(long i) { dx[i] = y[i] > 0.f ? dy[i] : 0.f; });
+  Kokkos::parallel_for("relu_backward", range(0, n), KOKKOS_LAMBDA(long i) {
+    const float g = dy[i];
+    dx[i] = y[i] > 0.f ? g : 0.f;
+  });
 }
 
 // The layer is gt::linear_forward / linear_backward (kernels/linear.hpp): its GEMMs go to the host's BLAS or

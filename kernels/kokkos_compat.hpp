@@ -53,6 +53,12 @@ template <class T> KOKKOS_INLINE_FUNCTION T fabs(T x) { return GT_KMATH::fabs(x)
 template <class T> KOKKOS_INLINE_FUNCTION T pow(T x, T y) { return GT_KMATH::pow(x, y); }
 template <class T> KOKKOS_INLINE_FUNCTION T fmax(T x, T y) { return x > y ? x : y; }
 template <class T> KOKKOS_INLINE_FUNCTION T fmin(T x, T y) { return x < y ? x : y; }
+// x * y + z rounded once. Kokkos 3.4 (Debian's, host builds only) has no fma: the host's std::fma there.
+#if GT_KOKKOS_AT_LEAST(3, 7)
+template <class T> KOKKOS_INLINE_FUNCTION T fma(T x, T y, T z) { return Kokkos::fma(x, y, z); }
+#else
+template <class T> KOKKOS_INLINE_FUNCTION T fma(T x, T y, T z) { return std::fma(x, y, z); }
+#endif
 #undef GT_KMATH
 }  // namespace math
 

@@ -74,7 +74,7 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
     running_var[c] = float((1.0 - p.momentum) * running_var[c] + p.momentum * unbiased);
   }
   const std::vector<float> g = host_copy(gamma, C);
-  float* scale = detail::room_for(saved.coef, C);
+  float* scale = detail::room_for(saved.coef, 4L * C);  // the backward's k, b, d go after it (BatchNormSaved)
   for (int c = 0; c < C; ++c) scale[c] = g[c] * saved.invstd[c];
   affine(p.relu, rows, C, x, saved.mean.data(), scale, beta, residual, y);
 }
@@ -95,20 +95,23 @@ void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, con
 
 // dx = gamma * invstd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)), the usual closed form, as
 // dx = k * dy + b * (x - mean) + d per channel (k = gamma * invstd, b = -k * invstd * sum(dy * xhat) / M,
-// d = -k * sum(dy) / M); with p.relu, dy is first masked by y > 0. dgamma and dbeta are written by the host: they
-// are the network's own gradient array (a Buffer), which the stage hands on to the trainer's.
-template <class X, class Y, class DY, class Out>
-void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const DY* dy,
-                        const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
+// d = -k * sum(dy) / M); with p.relu, dy is first masked where the forward's normalised value was not positive,
+// that value redone from x with the forward's mean, scale (kept in saved.coef) and beta. dgamma and dbeta are
+// written by the host: they are the network's own gradient array (a Buffer), which the stage hands on to the
+// trainer's.
+template <class X, class DY, class Out>
+void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* gamma,
+                        const float* beta, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
+  const float* scale = saved.coef.data();  // the forward's, beside the k, b, d set below
   double* sdy = detail::room_for(saved.sums, 2L * C);  // sum(dy), then sum(dy * (x - mean)) (xhat's sum / invstd)
   double* sdyd = sdy + C;
   double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
   if (p.relu)
-    batchnorm_backward_sums<true>(sdy, sdyd, partials, x, y, dy, mean, rows, C);
+    batchnorm_backward_sums<true>(sdy, sdyd, partials, x, dy, mean, scale, beta, rows, C);
   else
-    batchnorm_backward_sums<false>(sdy, sdyd, partials, x, y, dy, mean, rows, C);
+    batchnorm_backward_sums<false>(sdy, sdyd, partials, x, dy, mean, scale, beta, rows, C);
   device_fence();
   std::vector<double> sdyx(C);
   for (int c = 0; c < C; ++c) sdyx[c] = sdyd[c] * double(saved.invstd[c]);
@@ -125,7 +128,7 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
   }
   const double inv_m = 1.0 / saved.rows;
   const std::vector<float> g = host_copy(gamma, C);
-  float* k = detail::room_for(saved.coef, 3L * C);
+  float* k = saved.coef.data() + C;  // sized by the forward (4C)
   float* b = k + C;
   float* d = b + C;
   for (int c = 0; c < C; ++c) {
@@ -135,9 +138,9 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y
     d[c] = float(-kc * sdy[c] * inv_m);
   }
   if (p.relu)
-    batchnorm_backward_dx<true>(dx, x, y, dy, mean, k, b, d, rows, C);
+    batchnorm_backward_dx<true>(dx, x, dy, mean, scale, beta, k, b, d, rows, C);
   else
-    batchnorm_backward_dx<false>(dx, x, y, dy, mean, k, b, d, rows, C);
+    batchnorm_backward_dx<false>(dx, x, dy, mean, scale, beta, k, b, d, rows, C);
 }
 
 // The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.
@@ -151,16 +154,14 @@ GT_BN_FORWARD(float, bf16_bits)
 GT_BN_FORWARD(bf16_bits, float)
 GT_BN_FORWARD(bf16_bits, bf16_bits)
 #undef GT_BN_FORWARD
-#define GT_BN_BACKWARD(X, Y, DY, O)                                                                                \
-  template void batchnorm_backward(const BatchNormParams&, long, const X*, const Y*, const DY*, const float*,     \
+#define GT_BN_BACKWARD(X, DY, O)                                                                                   \
+  template void batchnorm_backward(const BatchNormParams&, long, const X*, const DY*, const float*, const float*, \
                                    const BatchNormSaved&, O*, float*, float*);
-// a bf16 dx with each of x, y and dy in either type: the ResNet's block code instantiates every mix, whichever it runs
-#define GT_BN_BACKWARD_BF16_DX(X, Y) GT_BN_BACKWARD(X, Y, float, bf16_bits) GT_BN_BACKWARD(X, Y, bf16_bits, bf16_bits)
-GT_BN_BACKWARD(float, float, float, float)
-GT_BN_BACKWARD_BF16_DX(float, float)
-GT_BN_BACKWARD_BF16_DX(float, bf16_bits)
-GT_BN_BACKWARD_BF16_DX(bf16_bits, float)
-GT_BN_BACKWARD_BF16_DX(bf16_bits, bf16_bits)
+// a bf16 dx with each of x and dy in either type: the ResNet's block code instantiates every mix, whichever it runs
+#define GT_BN_BACKWARD_BF16_DX(X) GT_BN_BACKWARD(X, float, bf16_bits) GT_BN_BACKWARD(X, bf16_bits, bf16_bits)
+GT_BN_BACKWARD(float, float, float)
+GT_BN_BACKWARD_BF16_DX(float)
+GT_BN_BACKWARD_BF16_DX(bf16_bits)
 #undef GT_BN_BACKWARD_BF16_DX
 #undef GT_BN_BACKWARD
 

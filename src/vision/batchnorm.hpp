@@ -33,7 +33,9 @@ struct BatchNormSaved {
   // takes the saved values const): on device builds a Buffer is managed memory, whose allocation and release on
   // every pass would cost more than a pass over a small map. Grows only (detail::room_for).
   mutable Buffer<double> sums, partials;  // 2C per-channel sums; the device split's column-sum partials
-  mutable Buffer<float> coef;             // per channel: the forward's scale (C), or the backward's k, b, d (3C)
+  // per channel: the forward's scale (C; the backward's ReLU mask redoes the forward's value with it), then the
+  // backward's k, b, d (3C)
+  mutable Buffer<float> coef;
   double rows = 0;  // the rows the statistics were over (the group's with sync BN)
 };
 
@@ -52,13 +54,15 @@ void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, con
                             const float* beta, const float* running_mean, const float* running_var, Out* y,
                             const float* residual = nullptr);
 // dx overwritten (fp32, or bf16: the gradient a bf16 convolution reads); dgamma and dbeta overwritten (per channel).
-// y: the forward's output, read only with p.relu (the gradient flows where y > 0), fp32 or bf16 (the same test on
-// the rounded value, except for positive values below about 5e-41, which round to 0). DY, the output gradient:
-// fp32, or bf16 (written so by the bf16 convolution after this BatchNorm in a residual block); the sums over it
-// are fp32/double either way. Instantiated for (X, Y, dy, dx) = fp32 throughout, and for a bf16 dx with any of x,
-// y and dy in bf16 (batchnorm.cpp).
-template <class X, class Y, class DY, class Out>
-void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const Y* y, const DY* dy,
-                        const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta);
+// x, gamma, beta: the forward's (the last batchnorm_forward_train with this `saved`). With p.relu the gradient
+// flows where the forward's value before its ReLU was positive, that value redone from x (the same fused
+// multiply-add, so the same bits: kernels/batchnorm.hpp), not read back from its output: an activation fewer to
+// read twice. (A bf16 output rounds positive values below about 1e-40 to 0; the mask passes them, as the fp32
+// forward's.) DY, the output gradient: fp32, or bf16 (written so by the bf16 convolution after this BatchNorm in a
+// residual block); the sums over it are fp32/double either way. Instantiated for (X, dy, dx) = fp32 throughout,
+// and for a bf16 dx with either of x and dy in bf16 (batchnorm.cpp).
+template <class X, class DY, class Out>
+void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* gamma,
+                        const float* beta, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta);
 
 }  // namespace gt::vision

@@ -82,37 +82,35 @@ void BatchNormLayer::forward(const Dims& d, const float* params, const X* x, Buf
   forward(d, params, x, y.data(), train);
 }
 
-template <class X, class Y, class DY, class Out>
-void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, const Y* y, const DY* dy,
-                              float* grads, Out* dx) const {
-  batchnorm_backward(p, long(d.n) * d.h * d.w, x, y, dy, params + gamma_off, saved, dx, grads + gamma_off,
-                     grads + beta_off);
+template <class X, class DY, class Out>
+void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, const DY* dy, float* grads,
+                              Out* dx) const {
+  batchnorm_backward(p, long(d.n) * d.h * d.w, x, dy, params + gamma_off, params + beta_off, saved, dx,
+                     grads + gamma_off, grads + beta_off);
 }
 
-template <class A, class Y, class DY, class DX>
+template <class A, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
-                   const A* a, const Y* b, const float* x, const DY* dy, float* grads,
-                   Buffer<float>& g_a, Buffer<DX>* dx, bool add_dx) {
+                   const A* a, const float* x, const DY* dy, float* grads, Buffer<float>& g_a, Buffer<DX>* dx,
+                   bool add_dx) {
   const Dims od = conv.out(conv_in);
   if (conv.bf16) {
-    bn.backward(od, params, a, b, dy, grads, conv.dy_bf16(conv_in));
+    bn.backward(od, params, a, dy, grads, conv.dy_bf16(conv_in));
     conv.backward(conv_in, params, x, nullptr, grads, dx);
     return;
   }
   // an fp32 conv: every operand is fp32 (bf16 ones come only from bf16 convs)
-  if constexpr (std::is_same_v<A, float> && std::is_same_v<Y, float> && std::is_same_v<DY, float> &&
-                std::is_same_v<DX, float>) {
-    bn.backward(od, params, a, b, dy, grads, room_for(g_a, od.size()));
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<DY, float> && std::is_same_v<DX, float>) {
+    bn.backward(od, params, a, dy, grads, room_for(g_a, od.size()));
     conv.backward(conv_in, params, x, g_a.data(), grads, dx, add_dx);
   }
 }
 
-// the stem's (resnet_step.cpp): its conv's output fp32 or bf16, its BN's output fp32 (a max pool or a block reads it)
+// the stem's (resnet_step.cpp): its conv's output fp32 or bf16
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const float*, const float*,
-                            const float*, const float*, float*, Buffer<float>&, Buffer<float>*, bool);
+                            const float*, float*, Buffer<float>&, Buffer<float>*, bool);
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const bf16_bits*,
-                            const float*, const float*, const float*, float*, Buffer<float>&,
-                            Buffer<float>*, bool);
+                            const float*, const float*, float*, Buffer<float>&, Buffer<float>*, bool);
 template void BatchNormLayer::forward(const Dims&, const float*, const float*, Buffer<float>&, bool);
 template void BatchNormLayer::forward(const Dims&, const float*, const bf16_bits*, Buffer<float>&, bool);
 
@@ -164,31 +162,29 @@ void ResBlock::backward(const float* params, const float* dout, float* grads, Bu
   relu_backward(mid.size(), out.data(), dout, g_sum_p);
   auto shortcut_backward = [&](Buffer<float>& into) {  // the projection's unit, its input gradient into `into`
     ap.visit([&](const auto* a_proj) {
-      unit_backward(proj, in, bn_proj, params, a_proj, bp.data(), x, g_sum_p, grads, g_proj, &into);
+      unit_backward(proj, in, bn_proj, params, a_proj, x, g_sum_p, grads, g_proj, &into);
     });
   };
   if (has_proj && add) shortcut_backward(dx);  // first: the first conv adds into what it wrote
   const float* g_out = g_sum_p;  // the last unit's output gradient
   const bf16_bits* g_out_b = nullptr;  // or, when set, in bf16 (the bf16 conv after the unit wrote it)
-  for (size_t k = n; k-- > 0;) {  // b[k]: relu(bn(a[k])) but the last; in bf16 the next conv's input (lowered)
-    const float* conv_x = k == 0 ? x : b[k - 1].data();  // read only by an fp32 conv
+  for (size_t k = n; k-- > 0;) {
+    // conv k's input: the block's, or relu(bn(a[k - 1])) (b[k - 1]; read only by an fp32 conv, a bf16 one keeps
+    // its own rounded copy)
+    const float* conv_x = k == 0 ? x : b[k - 1].data();
     // conv k's input gradient: the block's (fp32, summed with the shortcut's) or unit k - 1's dy, in bf16 when
     // conv k is a bf16 one
     const bool dx_bf16 = k > 0 && convs[k].bf16;
     a[k].visit([&](const auto* ak) {
-      auto run = [&](const auto* bk, const auto* dy) {
+      auto run = [&](const auto* dy) {
         if (dx_bf16)
-          unit_backward(convs[k], conv_in[k], bns[k], params, ak, bk, conv_x, dy, grads, g_a, &g_prevb);
+          unit_backward(convs[k], conv_in[k], bns[k], params, ak, conv_x, dy, grads, g_a, &g_prevb);
         else
-          unit_backward(convs[k], conv_in[k], bns[k], params, ak, bk, conv_x, dy, grads, g_a, k == 0 ? &dx : &g_prev,
+          unit_backward(convs[k], conv_in[k], bns[k], params, ak, conv_x, dy, grads, g_a, k == 0 ? &dx : &g_prev,
                         k == 0 && add);
       };
-      auto with_dy = [&](const auto* bk) {
-        if (g_out_b) run(bk, g_out_b);
-        else run(bk, g_out);
-      };
-      if (lowered(k)) with_dy(convs[k + 1].xb.data());
-      else with_dy(b[k].data());
+      if (g_out_b) run(g_out_b);
+      else run(g_out);
     });
     if (k > 0 && dx_bf16) {
       g_hb.swap(g_prevb);

@@ -88,22 +88,20 @@ struct BatchNormLayer {
   // residual: a block's shortcut, y = relu(BN(x) + residual) (batchnorm_forward_train's)
   template <class X, class Out>
   void forward(const Dims& d, const float* params, const X* x, Out* y, bool train, const float* residual = nullptr);
-  // y: the forward's output (its ReLU mask, when p.relu), fp32 or bf16; dy: fp32 or bf16; dx: d.size() values,
-  // fp32 or bf16
-  template <class X, class Y, class DY, class Out>
-  void backward(const Dims& d, const float* params, const X* x, const Y* y, const DY* dy, float* grads,
-                Out* dx) const;
+  // x: the forward's input (its ReLU mask, when p.relu, is redone from it: batchnorm_backward); dy: fp32 or bf16;
+  // dx: d.size() values, fp32 or bf16
+  template <class X, class DY, class Out>
+  void backward(const Dims& d, const float* params, const X* x, const DY* dy, float* grads, Out* dx) const;
 };
 
 // Back through a conv - BN unit: BN (and its ReLU) into `g_a` (or the conv's bf16 gradient), then the conv.
-// a, b: the conv's and the BN's outputs of the forward; x: the conv's input; dx as ConvLayer::backward's.
-// a: the conv's output (ConvOut: fp32 or bf16); b: fp32, or bf16 when the BN wrote the next conv's bf16 input
-// (ResBlock::lowered); dy: fp32, or bf16 from the bf16 conv after this unit in a block. add_dx: as
-// ConvLayer::backward's (an fp32 conv only).
-template <class A, class Y, class DY, class DX>
+// a: the conv's output of the forward (ConvOut: fp32 or bf16); x: the conv's input; dy: fp32, or bf16 from the
+// bf16 conv after this unit in a block; dx as ConvLayer::backward's. add_dx: as ConvLayer::backward's (an fp32
+// conv only).
+template <class A, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
-                   const A* a, const Y* b, const float* x, const DY* dy, float* grads,
-                   Buffer<float>& g_a, Buffer<DX>* dx, bool add_dx = false);
+                   const A* a, const float* x, const DY* dy, float* grads, Buffer<float>& g_a, Buffer<DX>* dx,
+                   bool add_dx = false);
 
 // A residual block: a chain of conv - BN units with ReLU after each but the last (fused into the BN: its
 // p.relu), plus the shortcut (identity, or

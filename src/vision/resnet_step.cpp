@@ -94,7 +94,7 @@ void ResNet::backward(const std::function<void(int)>& unit_done, float grad_scal
   }
   m.stem_a.visit([&](const auto* a) {  // BN with its ReLU's mask, then the stem conv
     Buffer<float>* no_dx = nullptr;  // the images need no gradient
-    detail::unit_backward(m.stem, m.in_dims, m.stem_bn, p, a, m.stem_out.data(), m.images, dx.data(), g, da, no_dx);
+    detail::unit_backward(m.stem, m.in_dims, m.stem_bn, p, a, m.images, dx.data(), g, da, no_dx);
   });
   done(0);
 }

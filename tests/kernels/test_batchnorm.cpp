@@ -121,60 +121,113 @@ TEST(BatchNormKernels, Affine) {
   check_affine<false, false, float, uint16_t>();
 }
 
-template <bool Relu, class X, class Y, class DY, class Out>
+// The forward's value before its ReLU, as the mask's definition has it: x - mean and one fused multiply-add, in
+// float (batchnorm.hpp: the backward redoes the forward's value rather than reading its output).
+bool passes(double x, double mean, double scale, double add) {
+  return std::fma(float(x) - float(mean), float(scale), float(add)) > 0.f;
+}
+
+template <bool Relu, class X, class DY, class Out>
 void check_backward() {
   std::mt19937_64 rng(13);
   const long n = kRows * kC;
   const Vec x = exact<X>(kt::random_vec(rng, size_t(n), 2.0, 4.0));
-  const Vec y = exact<Y>(kt::random_vec(rng, size_t(n)));  // about half of it positive: the ReLU mask
   const Vec dy = exact<DY>(kt::random_vec(rng, size_t(n)));
   const Vec mean = exact<float>(kt::random_vec(rng, kC, 2.5, 3.5));
+  // the forward's scale and shift: about half the values pass the ReLU
+  const Vec scale = exact<float>(kt::random_vec(rng, kC, 0.5, 2.0)), add = exact<float>(kt::random_vec(rng, kC));
   const Vec k = kt::random_vec(rng, kC), b = kt::random_vec(rng, kC), d = kt::random_vec(rng, kC);
   Vec sdy(kC, 0.0), sdyd(kC, 0.0), dx(static_cast<size_t>(n));
   for (long i = 0; i < n; ++i) {
     const int c = int(i % kC);
-    const double g = Relu && !(y[i] > 0.0) ? 0.0 : dy[i];
+    const double g = Relu && !passes(x[i], mean[c], scale[c], add[c]) ? 0.0 : dy[i];
     sdy[c] += g;
     sdyd[c] += g * (x[i] - mean[c]);
     dx[i] = k[c] * g + b[c] * (x[i] - mean[c]) + d[c];
   }
   kt::DVec<X> xd = store<X>(x);
-  kt::DVec<Y> yd = store<Y>(y);
   kt::DVec<DY> dyd = store<DY>(dy);
-  kt::DVec<float> meand = floats(mean), kd = floats(k), bd = floats(b), dd = floats(d);
+  kt::DVec<float> meand = floats(mean), scaled = floats(scale), addd = floats(add);
+  kt::DVec<float> kd = floats(k), bd = floats(b), dd = floats(d);
   kt::DVec<double> gsdy = kt::nan_filled<double>(kC), gsdyd = kt::nan_filled<double>(kC);
   kt::DVec<double> partials(size_t(gt::batchnorm_partials_elems(kRows, kC)) + 1);
-  gt::batchnorm_backward_sums<Relu>(gsdy.data(), gsdyd.data(), partials.data(), xd.data(), yd.data(), dyd.data(),
-                                    meand.data(), kRows, kC);
+  gt::batchnorm_backward_sums<Relu>(gsdy.data(), gsdyd.data(), partials.data(), xd.data(), dyd.data(), meand.data(),
+                                    scaled.data(), addd.data(), kRows, kC);
   const double tol = gt::kHostBlocking ? 1e-6 : 1e-12;
   EXPECT_LT(rel_err(gsdy, sdy), tol);
   EXPECT_LT(rel_err(gsdyd, sdyd), tol);
   kt::DVec<Out> gdx = store<Out>(Vec(size_t(n), NAN));
-  gt::batchnorm_backward_dx<Relu>(gdx.data(), xd.data(), yd.data(), dyd.data(), meand.data(), kd.data(), bd.data(),
-                                  dd.data(), kRows, kC);
+  gt::batchnorm_backward_dx<Relu>(gdx.data(), xd.data(), dyd.data(), meand.data(), scaled.data(), addd.data(),
+                                  kd.data(), bd.data(), dd.data(), kRows, kC);
   EXPECT_LT(rel_err(load(gdx), dx), out_tol<Out>());
 }
 
 TEST(BatchNormKernels, Backward) {
-  check_backward<false, float, float, float, float>();
-  check_backward<true, float, float, float, float>();
-  check_backward<true, uint16_t, uint16_t, uint16_t, uint16_t>();
-  check_backward<true, float, uint16_t, float, uint16_t>();
-  check_backward<false, uint16_t, float, uint16_t, float>();
+  check_backward<false, float, float, float>();
+  check_backward<true, float, float, float>();
+  check_backward<true, uint16_t, uint16_t, uint16_t>();
+  check_backward<true, float, float, uint16_t>();
+  check_backward<false, uint16_t, uint16_t, float>();
 }
 
-// The ReLU mask is the forward output's sign, tested on the stored value: a y of exactly 0 passes no gradient.
+// The backward's ReLU mask, redone from x, is the forward's output sign exactly, where it is hardest: inputs within
+// a few ulps of where the normalised value crosses 0 (x = mean - add / scale), so that any other rounding of
+// (x - mean) * scale + add than the forward's (a separate multiply and add, another order) flips some of them. The
+// forward writes y; the backward's sum of dy = 1 must count, per channel, exactly the y > 0. Its output fp32 and
+// bf16 (rounding changes no sign here: the values that survive are far above bf16's smallest).
+template <class Out>
+void check_mask_is_the_forwards() {
+  std::mt19937_64 rng(14);
+  const long n = kRows * kC;
+  const Vec mean = exact<float>(kt::random_vec(rng, kC, -2.0, 2.0));
+  const Vec scale = exact<float>(kt::random_vec(rng, kC, 0.3, 3.0)), add = exact<float>(kt::random_vec(rng, kC));
+  std::uniform_int_distribution<int> ulps(-4, 4);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (long i = 0; i < n; ++i) {
+    const int c = int(i % kC);
+    float v = float(mean[c] - add[c] / scale[c]);
+    for (int u = ulps(rng); u != 0; u += u > 0 ? -1 : 1) v = std::nextafter(v, u > 0 ? INFINITY : -INFINITY);
+    x[size_t(i)] = v;
+  }
+  kt::DVec<float> xd(x), meand = floats(mean), scaled = floats(scale), addd = floats(add);
+  kt::DVec<Out> y = store<Out>(Vec(size_t(n), NAN));
+  gt::batchnorm_affine<true, false>(y.data(), xd.data(), meand.data(), scaled.data(), addd.data(), nullptr, kRows,
+                                    kC);
+  const Vec yv = load(y);
+  Vec positive(kC, 0.0);
+  long zeros = 0;
+  for (long i = 0; i < n; ++i) {
+    positive[size_t(i % kC)] += yv[size_t(i)] > 0.0 ? 1.0 : 0.0;
+    zeros += yv[size_t(i)] > 0.0 ? 0 : 1;
+  }
+  ASSERT_GT(zeros, n / 4);  // both sides of 0 are exercised
+  ASSERT_LT(zeros, 3 * n / 4);
+  kt::DVec<float> ones(std::vector<float>(size_t(n), 1.f));
+  kt::DVec<double> sdy(static_cast<size_t>(kC)), sdyd(static_cast<size_t>(kC));
+  kt::DVec<double> partials(size_t(gt::batchnorm_partials_elems(kRows, kC)) + 1);
+  gt::batchnorm_backward_sums<true>(sdy.data(), sdyd.data(), partials.data(), xd.data(), ones.data(), meand.data(),
+                                    scaled.data(), addd.data(), kRows, kC);
+  const std::vector<double>& got = sdy.host();
+  for (int c = 0; c < kC; ++c) EXPECT_EQ(got[size_t(c)], positive[size_t(c)]) << "channel " << c;
+}
+
+TEST(BatchNormKernels, ReluMaskIsTheForwardsOutputSign) {
+  check_mask_is_the_forwards<float>();
+  check_mask_is_the_forwards<uint16_t>();
+}
+
+// A forward value of exactly 0 passes no gradient (mean 0, scale 1, shift 0: the value is x itself).
 TEST(BatchNormKernels, ReluMaskStopsAtZero) {
   const long rows = 3;
   const int C = 2;
-  kt::DVec<float> x(size_t(rows * C), 1.f), y(std::vector<float>{0.f, 1.f, -1.f, 2.f, 0.f, 3.f});
-  kt::DVec<float> dy(size_t(rows * C), 1.f), mean(size_t(C), 0.f);
+  kt::DVec<float> x(std::vector<float>{0.f, 1.f, -1.f, 2.f, 0.f, 3.f});
+  kt::DVec<float> dy(size_t(rows * C), 1.f), mean(size_t(C), 0.f), scale(size_t(C), 1.f), add(size_t(C), 0.f);
   kt::DVec<double> sdy(static_cast<size_t>(C)), sdyd(static_cast<size_t>(C));
   kt::DVec<double> partials(size_t(gt::batchnorm_partials_elems(rows, C)) + 1);
-  gt::batchnorm_backward_sums<true>(sdy.data(), sdyd.data(), partials.data(), x.data(), y.data(), dy.data(),
-                                    mean.data(), rows, C);
-  EXPECT_EQ(sdy[0], 0.0);  // rows 0, 1, 2 of channel 0: y = 0, -1, 0
-  EXPECT_EQ(sdy[1], 3.0);  // channel 1: y = 1, 2, 3
+  gt::batchnorm_backward_sums<true>(sdy.data(), sdyd.data(), partials.data(), x.data(), dy.data(), mean.data(),
+                                    scale.data(), add.data(), rows, C);
+  EXPECT_EQ(sdy[0], 0.0);  // rows 0, 1, 2 of channel 0: values 0, -1, 0
+  EXPECT_EQ(sdy[1], 3.0);  // channel 1: 1, 2, 3
 }
 
 }  // namespace
