@@ -84,19 +84,32 @@ void maxpool_forward(T* y, long* argmax, const T* x, const PoolShape& s) {
       for (int p = 0; p < oh; ++p)
         for (int q = 0; q < ow; ++q) {
           const long o = ((long(n) * oh + p) * ow + q) * C;
-          float* yo = y + o;
-          long* ao = argmax + o;
-          for (int c = 0; c < C; ++c) {
+          float* __restrict yo = y + o;
+          long* __restrict ao = argmax + o;
+          for (int c = 0; c < C; ++c) {  // an empty window (none in valid shapes) keeps these
             yo[c] = ninf;
             ao[c] = -1;
           }
+          // The window's first tap taken whole, then selects and unconditional stores: a store under the condition
+          // vectorised as masked stores behind a branch on each mask (17.6 -> 10.5-11.3 ms for ResNet-50's pool at
+          // batch 16, one Zen 5 core; 0.7% of its step before).
+          bool first = true;
           pool_detail::for_window(s, n, p, q, 0, [&](long i) {
-            const float* xi = x + i;
-            for (int c = 0; c < C; ++c)
-              if (ao[c] < 0 || xi[c] > yo[c]) {
+            const float* __restrict xi = x + i;
+            if (first) {
+              for (int c = 0; c < C; ++c) {
                 yo[c] = xi[c];
                 ao[c] = i + c;
               }
+              first = false;
+              return;
+            }
+            for (int c = 0; c < C; ++c) {
+              const float v = xi[c];
+              const bool take = v > yo[c];
+              yo[c] = take ? v : yo[c];
+              ao[c] = take ? i + c : ao[c];
+            }
           });
         }
   }
