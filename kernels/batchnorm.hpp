@@ -131,17 +131,36 @@ void batchnorm_affine(Out* y, const X* x, const float* sub, const float* scale, 
     }
 }
 
-// The backward's two sums: sdy[c] = sum(dy), sdyd[c] = sum(dy * (x - mean)) (xhat's sum / invstd), both set, with
-// dy masked where the forward's output was not positive when Relu (the fused ReLU's gradient): the forward's
-// normalised value (x - mean) * scale + add, redone (bn_detail::masked), for the forward that ran
-// batchnorm_affine<true, false> with sub = mean and the same scale and add (read only when Relu; may be null
-// otherwise).
-// x, dy: (rows, C)   mean, scale, add: (C)   sdy, sdyd: (C) set   partials: batchnorm_partials_elems(rows, C)
-template <bool Relu, class X, class DY>
-void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const X* x, const DY* dy,
-                             const float* mean, const float* scale, const float* add, long rows, int C) {
-  using bn_detail::load;
-  using bn_detail::masked;
+namespace bn_detail {
+// The output gradient the backward's sums read, element i of channel c, given the deviation x - mean: dy, masked
+// by the fused ReLU when Relu (masked above)
+template <bool Relu, class DY>
+struct MaskedGrad {
+  const DY* dy;
+  const float* scale;
+  const float* add;
+  KOKKOS_INLINE_FUNCTION float operator()(long i, int c, float dev) const {
+    return masked<Relu>(dev, Relu ? scale[c] : 0.f, Relu ? add[c] : 0.f, dy, i);
+  }
+};
+// ... or, at the end of a residual block (out = max(0, BN(x) + r)), the block output's gradient where out > 0:
+// the gradient of the BN's output and of the shortcut both, stored to g as it is read (each element is visited
+// once by either split) instead of in a ReLU pass of its own
+struct BlockEndGrad {
+  const float* out;
+  const float* dout;
+  float* g;
+  KOKKOS_INLINE_FUNCTION float operator()(long i, int, float) const {
+    const float v = dout[i];  // read whatever the test says (masked's note)
+    const float m = out[i] > 0.f ? v : 0.f;
+    g[i] = m;
+    return m;
+  }
+};
+
+template <class X, class Grad>
+void backward_sums(double* sdy, double* sdyd, double* partials, const X* x, const float* mean, Grad grad,
+                   long rows, int C) {
   if constexpr (!kHostBlocking) {
     Kokkos::parallel_for("batchnorm_sums_zero", range(0, C), KOKKOS_LAMBDA(long c) {
       sdy[c] = 0.0;
@@ -151,7 +170,7 @@ void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const 
                    KOKKOS_LAMBDA(long i, int c, double* acc) {
                      const long e = i * C + c;
                      const float dev = load(x + e) - mean[c];
-                     const double g = masked<Relu>(dev, Relu ? scale[c] : 0.f, Relu ? add[c] : 0.f, dy, e);
+                     const double g = grad(e, c, dev);
                      acc[0] += g;
                      acc[1] += g * double(dev);
                    });
@@ -169,7 +188,7 @@ void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const 
     for (long m = m0; m < m1; ++m)
       for (int c = 0; c < C; ++c) {
         const float dev = load(x + m * C + c) - mean[c];
-        const float g = masked<Relu>(dev, Relu ? scale[c] : 0.f, Relu ? add[c] : 0.f, dy, m * C + c);
+        const float g = grad(m * C + c, c, dev);
         qa[c] += g;
         qb[c] += g * dev;
       }
@@ -178,6 +197,29 @@ void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const 
       sdyd[c] += double(qb[c]);
     }
   }
+}
+}  // namespace bn_detail
+
+// The backward's two sums: sdy[c] = sum(dy), sdyd[c] = sum(dy * (x - mean)) (xhat's sum / invstd), both set, with
+// dy masked where the forward's output was not positive when Relu (the fused ReLU's gradient): the forward's
+// normalised value (x - mean) * scale + add, redone (bn_detail::masked), for the forward that ran
+// batchnorm_affine<true, false> with sub = mean and the same scale and add (read only when Relu; may be null
+// otherwise).
+// x, dy: (rows, C)   mean, scale, add: (C)   sdy, sdyd: (C) set   partials: batchnorm_partials_elems(rows, C)
+template <bool Relu, class X, class DY>
+void batchnorm_backward_sums(double* sdy, double* sdyd, double* partials, const X* x, const DY* dy,
+                             const float* mean, const float* scale, const float* add, long rows, int C) {
+  bn_detail::backward_sums(sdy, sdyd, partials, x, mean, bn_detail::MaskedGrad<Relu, DY>{dy, scale, add}, rows, C);
+}
+
+// The same sums at the end of a residual block (the forward ran batchnorm_affine<true, true>: out = max(0, BN(x)
+// + r)), over dy = dout masked by out > 0, which is also written to g: the gradient of the BN's output (the
+// backward's dx pass then reads g as its dy, unmasked) and of the shortcut.
+// x, out, dout, g: (rows, C)   mean: (C)   sdy, sdyd: (C) set   partials: batchnorm_partials_elems(rows, C)
+template <class X>
+void batchnorm_backward_sums_block_end(double* sdy, double* sdyd, double* partials, const X* x, const float* out,
+                                       const float* dout, float* g, const float* mean, long rows, int C) {
+  bn_detail::backward_sums(sdy, sdyd, partials, x, mean, bn_detail::BlockEndGrad{out, dout, g}, rows, C);
 }
 
 // dx = k * dy + b * (x - mean) + d per channel (the closed form of BatchNorm's input gradient, the coefficients

@@ -5,6 +5,7 @@
 #include "src/vision/batchnorm.hpp"
 
 #include "kernels/batchnorm.hpp"
+#include "src/core/error.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -93,25 +94,19 @@ void batchnorm_forward_eval(const BatchNormParams& p, long rows, const X* x, con
   device_fence();  // as in training: scale is freed on return
 }
 
+namespace {
+
+// The backward's per-channel arithmetic, after its sums (saved.sums: sum(dy), then sum(dy * (x - mean))):
+// dgamma, dbeta, and dx's coefficients k, b, d in saved.coef after the forward's scale; returns k.
 // dx = gamma * invstd / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)), the usual closed form, as
 // dx = k * dy + b * (x - mean) + d per channel (k = gamma * invstd, b = -k * invstd * sum(dy * xhat) / M,
-// d = -k * sum(dy) / M); with p.relu, dy is first masked where the forward's normalised value was not positive,
-// that value redone from x with the forward's mean, scale (kept in saved.coef) and beta. dgamma and dbeta are
-// written by the host: they are the network's own gradient array (a Buffer), which the stage hands on to the
-// trainer's.
-template <class X, class DY, class Out>
-void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* gamma,
-                        const float* beta, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
+// d = -k * sum(dy) / M). dgamma and dbeta are written by the host: they are the network's own gradient array (a
+// Buffer), which the stage hands on to the trainer's.
+const float* backward_coefficients(const BatchNormParams& p, const float* gamma, const BatchNormSaved& saved,
+                                   float* dgamma, float* dbeta) {
   const int C = p.channels;
-  const float* mean = saved.mean.data();
-  const float* scale = saved.coef.data();  // the forward's, beside the k, b, d set below
-  double* sdy = detail::room_for(saved.sums, 2L * C);  // sum(dy), then sum(dy * (x - mean)) (xhat's sum / invstd)
-  double* sdyd = sdy + C;
-  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
-  if (p.relu)
-    batchnorm_backward_sums<true>(sdy, sdyd, partials, x, dy, mean, scale, beta, rows, C);
-  else
-    batchnorm_backward_sums<false>(sdy, sdyd, partials, x, dy, mean, scale, beta, rows, C);
+  double* sdy = saved.sums.data();
+  const double* sdyd = sdy + C;
   device_fence();
   std::vector<double> sdyx(C);
   for (int c = 0; c < C; ++c) sdyx[c] = sdyd[c] * double(saved.invstd[c]);
@@ -137,10 +132,45 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const D
     b[c] = float(-kc * double(saved.invstd[c]) * sdyx[c] * inv_m);
     d[c] = float(-kc * sdy[c] * inv_m);
   }
+  return k;
+}
+
+}  // namespace
+
+// With p.relu, dy is first masked where the forward's normalised value was not positive, that value redone from x
+// with the forward's mean, scale (kept in saved.coef) and beta.
+template <class X, class DY, class Out>
+void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* gamma,
+                        const float* beta, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
+  const int C = p.channels;
+  const float* mean = saved.mean.data();
+  const float* scale = saved.coef.data();  // the forward's, beside the k, b, d set after the sums
+  double* sdy = detail::room_for(saved.sums, 2L * C);  // sum(dy), then sum(dy * (x - mean)) (xhat's sum / invstd)
+  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
   if (p.relu)
-    batchnorm_backward_dx<true>(dx, x, dy, mean, scale, beta, k, b, d, rows, C);
+    batchnorm_backward_sums<true>(sdy, sdy + C, partials, x, dy, mean, scale, beta, rows, C);
   else
-    batchnorm_backward_dx<false>(dx, x, dy, mean, scale, beta, k, b, d, rows, C);
+    batchnorm_backward_sums<false>(sdy, sdy + C, partials, x, dy, mean, scale, beta, rows, C);
+  const float* k = backward_coefficients(p, gamma, saved, dgamma, dbeta);
+  if (p.relu)
+    batchnorm_backward_dx<true>(dx, x, dy, mean, scale, beta, k, k + C, k + 2 * C, rows, C);
+  else
+    batchnorm_backward_dx<false>(dx, x, dy, mean, scale, beta, k, k + C, k + 2 * C, rows, C);
+}
+
+template <class X, class Out>
+void batchnorm_backward_block_end(const BatchNormParams& p, long rows, const X* x, const BlockEnd& end,
+                                  const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma,
+                                  float* dbeta) {
+  if (p.relu) throw Error("BatchNorm: a block's end has the ReLU after the sum, not its own (p.relu)");
+  const int C = p.channels;
+  const float* mean = saved.mean.data();
+  double* sdy = detail::room_for(saved.sums, 2L * C);
+  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
+  batchnorm_backward_sums_block_end(sdy, sdy + C, partials, x, end.out, end.dout, end.g, mean, rows, C);
+  const float* k = backward_coefficients(p, gamma, saved, dgamma, dbeta);
+  batchnorm_backward_dx<false>(dx, x, static_cast<const float*>(end.g), mean, nullptr, nullptr, k, k + C, k + 2 * C,
+                               rows, C);
 }
 
 // The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.
@@ -163,6 +193,14 @@ GT_BN_BACKWARD(float, float, float)
 GT_BN_BACKWARD_BF16_DX(float)
 GT_BN_BACKWARD_BF16_DX(bf16_bits)
 #undef GT_BN_BACKWARD_BF16_DX
+#define GT_BN_BLOCK_END(X, O)                                                                                      \
+  template void batchnorm_backward_block_end(const BatchNormParams&, long, const X*, const BlockEnd&, const float*, \
+                                             const BatchNormSaved&, O*, float*, float*);
+GT_BN_BLOCK_END(float, float)
+GT_BN_BLOCK_END(float, bf16_bits)
+GT_BN_BLOCK_END(bf16_bits, float)
+GT_BN_BLOCK_END(bf16_bits, bf16_bits)
+#undef GT_BN_BLOCK_END
 #undef GT_BN_BACKWARD
 
 }  // namespace gt::vision

@@ -65,4 +65,20 @@ template <class X, class DY, class Out>
 void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* gamma,
                         const float* beta, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta);
 
+// The end of a residual block: the forward ran with a residual (y = max(0, BN(x) + r), p.relu false), so the
+// gradient of BN(x) and of r alike is the block output's gradient where the output is positive.
+//   out, dout: the block output (the forward's y) and its gradient; g: receives dout masked by out > 0
+struct BlockEnd {
+  const float* out;
+  const float* dout;
+  float* g;
+};
+// batchnorm_backward with dy = end.dout masked by end.out > 0, written to end.g in the pass that takes the
+// backward's sums (so the shortcut reads it, and no ReLU pass of its own reads out and dout and writes g first).
+// gt::Error when p.relu. Instantiated for x and dx each fp32 or bf16.
+template <class X, class Out>
+void batchnorm_backward_block_end(const BatchNormParams& p, long rows, const X* x, const BlockEnd& end,
+                                  const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma,
+                                  float* dbeta);
+
 }  // namespace gt::vision

@@ -89,28 +89,40 @@ void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, co
                      grads + gamma_off, grads + beta_off);
 }
 
+template <class X, class Out>
+void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, const BlockEnd& end, float* grads,
+                              Out* dx) const {
+  batchnorm_backward_block_end(p, long(d.n) * d.h * d.w, x, end, params + gamma_off, saved, dx, grads + gamma_off,
+                               grads + beta_off);
+}
+
 template <class A, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
                    const A* a, const float* x, const DY* dy, float* grads, Buffer<float>& g_a, Buffer<DX>* dx,
-                   bool add_dx) {
+                   bool add_dx, const BlockEnd* end) {
   const Dims od = conv.out(conv_in);
+  auto bn_backward = [&](auto* into) {
+    if (end) bn.backward(od, params, a, *end, grads, into);
+    else bn.backward(od, params, a, dy, grads, into);
+  };
   if (conv.bf16) {
-    bn.backward(od, params, a, dy, grads, conv.dy_bf16(conv_in));
+    bn_backward(conv.dy_bf16(conv_in));
     conv.backward(conv_in, params, x, nullptr, grads, dx);
     return;
   }
   // an fp32 conv: every operand is fp32 (bf16 ones come only from bf16 convs)
   if constexpr (std::is_same_v<A, float> && std::is_same_v<DY, float> && std::is_same_v<DX, float>) {
-    bn.backward(od, params, a, dy, grads, room_for(g_a, od.size()));
+    bn_backward(room_for(g_a, od.size()));
     conv.backward(conv_in, params, x, g_a.data(), grads, dx, add_dx);
   }
 }
 
 // the stem's (resnet_step.cpp): its conv's output fp32 or bf16
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const float*, const float*,
-                            const float*, float*, Buffer<float>&, Buffer<float>*, bool);
+                            const float*, float*, Buffer<float>&, Buffer<float>*, bool, const BlockEnd*);
 template void unit_backward(ConvLayer&, const Dims&, const BatchNormLayer&, const float*, const bf16_bits*,
-                            const float*, const float*, float*, Buffer<float>&, Buffer<float>*, bool);
+                            const float*, const float*, float*, Buffer<float>&, Buffer<float>*, bool,
+                            const BlockEnd*);
 template void BatchNormLayer::forward(const Dims&, const float*, const float*, Buffer<float>&, bool);
 template void BatchNormLayer::forward(const Dims&, const float*, const bf16_bits*, Buffer<float>&, bool);
 
@@ -156,17 +168,17 @@ void ResBlock::forward(const Dims& d, const float* params, const float* input, b
 void ResBlock::backward(const float* params, const float* dout, float* grads, Buffer<float>& dx) {
   const size_t n = convs.size();
   const bool add = adds_into_dx();
-  // the sum's gradient, before any ReLU: with an identity shortcut also the shortcut's, so into dx when the first
-  // conv adds to it
+  // The sum's gradient (dout where out > 0), written by the last unit's BatchNorm as it reads it
+  // (batchnorm_backward_block_end): with an identity shortcut also the shortcut's, so into dx when the first
+  // conv adds to it.
   float* g_sum_p = add && !has_proj ? room_for(dx, in.size()) : room_for(g_sum, mid.size());
-  relu_backward(mid.size(), out.data(), dout, g_sum_p);
+  const BlockEnd end{out.data(), dout, g_sum_p};
   auto shortcut_backward = [&](Buffer<float>& into) {  // the projection's unit, its input gradient into `into`
     ap.visit([&](const auto* a_proj) {
       unit_backward(proj, in, bn_proj, params, a_proj, x, g_sum_p, grads, g_proj, &into);
     });
   };
-  if (has_proj && add) shortcut_backward(dx);  // first: the first conv adds into what it wrote
-  const float* g_out = g_sum_p;  // the last unit's output gradient
+  const float* g_out = nullptr;  // unit k's output gradient: the last unit's is end's
   const bf16_bits* g_out_b = nullptr;  // or, when set, in bf16 (the bf16 conv after the unit wrote it)
   for (size_t k = n; k-- > 0;) {
     // conv k's input: the block's, or relu(bn(a[k - 1])) (b[k - 1]; read only by an fp32 conv, a bf16 one keeps
@@ -176,16 +188,19 @@ void ResBlock::backward(const float* params, const float* dout, float* grads, Bu
     // conv k is a bf16 one
     const bool dx_bf16 = k > 0 && convs[k].bf16;
     a[k].visit([&](const auto* ak) {
+      const BlockEnd* at_end = k + 1 == n ? &end : nullptr;
       auto run = [&](const auto* dy) {
         if (dx_bf16)
-          unit_backward(convs[k], conv_in[k], bns[k], params, ak, conv_x, dy, grads, g_a, &g_prevb);
+          unit_backward(convs[k], conv_in[k], bns[k], params, ak, conv_x, dy, grads, g_a, &g_prevb, false, at_end);
         else
           unit_backward(convs[k], conv_in[k], bns[k], params, ak, conv_x, dy, grads, g_a, k == 0 ? &dx : &g_prev,
-                        k == 0 && add);
+                        k == 0 && add, at_end);
       };
       if (g_out_b) run(g_out_b);
       else run(g_out);
     });
+    // first after the last unit (which wrote g_sum_p): the first conv adds into what the projection writes
+    if (k + 1 == n && has_proj && add) shortcut_backward(dx);
     if (k > 0 && dx_bf16) {
       g_hb.swap(g_prevb);
       g_out_b = g_hb.data();

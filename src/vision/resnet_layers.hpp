@@ -92,16 +92,20 @@ struct BatchNormLayer {
   // dx: d.size() values, fp32 or bf16
   template <class X, class DY, class Out>
   void backward(const Dims& d, const float* params, const X* x, const DY* dy, float* grads, Out* dx) const;
+  // ... a block's last BatchNorm (forward with a residual): dy is end's masked gradient, which it writes
+  // (batchnorm_backward_block_end)
+  template <class X, class Out>
+  void backward(const Dims& d, const float* params, const X* x, const BlockEnd& end, float* grads, Out* dx) const;
 };
 
 // Back through a conv - BN unit: BN (and its ReLU) into `g_a` (or the conv's bf16 gradient), then the conv.
 // a: the conv's output of the forward (ConvOut: fp32 or bf16); x: the conv's input; dy: fp32, or bf16 from the
 // bf16 conv after this unit in a block; dx as ConvLayer::backward's. add_dx: as ConvLayer::backward's (an fp32
-// conv only).
+// conv only). end: the unit at a block's end, whose BN takes its gradient from end (dy then unused: null).
 template <class A, class DY, class DX>
 void unit_backward(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
                    const A* a, const float* x, const DY* dy, float* grads, Buffer<float>& g_a, Buffer<DX>* dx,
-                   bool add_dx = false);
+                   bool add_dx = false, const BlockEnd* end = nullptr);
 
 // A residual block: a chain of conv - BN units with ReLU after each but the last (fused into the BN: its
 // p.relu), plus the shortcut (identity, or

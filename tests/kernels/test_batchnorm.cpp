@@ -170,6 +170,41 @@ TEST(BatchNormKernels, Backward) {
   check_backward<false, uint16_t, uint16_t, float>();
 }
 
+// The sums at a residual block's end: dy is the block output's gradient where the output is positive, written to g
+// bit for bit (a select, no arithmetic), and the sums over it as batchnorm_backward_sums's over that g.
+template <class X>
+void check_block_end() {
+  std::mt19937_64 rng(15);
+  const long n = kRows * kC;
+  const Vec x = exact<X>(kt::random_vec(rng, size_t(n), 2.0, 4.0));
+  const Vec out = exact<float>(kt::random_vec(rng, size_t(n)));  // about half positive, as a ReLU's output is not:
+  const Vec dout = exact<float>(kt::random_vec(rng, size_t(n)));  // the test is out > 0 whatever made out
+  const Vec mean = exact<float>(kt::random_vec(rng, kC, 2.5, 3.5));
+  Vec sdy(kC, 0.0), sdyd(kC, 0.0), want_g(static_cast<size_t>(n));
+  for (long i = 0; i < n; ++i) {
+    const int c = int(i % kC);
+    want_g[size_t(i)] = out[size_t(i)] > 0.0 ? dout[size_t(i)] : 0.0;
+    sdy[c] += want_g[size_t(i)];
+    sdyd[c] += want_g[size_t(i)] * (x[size_t(i)] - mean[c]);
+  }
+  kt::DVec<X> xd = store<X>(x);
+  kt::DVec<float> outd = floats(out), doutd = floats(dout), meand = floats(mean);
+  kt::DVec<float> g = kt::nan_filled<float>(size_t(n));
+  kt::DVec<double> gsdy = kt::nan_filled<double>(kC), gsdyd = kt::nan_filled<double>(kC);
+  kt::DVec<double> partials(size_t(gt::batchnorm_partials_elems(kRows, kC)) + 1);
+  gt::batchnorm_backward_sums_block_end(gsdy.data(), gsdyd.data(), partials.data(), xd.data(), outd.data(),
+                                        doutd.data(), g.data(), meand.data(), kRows, kC);
+  EXPECT_EQ(load(g), want_g);
+  const double tol = gt::kHostBlocking ? 1e-6 : 1e-12;  // as check_backward's
+  EXPECT_LT(rel_err(gsdy, sdy), tol);
+  EXPECT_LT(rel_err(gsdyd, sdyd), tol);
+}
+
+TEST(BatchNormKernels, BlockEndSumsWriteTheMaskedGradient) {
+  check_block_end<float>();
+  check_block_end<uint16_t>();
+}
+
 // The backward's ReLU mask, redone from x, is the forward's output sign exactly, where it is hardest: inputs within
 // a few ulps of where the normalised value crosses 0 (x = mean - add / scale), so that any other rounding of
 // (x - mean) * scale + add than the forward's (a separate multiply and add, another order) flips some of them. The
