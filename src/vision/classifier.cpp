@@ -1,14 +1,10 @@
-// The head and ReLU: the vision code's entry points onto kernels/classifier.hpp.
+// The head: the vision code's entry points onto kernels/classifier.hpp.
 #include "src/vision/classifier.hpp"
 
 #include "kernels/classifier.hpp"
 #include "src/vision/buffer.hpp"
 
 namespace gt::vision {
-
-void relu_forward(long n, const float* x, float* y) { gt::relu_forward(y, x, n); }
-
-void relu_backward(long n, const float* y, const float* dy, float* dx) { gt::relu_backward(dx, y, dy, n); }
 
 void linear_forward(int batch, int features, int classes, const float* x, const float* w, const float* b,
                     float* logits) {

@@ -1,6 +1,6 @@
 #pragma once
 // The ResNet head and its loss: a fully connected layer (logits = x W^T + b, W is classes x features) and softmax
-// cross-entropy averaged over the batch; plus ReLU, which the blocks use between convolutions.
+// cross-entropy averaged over the batch. (The blocks' ReLUs are fused into their BatchNorms: batchnorm.hpp.)
 
 #include "src/vision/buffer.hpp"
 
@@ -14,9 +14,6 @@ struct HeadScratch {
   Buffer<float> partials;   // linear_backward: db's column sums on the device split (empty on the host's)
 };
 
-void relu_forward(long n, const float* x, float* y);
-// dx = dy where the forward input was positive (y > 0 is the same test and lets x be overwritten in place).
-void relu_backward(long n, const float* y, const float* dy, float* dx);
 
 void linear_forward(int batch, int features, int classes, const float* x, const float* w, const float* b,
                     float* logits);

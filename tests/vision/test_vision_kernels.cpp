@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/classifier.hpp"
 #include "src/core/error.hpp"
 #include "src/vision/batchnorm.hpp"
 #include "src/vision/classifier.hpp"
@@ -660,8 +661,8 @@ TEST(VisionHead, LinearSoftmaxCrossEntropyAgainstFiniteDifferences) {
 TEST(VisionHead, ReluAndSgdMomentumWithDecayMask) {
   const std::vector<float> x = {-1.f, 0.f, 2.f}, dy = {5.f, 6.f, 7.f};
   std::vector<float> y(3), dx(3);
-  relu_forward(3, x.data(), y.data());
-  relu_backward(3, y.data(), dy.data(), dx.data());
+  gt::relu_forward(y.data(), x.data(), 3);
+  gt::relu_backward(dx.data(), y.data(), dy.data(), 3);
   EXPECT_EQ(y, (std::vector<float>{0.f, 0.f, 2.f}));
   EXPECT_EQ(dx, (std::vector<float>{0.f, 0.f, 7.f}));
   // two steps against the recurrence in float64: v = mu v + g + wd w (wd only with decay), w -= lr v
