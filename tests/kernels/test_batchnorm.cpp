@@ -3,12 +3,14 @@
 // on the host (GT_KERNELS_DEVICE_BLOCKING). The end-to-end layer (running statistics, sync BN, finite-difference
 // gradients) is tested in tests/vision; here each pass alone, on both splits.
 //
-// Sizes: 141 rows (two 64-row chunks of the device split's column sums and a partial one; eight 16-row blocks of
-// the host split and a partial one), C = 70 (odd lengths for the vector tails).
+// Sizes: 141 rows (two 64-row chunks of the device split's column sums and a partial one; on the host split two
+// 64-row moment blocks and a partial one, eight 16-row blocks of the backward's sums and a partial one), C = 70
+// (odd lengths for the vector tails).
 // Tolerances, relative (norm-wise over the channels or elements):
 //   moments: the inputs are 3 + U(-1, 1), so the mean is three times the spread, the case where a naive
-//     E[x^2] - E[x]^2 would lose digits. Device split: double sums, 1e-12. Host split: fp32 block sums of <= 16 terms
-//     (at most ~16 x 2^-24 = 1e-6 relative to the block's magnitude; 2e-8 seen on M2), 1e-6 on the mean and on M2.
+//     E[x^2] - E[x]^2 would lose digits. Device split: double sums, 1e-12. Host split: fp32 block sums of <= 64
+//     deviations from a shift near the mean (at most ~64 x 2^-24 = 4e-6 relative to the block's magnitude; seen:
+//     2e-9 on the mean, 7e-8 on M2 with fp32 inputs, 4e-7 with bf16 ones), 4e-6 on the mean and on M2.
 //   backward sums: x in [2, 4] and the mean in [2.5, 3.5], so x - mean is exact in fp32 (Sterbenz) and the device
 //     split's double sums give 1e-12; the host split's fp32 products summed in fp32 blocks 1e-6 (7e-8 seen).
 //   element-wise passes: a few fp32 roundings per element, 2e-6; a bf16 output one rounding more, 2^-8 + 2e-6.
@@ -83,7 +85,7 @@ void check_moments() {
   kt::DVec<double> gmean = kt::nan_filled<double>(kC), gm2 = kt::nan_filled<double>(kC);
   kt::DVec<double> partials(size_t(gt::batchnorm_partials_elems(kRows, kC)) + 1);
   gt::batchnorm_moments(gmean.data(), gm2.data(), partials.data(), xd.data(), kRows, kC);
-  const double tol = gt::kHostBlocking ? 1e-6 : 1e-12;
+  const double tol = gt::kHostBlocking ? 4e-6 : 1e-12;
   EXPECT_LT(rel_err(gmean, mean), tol);
   EXPECT_LT(rel_err(gm2, m2), tol);
 }
@@ -153,7 +155,7 @@ void check_backward() {
   kt::DVec<double> partials(size_t(gt::batchnorm_partials_elems(kRows, kC)) + 1);
   gt::batchnorm_backward_sums<Relu>(gsdy.data(), gsdyd.data(), partials.data(), xd.data(), dyd.data(), meand.data(),
                                     scaled.data(), addd.data(), kRows, kC);
-  const double tol = gt::kHostBlocking ? 1e-6 : 1e-12;
+  const double tol = gt::kHostBlocking ? 4e-6 : 1e-12;
   EXPECT_LT(rel_err(gsdy, sdy), tol);
   EXPECT_LT(rel_err(gsdyd, sdyd), tol);
   kt::DVec<Out> gdx = store<Out>(Vec(size_t(n), NAN));
@@ -195,7 +197,7 @@ void check_block_end() {
   gt::batchnorm_backward_sums_block_end(gsdy.data(), gsdyd.data(), partials.data(), xd.data(), outd.data(),
                                         doutd.data(), g.data(), meand.data(), kRows, kC);
   EXPECT_EQ(load(g), want_g);
-  const double tol = gt::kHostBlocking ? 1e-6 : 1e-12;  // as check_backward's
+  const double tol = gt::kHostBlocking ? 4e-6 : 1e-12;  // as check_backward's
   EXPECT_LT(rel_err(gsdy, sdy), tol);
   EXPECT_LT(rel_err(gsdyd, sdyd), tol);
 }
