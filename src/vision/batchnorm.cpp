@@ -173,6 +173,44 @@ void batchnorm_backward_block_end(const BatchNormParams& p, long rows, const X* 
                                rows, C);
 }
 
+void batchnorm_backward_begin(const BatchNormParams& p, long rows, const float* x, const float* dy,
+                              const float* gamma, const float* beta, const BatchNormSaved& saved, float* dgamma,
+                              float* dbeta) {
+  const int C = p.channels;
+  double* sdy = detail::room_for(saved.sums, 2L * C);
+  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
+  const float* mean = saved.mean.data();
+  const float* scale = saved.coef.data();
+  if (p.relu)
+    batchnorm_backward_sums<true>(sdy, sdy + C, partials, x, dy, mean, scale, beta, rows, C);
+  else
+    batchnorm_backward_sums<false>(sdy, sdy + C, partials, x, dy, mean, scale, beta, rows, C);
+  backward_coefficients(p, gamma, saved, dgamma, dbeta);
+}
+
+void batchnorm_backward_begin_block_end(const BatchNormParams& p, long rows, const float* x, const BlockEnd& end,
+                                        const float* gamma, const BatchNormSaved& saved, float* dgamma,
+                                        float* dbeta) {
+  if (p.relu) throw Error("BatchNorm: a block's end has the ReLU after the sum, not its own (p.relu)");
+  const int C = p.channels;
+  double* sdy = detail::room_for(saved.sums, 2L * C);
+  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
+  batchnorm_backward_sums_block_end(sdy, sdy + C, partials, x, end.out, end.dout, end.g, saved.mean.data(), rows, C);
+  backward_coefficients(p, gamma, saved, dgamma, dbeta);
+}
+
+void batchnorm_backward_rows(const BatchNormParams& p, long rows, const float* x, const float* dy, const float* beta,
+                             const BatchNormSaved& saved, float* dx) {
+  const int C = p.channels;
+  const float* mean = saved.mean.data();
+  const float* scale = saved.coef.data();
+  const float* k = scale + C;
+  if (p.relu)
+    batchnorm_backward_dx<true>(dx, x, dy, mean, scale, beta, k, k + C, k + 2 * C, rows, C);
+  else
+    batchnorm_backward_dx<false>(dx, x, dy, mean, scale, beta, k, k + C, k + 2 * C, rows, C);
+}
+
 // The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.
 #define GT_BN_FORWARD(X, O)                                                                                        \
   template void batchnorm_forward_train(const BatchNormParams&, long, const X*, const float*, const float*, O*,   \

@@ -81,4 +81,19 @@ void batchnorm_backward_block_end(const BatchNormParams& p, long rows, const X* 
                                   const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma,
                                   float* dbeta);
 
+// The same backward in two steps, for a caller that makes dx a slice of rows at a time and hands each slice on
+// while it is in cache (the convolution before this BatchNorm: ResNet units, ConvLayer::backward_slices):
+// batchnorm_backward_begin takes the sums over all rows and writes dgamma, dbeta and dx's coefficients (into
+// saved); then batchnorm_backward_rows writes dx for any rows, x, dy and dx pointing at the first of them. dy is
+// the gradient the sums read (at a block's end: end.g, which the begin wrote). fp32 only.
+//   x, dy, dx: (rows, C) of the slice   gamma, beta: the forward's
+void batchnorm_backward_begin(const BatchNormParams& p, long rows, const float* x, const float* dy,
+                              const float* gamma, const float* beta, const BatchNormSaved& saved, float* dgamma,
+                              float* dbeta);
+void batchnorm_backward_begin_block_end(const BatchNormParams& p, long rows, const float* x, const BlockEnd& end,
+                                        const float* gamma, const BatchNormSaved& saved, float* dgamma,
+                                        float* dbeta);
+void batchnorm_backward_rows(const BatchNormParams& p, long rows, const float* x, const float* dy, const float* beta,
+                             const BatchNormSaved& saved, float* dx);
+
 }  // namespace gt::vision

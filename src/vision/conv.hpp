@@ -61,6 +61,11 @@ void conv_backward(const ConvShape& s, const float* x, const float* dy, const fl
 bool conv_backward_adds_dx(const ConvShape& s);
 // conv_backward with dx += conv^T(dy, w) (dx not null); only where conv_backward_adds_dx(s), gt::Error otherwise.
 void conv_backward_add_dx(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
+// conv_backward with a beta on each output: dx = conv^T(dy, w) (+ dx when add_dx; dx may be null without it),
+// dw = sum of x (*) dy (+ dw when add_dw). Only where conv_backward_adds_dx(s), gt::Error otherwise. With add_dw a
+// layer's backward runs over its batch in slices of images, s describing one slice (ConvLayer::backward_slices).
+void conv_backward_add(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw,
+                       bool add_dx, bool add_dw);
 
 // The same passes (ConvShape::bf16 only) for a caller that keeps its operands in bf16: xb is x already rounded
 // (in_size), dyb dy (out_size); the results are fp32, equal to the fp32-operand forms' on the same values. They
@@ -102,8 +107,9 @@ bool gemm_backward_weights(const ConvShape& s);
 constexpr size_t kPatchBudget = size_t(32) << 20;
 // dx = conv^T(dy, w) + beta * dx (beta 0: dx overwritten, never read)
 void conv_backward_data_gemm(const ConvShape& s, const float* dy, const float* w, float* dx, float beta = 0.f);
+// dw = sum of x (*) dy + beta * dw
 void conv_backward_weights_gemm(const ConvShape& s, const float* x, const float* dy, float* dw,
-                                size_t budget = kPatchBudget);
+                                size_t budget = kPatchBudget, float beta = 0.f);
 // cuDNN on device memory (conv_cudnn.cpp; fp32 only so far), on the stream of the Kokkos kernels around them
 bool cudnn_available();
 void conv_forward_cudnn(const ConvShape& s, const float* x, const float* w, float* y);

@@ -24,7 +24,7 @@ void conv_backward_onednn(const ConvShape&, const bf16_bits*, const bf16_bits*, 
 bool gemm_backward_data(const ConvShape&) { return false; }
 bool gemm_backward_weights(const ConvShape&) { return false; }
 void conv_backward_data_gemm(const ConvShape&, const float*, const float*, float*, float) {}
-void conv_backward_weights_gemm(const ConvShape&, const float*, const float*, float*, size_t) {}
+void conv_backward_weights_gemm(const ConvShape&, const float*, const float*, float*, size_t, float) {}
 #endif
 #ifndef GRIDTRAIN_HAVE_CUDNN
 bool cudnn_available() { return false; }
@@ -156,10 +156,17 @@ bool conv_backward_adds_dx(const ConvShape& s) {
 }
 
 void conv_backward_add_dx(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw) {
-  if (!conv_backward_adds_dx(s) || !dx)
-    throw Error("convolution: this shape's backward-data cannot add into its output (conv_backward_adds_dx)");
-  detail::conv_backward_weights_onednn(s, x, dy, dw);
-  detail::conv_backward_data_gemm(s, dy, w, dx, 1.f);
+  if (!dx) throw Error("convolution: conv_backward_add_dx without an input gradient to add into");
+  conv_backward_add(s, x, dy, w, dx, dw, true, false);
+}
+
+void conv_backward_add(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw,
+                       bool add_dx, bool add_dw) {
+  if (!conv_backward_adds_dx(s))
+    throw Error("convolution: this shape's backward passes cannot add into their outputs (conv_backward_adds_dx)");
+  if (add_dx && !dx) throw Error("convolution: conv_backward_add with add_dx and no input gradient");
+  detail::conv_backward_weights_gemm(s, x, dy, dw, detail::kPatchBudget, add_dw ? 1.f : 0.f);
+  if (dx) detail::conv_backward_data_gemm(s, dy, w, dx, add_dx ? 1.f : 0.f);
 }
 
 void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, float* y) {

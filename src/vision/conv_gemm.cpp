@@ -69,10 +69,11 @@ void conv_backward_data_gemm(const ConvShape& s, const float* dy, const float* w
   checked(dnnl::sgemm('N', 'N', m, s.c, s.k, 1.0f, dy, s.k, w, s.c, beta, dx, s.c), "sgemm of a 1x1 convolution");
 }
 
-void conv_backward_weights_gemm(const ConvShape& s, const float* x, const float* dy, float* dw, size_t budget) {
-  if (one_by_one(s)) {  // dw(K,C) = dy(M,K)^T x(M,C)
+void conv_backward_weights_gemm(const ConvShape& s, const float* x, const float* dy, float* dw, size_t budget,
+                                float beta) {
+  if (one_by_one(s)) {  // dw(K,C) = dy(M,K)^T x(M,C) + beta dw(K,C)
     const dnnl_dim_t m = dnnl_dim_t(s.n) * s.h * s.w;
-    return checked(dnnl::sgemm('T', 'N', s.k, s.c, m, 1.0f, dy, s.k, x, s.c, 0.0f, dw, s.c),
+    return checked(dnnl::sgemm('T', 'N', s.k, s.c, m, 1.0f, dy, s.k, x, s.c, beta, dw, s.c),
                    "sgemm of a 1x1 convolution");
   }
   // dw(K, RSC) = sum over chunks of images of dy(chunk rows, K)^T col(chunk rows, RSC)
@@ -84,7 +85,7 @@ void conv_backward_weights_gemm(const ConvShape& s, const float* x, const float*
     const int n1 = std::min(s.n, n0 + chunk);
     gather_patches(s, x, n0, n1, col);
     checked(dnnl::sgemm('T', 'N', s.k, rsc, dnnl_dim_t(n1 - n0) * pixels, 1.0f, dy + n0 * pixels * s.k, s.k,
-                        col, rsc, n0 == 0 ? 0.0f : 1.0f, dw, rsc),
+                        col, rsc, n0 == 0 ? beta : 1.0f, dw, rsc),
             "sgemm of a convolution's patches");
   }
 }

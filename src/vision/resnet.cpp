@@ -102,6 +102,7 @@ ResNet::ResNet(const ResNetConfig& cfg, bool with_params) : cfg_(cfg), impl_(std
     c->fp16 = cfg.fp16;
     // not under bf16 (oneDNN has no bf16 Winograd) nor fp16, whose emulation keeps products of fp16 values exact
     c->winograd = cfg.winograd && !cfg.bf16 && !cfg.fp16;
+    c->slice_bytes = cfg.backward_slice_bytes;
   }
   m.features = cin;
   m.fc_w = add(tensors_, total, "fc.weight", {long(cfg.classes), long(cin)}, true);

@@ -41,6 +41,12 @@ struct ResNetConfig {
   bool fp16 = false;
   // fp32 only: the 3x3 stride-1 convolutions may run Winograd (ConvShape::winograd; model.conv_algorithm)
   bool winograd = false;
+  // Backward of a conv - BN unit over slices of images of about this many bytes of the conv's output gradient,
+  // each slice made by the BatchNorm just before the conv's passes read it (while it is in cache), where the
+  // conv's passes allow it and the gradient is more than twice this (ConvLayer::backward_slices); 0: never. 2 MB:
+  // a quarter of what stayed in this machine's last-level cache in a read test (about 16 MB at 100 GB/s, 28 GB/s
+  // beyond), room for the slice, its input and its input gradient.
+  long backward_slice_bytes = 2L << 20;
   int blocks_in(size_t stage) const { return stage_blocks.empty() ? blocks_per_stage : stage_blocks[stage]; }
 };
 

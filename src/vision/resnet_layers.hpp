@@ -36,6 +36,7 @@ struct ConvLayer {
   bool bf16 = false;  // multiply in bf16 (ResNetConfig::bf16)
   bool fp16 = false;  // fp16 operands and outputs, emulated in fp32 (ResNetConfig::fp16, fp16.hpp)
   bool winograd = false;  // fp32 3x3 stride 1 may run Winograd (ResNetConfig::winograd)
+  long slice_bytes = 0;   // backward over slices of images of about this many bytes of dy (backward_slices)
   // fp16: the input, the weights and the output gradient rounded to fp16 (the input kept for backward-weights)
   Buffer<float> xr{}, wr{}, dyr{};
   // bf16: the input as the convolution reads it, rounded once by forward and kept for backward-weights, and the
@@ -74,6 +75,15 @@ struct ConvLayer {
   template <class DX>
   void backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
                 Buffer<DX>* dx, bool add_dx = false);
+  // Images per slice when backward runs over the batch a slice at a time, the BatchNorm after this conv making each
+  // slice's dy just before (unit_backward): 0 for the whole batch at once. Only where the passes take betas
+  // (adds_dx: dw summed over the slices) and dy, more than twice slice_bytes, would not stay in cache between the
+  // BatchNorm that writes it and the two passes that read it (ResNetConfig::backward_slice_bytes).
+  int backward_slices(const Dims& in) const;
+  // backward over images [n0, n1) of the batch `in` describes (x, dy and dx at image n0's rows): dx written, or
+  // added to with add_dx; dw written when n0 is 0 and added to otherwise. Only where backward_slices(in) > 0.
+  void backward_slice(const Dims& in, int n0, int n1, const float* params, const float* x, const float* dy,
+                      float* grads, float* dx, bool add_dx);
 };
 
 struct BatchNormLayer {
@@ -96,6 +106,11 @@ struct BatchNormLayer {
   // (batchnorm_backward_block_end)
   template <class X, class Out>
   void backward(const Dims& d, const float* params, const X* x, const BlockEnd& end, float* grads, Out* dx) const;
+  // The same in two steps (fp32; batchnorm_backward_begin): the sums and the parameter gradients over all d, then
+  // dx for `rows` rows from x, dy and dx at the first of them (dy: end.g at a block's end)
+  void backward_begin(const Dims& d, const float* params, const float* x, const float* dy, const BlockEnd* end,
+                      float* grads) const;
+  void backward_rows(long rows, const float* params, const float* x, const float* dy, float* dx) const;
 };
 
 // Back through a conv - BN unit: BN (and its ReLU) into `g_a` (or the conv's bf16 gradient), then the conv.

@@ -227,3 +227,28 @@ TEST(VisionResNet, WinogradGradientsAgainstFiniteDifferencesAndTheDirectSums) {
     EXPECT_NE(w.grads, d.grads);
   }
 }
+
+// ResNetConfig::backward_slice_bytes: a unit's backward over slices of images (the BatchNorm's dx for a slice, then
+// the conv's two passes on it; dw summed over the slices), where a conv's passes take betas (the bottleneck's 1x1
+// convolutions on oneDNN). At 256 bytes this tiny network slices them all: the expanding 1x1s (512 bytes of
+// gradient an image) one image at a time, the reducing ones (128) two (5 images: 2, 2, 1; 4: 2, 2). Every tensor's
+// gradient against central differences as in the bottleneck test above (the same h, the same reasons), then loss
+// and gradients against the unsliced network within the backend test's bound (only dw's summation order differs),
+// and not bitwise equal to them (else nothing was sliced).
+TEST(VisionResNet, SlicedUnitBackwardAgainstFiniteDifferencesAndTheWholeBatch) {
+  if (!detail::onednn_available()) GTEST_SKIP() << "this build has no oneDNN";
+  set_conv_backend(ConvBackend::onednn);
+  ResNetConfig c = tiny();
+  c.height = c.width = 16;
+  c.widths = {2, 3};
+  c.blocks_per_stage = 2;
+  c.bottleneck = true;
+  c.stem = ResNetStem::ImageNet;
+  c.backward_slice_bytes = 256;
+  EXPECT_EQ(check_every_tensor(c, 4, 1e-4), 3 + 2 * ((3 * 3 + 3) + 3 * 3) + 2);
+  ResNetConfig whole = c;
+  whole.backward_slice_bytes = 0;
+  const LossAndGrads sliced = one_step(c), unsliced = one_step(whole);
+  expect_same_step(c, sliced, unsliced);
+  EXPECT_NE(sliced.grads, unsliced.grads);
+}
