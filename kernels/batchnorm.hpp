@@ -47,6 +47,52 @@ KOKKOS_INLINE_FUNCTION float masked(float dev, float scale, float add, const DY*
 // Scratch (doubles) that the device split's column sums need for `rows` rows; 0 on the host split.
 inline long batchnorm_partials_elems(long rows, int C) { return colsum_partials_elems(rows, 2L * C); }
 
+// The host split's moments in pieces (batchnorm_moments below is the three in a row), for a caller that sums a
+// batch a slice of rows at a time, each slice as it is written, while it is in cache: the shift k from the first
+// rows (those of the first slice), the shifted sums of any rows added into s1 and s2, then s1 and s2 turned into
+// the mean and M2 of all `rows` rows. Host memory only (the device split takes its moments whole).
+//   x: (rows, C)   k: (C) set   s1, s2: (C) added to, then mean and M2
+template <class X>
+void batchnorm_moments_shift(float* k, const X* x, long rows, int C) {
+  using bn_detail::load;
+  const long first = std::min(rows, kBnMomentBlock);
+  std::fill(k, k + C, 0.f);
+  for (long m = 0; m < first; ++m)
+    for (int c = 0; c < C; ++c) k[c] += load(x + m * C + c);
+  const float inv_first = first > 0 ? 1.f / float(first) : 0.f;
+  for (int c = 0; c < C; ++c) k[c] *= inv_first;
+}
+template <class X>
+void batchnorm_moments_add(double* s1, double* s2, const float* k, const X* x, long rows, int C) {
+  using bn_detail::load;
+  std::vector<float> b1(C), b2(C);
+  float* __restrict q1 = b1.data();
+  float* __restrict q2 = b2.data();
+  for (long m0 = 0; m0 < rows; m0 += kBnMomentBlock) {
+    const long m1 = std::min(rows, m0 + kBnMomentBlock);
+    std::fill(b1.begin(), b1.end(), 0.f);
+    std::fill(b2.begin(), b2.end(), 0.f);
+    for (long m = m0; m < m1; ++m)
+      for (int c = 0; c < C; ++c) {
+        const float d = load(x + m * C + c) - k[c];
+        q1[c] += d;
+        q2[c] += d * d;
+      }
+    for (int c = 0; c < C; ++c) {
+      s1[c] += double(q1[c]);
+      s2[c] += double(q2[c]);
+    }
+  }
+}
+inline void batchnorm_moments_finish(double* s1, double* s2, const float* k, long rows, int C) {
+  const double inv_rows = rows > 0 ? 1.0 / double(rows) : 0.0;
+  for (int c = 0; c < C; ++c) {
+    const double s = s1[c];
+    s2[c] = std::max(0.0, s2[c] - s * s * inv_rows);
+    s1[c] = double(k[c]) + s * inv_rows;
+  }
+}
+
 // x: (rows, C)   mean, m2: (C) set, in double: per-channel mean and sum of squared deviations from it
 // partials: batchnorm_partials_elems(rows, C) scratch
 // Host split, in one read of x: the deviations from a per-channel shift k, the mean of the first kBnMomentBlock
@@ -76,38 +122,12 @@ void batchnorm_moments(double* mean, double* m2, double* partials, const X* x, l
                    });
     return;
   }
-  const long first = std::min(rows, kBnMomentBlock);
-  std::vector<float> shift(C, 0.f), s1(C), s2(C);
-  float* __restrict k = shift.data();
-  float* __restrict q1 = s1.data();
-  float* __restrict q2 = s2.data();
-  for (long m = 0; m < first; ++m)
-    for (int c = 0; c < C; ++c) k[c] += load(x + m * C + c);
-  const float inv_first = first > 0 ? 1.f / float(first) : 0.f;
-  for (int c = 0; c < C; ++c) k[c] *= inv_first;
-  std::fill(mean, mean + C, 0.0);  // s1, then the mean
-  std::fill(m2, m2 + C, 0.0);      // s2, then M2
-  for (long m0 = 0; m0 < rows; m0 += kBnMomentBlock) {
-    const long m1 = std::min(rows, m0 + kBnMomentBlock);
-    std::fill(s1.begin(), s1.end(), 0.f);
-    std::fill(s2.begin(), s2.end(), 0.f);
-    for (long m = m0; m < m1; ++m)
-      for (int c = 0; c < C; ++c) {
-        const float d = load(x + m * C + c) - k[c];
-        q1[c] += d;
-        q2[c] += d * d;
-      }
-    for (int c = 0; c < C; ++c) {
-      mean[c] += double(q1[c]);
-      m2[c] += double(q2[c]);
-    }
-  }
-  const double inv_rows = rows > 0 ? 1.0 / double(rows) : 0.0;
-  for (int c = 0; c < C; ++c) {
-    const double s = mean[c];
-    m2[c] = std::max(0.0, m2[c] - s * s * inv_rows);
-    mean[c] = double(k[c]) + s * inv_rows;
-  }
+  std::vector<float> shift(C);
+  batchnorm_moments_shift(shift.data(), x, rows, C);
+  std::fill(mean, mean + C, 0.0);
+  std::fill(m2, m2 + C, 0.0);
+  batchnorm_moments_add(mean, m2, shift.data(), x, rows, C);
+  batchnorm_moments_finish(mean, m2, shift.data(), rows, C);
 }
 
 // y = (x - sub) * scale + add per channel, plus the residual r when Add, ReLU'd when Relu, stored as Out

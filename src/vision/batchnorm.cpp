@@ -44,9 +44,14 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
   const int C = p.channels;
   double* mean = detail::room_for(saved.sums, 2L * C);  // this rank's mean and squared deviations from it
   double* sq = mean + C;
-  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
-  batchnorm_moments(mean, sq, partials, x, rows, C);
-  device_fence();
+  if (saved.summed_rows == rows) {  // summed slice by slice as x was written (batchnorm_moments_slice)
+    batchnorm_moments_finish(mean, sq, saved.shift.data(), rows, C);
+  } else {
+    double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
+    batchnorm_moments(mean, sq, partials, x, rows, C);
+    device_fence();
+  }
+  saved.summed_rows = 0;
   double n = double(rows);  // the rows the statistics are over: this batch's, or the group's
   if (p.group_sum) {
     // The group's mean from the ranks' sums, then each rank's squared deviations moved to that mean
@@ -78,6 +83,18 @@ void batchnorm_forward_train(const BatchNormParams& p, long rows, const X* x, co
   float* scale = detail::room_for(saved.coef, 4L * C);  // the backward's k, b, d go after it (BatchNormSaved)
   for (int c = 0; c < C; ++c) scale[c] = g[c] * saved.invstd[c];
   affine(p.relu, rows, C, x, saved.mean.data(), scale, beta, residual, y);
+}
+
+void batchnorm_moments_slice(const BatchNormParams& p, const float* x, long rows, BatchNormSaved& saved) {
+  if constexpr (!kHostBlocking) throw Error("BatchNorm: moments by slices are the host split's");
+  const int C = p.channels;
+  double* s1 = detail::room_for(saved.sums, 2L * C);
+  if (saved.summed_rows == 0) {  // the first slice: its first rows give the shift
+    batchnorm_moments_shift(detail::room_for(saved.shift, C), x, rows, C);
+    std::fill(s1, s1 + 2L * C, 0.0);
+  }
+  batchnorm_moments_add(s1, s1 + C, saved.shift.data(), x, rows, C);
+  saved.summed_rows += rows;
 }
 
 // y = gamma (x - running_mean) / sqrt(running_var + eps) + beta: the deviation first, as in training, so that a

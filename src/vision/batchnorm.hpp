@@ -37,7 +37,17 @@ struct BatchNormSaved {
   // backward's k, b, d (3C)
   mutable Buffer<float> coef;
   double rows = 0;  // the rows the statistics were over (the group's with sync BN)
+  // batchnorm_moments_slice: the shift of the shifted sums (in `sums`), and how many rows those sums are over so
+  // far (0: none pending)
+  Buffer<float> shift;
+  long summed_rows = 0;
 };
+
+// The next batchnorm_forward_train's moments taken a slice of rows at a time, each slice of x as soon as it is
+// written, while it is in cache (ResBlock::forward, where a convolution runs over slices of images), in order from
+// the first row. The next batchnorm_forward_train over exactly that many rows (the same x) uses these sums instead
+// of a pass of its own over x; any other clears them. fp32 x on the host split.
+void batchnorm_moments_slice(const BatchNormParams& p, const float* x, long rows, BatchNormSaved& saved);
 
 // X, the input: fp32, or bf16 (a bf16 convolution's output: statistics and normalisation read it widened, half the
 // bytes). Out, the output: fp32, or bf16 rounded as it is written (the input of a bf16 convolution, with no fp32

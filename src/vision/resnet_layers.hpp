@@ -75,6 +75,11 @@ struct ConvLayer {
   template <class DX>
   void backward(const Dims& in, const float* params, const float* x, const float* dy, float* grads,
                 Buffer<DX>* dx, bool add_dx = false);
+  // Images per slice when a training forward runs over the batch a slice at a time, the BatchNorm after this conv
+  // summing each slice of the output as it is written (unit_conv_forward): 0 for the whole batch at once. fp32, and
+  // only where the output, more than 8 x slice_bytes, is well beyond what stays in cache until the BatchNorm's own
+  // pass would read it.
+  int forward_slices(const Dims& in) const;
   // Images per slice when backward runs over the batch a slice at a time, the BatchNorm after this conv making each
   // slice's dy just before (unit_backward): 0 for the whole batch at once. Only where the passes take betas
   // (adds_dx: dw summed over the slices) and dy, more than twice slice_bytes, would not stay in cache between the
@@ -112,6 +117,12 @@ struct BatchNormLayer {
                       float* grads) const;
   void backward_rows(long rows, const float* params, const float* x, const float* dy, float* dx) const;
 };
+
+// A conv - BN unit's conv in a training or evaluation forward: conv.forward, or, where conv.forward_slices(in),
+// the conv a slice of images at a time, each slice's output summed into the BatchNorm's moments at once
+// (batchnorm_moments_slice; the BatchNorm's forward then takes no pass of its own for them).
+void unit_conv_forward(ConvLayer& conv, BatchNormLayer& bn, const Dims& in, const float* params, const float* x,
+                       ConvOut& y, bool train);
 
 // Back through a conv - BN unit: BN (and its ReLU) into `g_a` (or the conv's bf16 gradient), then the conv.
 // a: the conv's output of the forward (ConvOut: fp32 or bf16); x: the conv's input; dy: fp32, or bf16 from the

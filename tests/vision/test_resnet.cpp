@@ -230,11 +230,14 @@ TEST(VisionResNet, WinogradGradientsAgainstFiniteDifferencesAndTheDirectSums) {
 
 // ResNetConfig::backward_slice_bytes: a unit's backward over slices of images (the BatchNorm's dx for a slice, then
 // the conv's two passes on it; dw summed over the slices), where a conv's passes take betas (the bottleneck's 1x1
-// convolutions on oneDNN). At 256 bytes this tiny network slices them all: the expanding 1x1s (512 bytes of
-// gradient an image) one image at a time, the reducing ones (128) two (5 images: 2, 2, 1; 4: 2, 2). Every tensor's
-// gradient against central differences as in the bottleneck test above (the same h, the same reasons), then loss
-// and gradients against the unsliced network within the backend test's bound (only dw's summation order differs),
-// and not bitwise equal to them (else nothing was sliced).
+// convolutions on oneDNN), and a training forward's conv over slices of images with the BatchNorm's moments summed
+// slice by slice, where the output is more than 8x that size. At 256 bytes this tiny network slices its 1x1s'
+// backward: the expanding ones (512 bytes of gradient an image) one image at a time, the reducing ones (128) two
+// (5 images: 2, 2, 1; 4: 2, 2); and at 5 images (2560 bytes) the expanding ones' forward, an image at a time.
+// Every tensor's gradient against central differences as in the bottleneck test above (the same h, the same
+// reasons), a 5-image loss against the unsliced network's, then 4-image loss and gradients against it within the
+// backend test's bound (only dw's summation order differs), and not bitwise equal to them (else nothing was
+// sliced).
 TEST(VisionResNet, SlicedUnitBackwardAgainstFiniteDifferencesAndTheWholeBatch) {
   if (!detail::onednn_available()) GTEST_SKIP() << "this build has no oneDNN";
   set_conv_backend(ConvBackend::onednn);
@@ -248,6 +251,11 @@ TEST(VisionResNet, SlicedUnitBackwardAgainstFiniteDifferencesAndTheWholeBatch) {
   EXPECT_EQ(check_every_tensor(c, 4, 1e-4), 3 + 2 * ((3 * 3 + 3) + 3 * 3) + 2);
   ResNetConfig whole = c;
   whole.backward_slice_bytes = 0;
+  const auto x5 = images(5, c, 9);
+  const std::vector<int> y5 = {1, 0, 2, 1, 0};
+  ResNet net_sliced(c), net_whole(whole);
+  EXPECT_NEAR(net_sliced.forward(5, x5.data(), y5.data(), true).loss,
+              net_whole.forward(5, x5.data(), y5.data(), true).loss, 1e-5);
   const LossAndGrads sliced = one_step(c), unsliced = one_step(whole);
   expect_same_step(c, sliced, unsliced);
   EXPECT_NE(sliced.grads, unsliced.grads);
