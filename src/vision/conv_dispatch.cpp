@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "src/core/error.hpp"
+#include "src/vision/buffer.hpp"
 #include "src/vision/conv.hpp"
 
 namespace gt::vision {
@@ -160,13 +161,26 @@ void conv_backward_add_dx(const ConvShape& s, const float* x, const float* dy, c
   conv_backward_add(s, x, dy, w, dx, dw, true, false);
 }
 
+bool conv_backward_sums_dw(const ConvShape& s) { return conv_backward_adds_dx(s) || conv_uses_winograd(s); }
+
 void conv_backward_add(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw,
                        bool add_dx, bool add_dw) {
-  if (!conv_backward_adds_dx(s))
-    throw Error("convolution: this shape's backward passes cannot add into their outputs (conv_backward_adds_dx)");
+  if (add_dx && !conv_backward_adds_dx(s))
+    throw Error("convolution: this shape's backward-data cannot add into its output (conv_backward_adds_dx)");
+  if (add_dw && !conv_backward_sums_dw(s))
+    throw Error("convolution: this shape's backward-weights cannot add into its output (conv_backward_sums_dw)");
   if (add_dx && !dx) throw Error("convolution: conv_backward_add with add_dx and no input gradient");
-  detail::conv_backward_weights_gemm(s, x, dy, dw, detail::kPatchBudget, add_dw ? 1.f : 0.f);
-  if (dx) detail::conv_backward_data_gemm(s, dy, w, dx, add_dx ? 1.f : 0.f);
+  if (conv_backward_adds_dx(s)) {  // sgemm: both betas in the calls
+    detail::conv_backward_weights_gemm(s, x, dy, dw, detail::kPatchBudget, add_dw ? 1.f : 0.f);
+    if (dx) detail::conv_backward_data_gemm(s, dy, w, dx, add_dx ? 1.f : 0.f);
+    return;
+  }
+  if (!add_dw) return conv_backward(s, x, dy, w, dx, dw);
+  thread_local std::vector<float> part;  // this slice's dw (the thread's, kept: see Rounded)
+  float* p = detail::room_for(part, s.weight_size());
+  conv_backward(s, x, dy, w, dx, p);
+  float* __restrict sum = dw;
+  for (long i = 0; i < s.weight_size(); ++i) sum[i] += p[i];
 }
 
 void conv_forward(const ConvShape& s, const bf16_bits* xb, const float* w, float* y) {

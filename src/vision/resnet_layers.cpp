@@ -126,7 +126,7 @@ void unit_conv_forward(ConvLayer& conv, BatchNormLayer& bn, const Dims& in, cons
 int ConvLayer::backward_slices(const Dims& in) const {
   const Dims od = out(in);
   const long bytes = od.size() * long(sizeof(float)), per_image = bytes / od.n;
-  if (slice_bytes <= 0 || !adds_dx(in) || bytes <= 2 * slice_bytes) return 0;
+  if (slice_bytes <= 0 || bf16 || fp16 || bytes <= 2 * slice_bytes || !conv_backward_sums_dw(shape(in))) return 0;
   return int(std::clamp<long>(slice_bytes / per_image, 1, od.n));
 }
 
@@ -158,7 +158,9 @@ namespace {
 // reading it there. One Zen 5 core, ResNet-50's 1x1 units at batch 16 (dx pass and both passes, data out of
 // cache at the start): 64 -> 256 at 56x56 29.1 -> 24.6 ms with one image a slice, 128 -> 512 at 28x28 22.3 ->
 // 19.1, 256 -> 64 at 56x56 19.6 -> 18.5; 1024 -> 256 at 14x14, whose 3.2 MB dy stays in cache anyway, 16.6 ->
-// 17.3 (so not sliced). Same sums as the whole-batch form, dw's over the slices in order.
+// 17.3 (so not sliced). Winograd 3x3s, whose staging copies of dy, x and dx then stay in cache too: 64 channels
+// at 56x56 33 -> 25 ms (2 images a slice), 128 at 28x28 27.5 -> 23.3 (4); 256 at 14x14 (3.2 MB, not sliced) lost
+// 35% at 4. Same sums as the whole-batch form, dw's over the slices in order.
 void unit_backward_sliced(ConvLayer& conv, const Dims& conv_in, const BatchNormLayer& bn, const float* params,
                           const float* a, const float* x, const float* dy, float* grads, Buffer<float>& g_a,
                           Buffer<float>* dx, bool add_dx, const BlockEnd* end, int per_slice) {

@@ -81,9 +81,10 @@ struct ConvLayer {
   // pass would read it.
   int forward_slices(const Dims& in) const;
   // Images per slice when backward runs over the batch a slice at a time, the BatchNorm after this conv making each
-  // slice's dy just before (unit_backward): 0 for the whole batch at once. Only where the passes take betas
-  // (adds_dx: dw summed over the slices) and dy, more than twice slice_bytes, would not stay in cache between the
-  // BatchNorm that writes it and the two passes that read it (ResNetConfig::backward_slice_bytes).
+  // slice's dy just before (unit_backward): 0 for the whole batch at once. Only where dw can be summed over the
+  // slices (conv_backward_sums_dw: the sgemm 1x1s and Winograd) and dy, more than twice slice_bytes, would not
+  // stay in cache between the BatchNorm that writes it and the passes that read it
+  // (ResNetConfig::backward_slice_bytes).
   int backward_slices(const Dims& in) const;
   // backward over images [n0, n1) of the batch `in` describes (x, dy and dx at image n0's rows): dx written, or
   // added to with add_dx; dw written when n0 is 0 and added to otherwise. Only where backward_slices(in) > 0.

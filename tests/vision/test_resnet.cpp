@@ -260,3 +260,24 @@ TEST(VisionResNet, SlicedUnitBackwardAgainstFiniteDifferencesAndTheWholeBatch) {
   expect_same_step(c, sliced, unsliced);
   EXPECT_NE(sliced.grads, unsliced.grads);
 }
+
+// The same for Winograd's 3x3s, whose slices' dw are summed through a scratch copy (conv_backward_add): the
+// Winograd test's network (64 channels) at 16 KB, so its 8x8 stage (16 KB of gradient an image, 80 KB at 5
+// images, 64 KB at 4) runs its backward an image at a time. Every tensor's gradient against central differences,
+// then loss and gradients against the unsliced network, and not bitwise equal to them.
+TEST(VisionResNet, SlicedWinogradBackwardAgainstFiniteDifferencesAndTheWholeBatch) {
+  if (!detail::onednn_available()) GTEST_SKIP() << "this build has no oneDNN";
+  set_conv_backend(ConvBackend::onednn);
+  ResNetConfig c = tiny();
+  c.widths = {64, 64};
+  c.winograd = true;
+  if (!conv_uses_winograd(ConvShape{4, 8, 8, 64, 64, 3, 3, 1, 1, false, true}))
+    GTEST_SKIP() << "oneDNN has no Winograd kernel on this CPU";
+  c.backward_slice_bytes = 16 << 10;
+  EXPECT_EQ(check_every_tensor(c, 5), 3 + 6 + 9 + 2);
+  ResNetConfig whole = c;
+  whole.backward_slice_bytes = 0;
+  const LossAndGrads sliced = one_step(c), unsliced = one_step(whole);
+  expect_same_step(c, sliced, unsliced);
+  EXPECT_NE(sliced.grads, unsliced.grads);
+}
