@@ -63,7 +63,8 @@ bool conv_backward_adds_dx(const ConvShape& s);
 void conv_backward_add_dx(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw);
 // Whether conv_backward_add takes add_dw for shape s: fp32 passes that were measured to gain from running a
 // layer's backward over its batch in slices of images (ConvLayer::backward_slices): the sgemm 1x1s, whose dw takes
-// a beta, and Winograd, whose slices' dw are summed through a scratch copy.
+// a beta, and Winograd and the ImageNet stem (7x7 on 3 channels), whose slices' dw are summed through a scratch
+// copy. (The strided 3x3s neither gained nor lost.)
 bool conv_backward_sums_dw(const ConvShape& s);
 // conv_backward with a beta on each output: dx = conv^T(dy, w) (+ dx when add_dx; dx may be null without it),
 // dw = sum of x (*) dy (+ dw when add_dw). add_dx only where conv_backward_adds_dx(s), add_dw only where

@@ -161,7 +161,10 @@ void conv_backward_add_dx(const ConvShape& s, const float* x, const float* dy, c
   conv_backward_add(s, x, dy, w, dx, dw, true, false);
 }
 
-bool conv_backward_sums_dw(const ConvShape& s) { return conv_backward_adds_dx(s) || conv_uses_winograd(s); }
+bool conv_backward_sums_dw(const ConvShape& s) {
+  const bool image_stem = !s.bf16 && chosen() == ConvBackend::onednn && s.c <= 4 && s.r == 7;  // RGB, 7x7
+  return conv_backward_adds_dx(s) || conv_uses_winograd(s) || image_stem;
+}
 
 void conv_backward_add(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw,
                        bool add_dx, bool add_dw) {

@@ -20,7 +20,7 @@ PoolShape stem_pool(const Dims& d) { return {d.n, d.h, d.w, d.c, 3, 2, 1}; }
 float* ResNet::forward_features(bool train) {
   auto& m = *impl_;
   const float* p = p_;
-  m.stem.forward(m.in_dims, p, m.images, m.stem_a);
+  detail::unit_conv_forward(m.stem, m.stem_bn, m.in_dims, p, m.images, m.stem_a, train);
   m.stem_dims = m.stem.out(m.in_dims);
   m.stem_a.visit([&](const auto* a) { m.stem_bn.forward(m.stem_dims, p, a, m.stem_out, train); });  // and ReLU
   const float* x = m.stem_out.data();
