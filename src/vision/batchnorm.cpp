@@ -154,11 +154,14 @@ const float* backward_coefficients(const BatchNormParams& p, const float* gamma,
 
 }  // namespace
 
-// With p.relu, dy is first masked where the forward's normalised value was not positive, that value redone from x
-// with the forward's mean, scale (kept in saved.coef) and beta.
-template <class X, class DY, class Out>
-void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* gamma,
-                        const float* beta, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
+namespace {
+
+// The backward's sums over all rows, then dgamma, dbeta and dx's coefficients (backward_coefficients). With
+// p.relu, dy is first masked where the forward's normalised value was not positive, that value redone from x with
+// the forward's mean, scale (kept in saved.coef) and beta.
+template <class X, class DY>
+void backward_begin(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* gamma,
+                    const float* beta, const BatchNormSaved& saved, float* dgamma, float* dbeta) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
   const float* scale = saved.coef.data();  // the forward's, beside the k, b, d set after the sums
@@ -168,46 +171,13 @@ void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const D
     batchnorm_backward_sums<true>(sdy, sdy + C, partials, x, dy, mean, scale, beta, rows, C);
   else
     batchnorm_backward_sums<false>(sdy, sdy + C, partials, x, dy, mean, scale, beta, rows, C);
-  const float* k = backward_coefficients(p, gamma, saved, dgamma, dbeta);
-  if (p.relu)
-    batchnorm_backward_dx<true>(dx, x, dy, mean, scale, beta, k, k + C, k + 2 * C, rows, C);
-  else
-    batchnorm_backward_dx<false>(dx, x, dy, mean, scale, beta, k, k + C, k + 2 * C, rows, C);
-}
-
-template <class X, class Out>
-void batchnorm_backward_block_end(const BatchNormParams& p, long rows, const X* x, const BlockEnd& end,
-                                  const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma,
-                                  float* dbeta) {
-  if (p.relu) throw Error("BatchNorm: a block's end has the ReLU after the sum, not its own (p.relu)");
-  const int C = p.channels;
-  const float* mean = saved.mean.data();
-  double* sdy = detail::room_for(saved.sums, 2L * C);
-  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
-  batchnorm_backward_sums_block_end(sdy, sdy + C, partials, x, end.out, end.dout, end.g, mean, rows, C);
-  const float* k = backward_coefficients(p, gamma, saved, dgamma, dbeta);
-  batchnorm_backward_dx<false>(dx, x, static_cast<const float*>(end.g), mean, nullptr, nullptr, k, k + C, k + 2 * C,
-                               rows, C);
-}
-
-void batchnorm_backward_begin(const BatchNormParams& p, long rows, const float* x, const float* dy,
-                              const float* gamma, const float* beta, const BatchNormSaved& saved, float* dgamma,
-                              float* dbeta) {
-  const int C = p.channels;
-  double* sdy = detail::room_for(saved.sums, 2L * C);
-  double* partials = detail::room_for(saved.partials, batchnorm_partials_elems(rows, C));
-  const float* mean = saved.mean.data();
-  const float* scale = saved.coef.data();
-  if (p.relu)
-    batchnorm_backward_sums<true>(sdy, sdy + C, partials, x, dy, mean, scale, beta, rows, C);
-  else
-    batchnorm_backward_sums<false>(sdy, sdy + C, partials, x, dy, mean, scale, beta, rows, C);
   backward_coefficients(p, gamma, saved, dgamma, dbeta);
 }
 
-void batchnorm_backward_begin_block_end(const BatchNormParams& p, long rows, const float* x, const BlockEnd& end,
-                                        const float* gamma, const BatchNormSaved& saved, float* dgamma,
-                                        float* dbeta) {
+// ... at a block's end: the sums over dy = end.dout masked by end.out > 0, which they write to end.g
+template <class X>
+void backward_begin_block_end(const BatchNormParams& p, long rows, const X* x, const BlockEnd& end,
+                              const float* gamma, const BatchNormSaved& saved, float* dgamma, float* dbeta) {
   if (p.relu) throw Error("BatchNorm: a block's end has the ReLU after the sum, not its own (p.relu)");
   const int C = p.channels;
   double* sdy = detail::room_for(saved.sums, 2L * C);
@@ -216,8 +186,10 @@ void batchnorm_backward_begin_block_end(const BatchNormParams& p, long rows, con
   backward_coefficients(p, gamma, saved, dgamma, dbeta);
 }
 
-void batchnorm_backward_rows(const BatchNormParams& p, long rows, const float* x, const float* dy, const float* beta,
-                             const BatchNormSaved& saved, float* dx) {
+// dx for `rows` rows from the coefficients the begin left in saved.coef (dy masked as there when p.relu)
+template <class X, class DY, class Out>
+void backward_rows(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* beta,
+                   const BatchNormSaved& saved, Out* dx) {
   const int C = p.channels;
   const float* mean = saved.mean.data();
   const float* scale = saved.coef.data();
@@ -226,6 +198,40 @@ void batchnorm_backward_rows(const BatchNormParams& p, long rows, const float* x
     batchnorm_backward_dx<true>(dx, x, dy, mean, scale, beta, k, k + C, k + 2 * C, rows, C);
   else
     batchnorm_backward_dx<false>(dx, x, dy, mean, scale, beta, k, k + C, k + 2 * C, rows, C);
+}
+
+}  // namespace
+
+template <class X, class DY, class Out>
+void batchnorm_backward(const BatchNormParams& p, long rows, const X* x, const DY* dy, const float* gamma,
+                        const float* beta, const BatchNormSaved& saved, Out* dx, float* dgamma, float* dbeta) {
+  backward_begin(p, rows, x, dy, gamma, beta, saved, dgamma, dbeta);
+  backward_rows(p, rows, x, dy, beta, saved, dx);
+}
+
+template <class X, class Out>
+void batchnorm_backward_block_end(const BatchNormParams& p, long rows, const X* x, const BlockEnd& end,
+                                  const float* gamma, const BatchNormSaved& saved, Out* dx, float* dgamma,
+                                  float* dbeta) {
+  backward_begin_block_end(p, rows, x, end, gamma, saved, dgamma, dbeta);
+  backward_rows(p, rows, x, static_cast<const float*>(end.g), nullptr, saved, dx);  // p.relu false: no beta
+}
+
+void batchnorm_backward_begin(const BatchNormParams& p, long rows, const float* x, const float* dy,
+                              const float* gamma, const float* beta, const BatchNormSaved& saved, float* dgamma,
+                              float* dbeta) {
+  backward_begin(p, rows, x, dy, gamma, beta, saved, dgamma, dbeta);
+}
+
+void batchnorm_backward_begin_block_end(const BatchNormParams& p, long rows, const float* x, const BlockEnd& end,
+                                        const float* gamma, const BatchNormSaved& saved, float* dgamma,
+                                        float* dbeta) {
+  backward_begin_block_end(p, rows, x, end, gamma, saved, dgamma, dbeta);
+}
+
+void batchnorm_backward_rows(const BatchNormParams& p, long rows, const float* x, const float* dy, const float* beta,
+                             const BatchNormSaved& saved, float* dx) {
+  backward_rows(p, rows, x, dy, beta, saved, dx);
 }
 
 // The combinations the ResNet uses (fp32 throughout, or bf16 around bf16 convolutions), and the tests.

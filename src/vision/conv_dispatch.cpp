@@ -157,7 +157,6 @@ bool conv_backward_adds_dx(const ConvShape& s) {
 }
 
 void conv_backward_add_dx(const ConvShape& s, const float* x, const float* dy, const float* w, float* dx, float* dw) {
-  if (!dx) throw Error("convolution: conv_backward_add_dx without an input gradient to add into");
   conv_backward_add(s, x, dy, w, dx, dw, true, false);
 }
 

@@ -96,11 +96,19 @@ void BatchNormLayer::backward(const Dims& d, const float* params, const X* x, co
                                grads + beta_off);
 }
 
+namespace {
+// Images per slice of about `slice_bytes` of a tensor of shape d (at least one), or 0 where the whole tensor is
+// at most `above` bytes (or slice_bytes is 0: never)
+int slice_images(const Dims& d, long slice_bytes, long above) {
+  const long bytes = d.size() * long(sizeof(float));
+  if (slice_bytes <= 0 || bytes <= above) return 0;
+  return int(std::clamp<long>(slice_bytes / (bytes / d.n), 1, d.n));
+}
+}  // namespace
+
 int ConvLayer::forward_slices(const Dims& in) const {
-  const Dims od = out(in);
-  const long bytes = od.size() * long(sizeof(float)), per_image = bytes / od.n;
-  if (slice_bytes <= 0 || bf16 || fp16 || !kHostBlocking || bytes <= 8 * slice_bytes) return 0;
-  return int(std::clamp<long>(slice_bytes / per_image, 1, od.n));
+  if (bf16 || fp16 || !kHostBlocking) return 0;
+  return slice_images(out(in), slice_bytes, 8 * slice_bytes);
 }
 
 // One Zen 5 core, batch 16, the conv and the moments of its output, out of cache at the start: 64 -> 256 1x1 at
@@ -125,10 +133,8 @@ void unit_conv_forward(ConvLayer& conv, BatchNormLayer& bn, const Dims& in, cons
 }
 
 int ConvLayer::backward_slices(const Dims& in) const {
-  const Dims od = out(in);
-  const long bytes = od.size() * long(sizeof(float)), per_image = bytes / od.n;
-  if (slice_bytes <= 0 || bf16 || fp16 || bytes <= 2 * slice_bytes || !conv_backward_sums_dw(shape(in))) return 0;
-  return int(std::clamp<long>(slice_bytes / per_image, 1, od.n));
+  const int per_slice = bf16 || fp16 ? 0 : slice_images(out(in), slice_bytes, 2 * slice_bytes);
+  return per_slice > 0 && conv_backward_sums_dw(shape(in)) ? per_slice : 0;
 }
 
 void ConvLayer::backward_slice(const Dims& in, int n0, int n1, const float* params, const float* x,

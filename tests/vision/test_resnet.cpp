@@ -228,6 +228,20 @@ TEST(VisionResNet, WinogradGradientsAgainstFiniteDifferencesAndTheDirectSums) {
   }
 }
 
+// cfg with no slices of images
+ResNetConfig unsliced(ResNetConfig cfg) {
+  cfg.backward_slice_bytes = 0;
+  return cfg;
+}
+
+// One step of a sliced network (cfg) and of the same unsliced (whole): loss and gradients within the backend
+// test's bound (only dw's summation order differs), and not bitwise equal (else nothing was sliced).
+void expect_only_summation_order_differs(const ResNetConfig& cfg, const ResNetConfig& whole) {
+  const LossAndGrads sliced = one_step(cfg), unsliced_step = one_step(whole);
+  expect_same_step(cfg, sliced, unsliced_step);
+  EXPECT_NE(sliced.grads, unsliced_step.grads);
+}
+
 // ResNetConfig::backward_slice_bytes: a unit's backward over slices of images (the BatchNorm's dx for a slice, then
 // the conv's two passes on it; dw summed over the slices), where a conv's passes take betas (the bottleneck's 1x1
 // convolutions on oneDNN), and a training forward's conv over slices of images with the BatchNorm's moments summed
@@ -249,16 +263,13 @@ TEST(VisionResNet, SlicedUnitBackwardAgainstFiniteDifferencesAndTheWholeBatch) {
   c.stem = ResNetStem::ImageNet;
   c.backward_slice_bytes = 256;
   EXPECT_EQ(check_every_tensor(c, 4, 1e-4), 3 + 2 * ((3 * 3 + 3) + 3 * 3) + 2);
-  ResNetConfig whole = c;
-  whole.backward_slice_bytes = 0;
+  const ResNetConfig whole = unsliced(c);
   const auto x5 = images(5, c, 9);
   const std::vector<int> y5 = {1, 0, 2, 1, 0};
   ResNet net_sliced(c), net_whole(whole);
   EXPECT_NEAR(net_sliced.forward(5, x5.data(), y5.data(), true).loss,
               net_whole.forward(5, x5.data(), y5.data(), true).loss, 1e-5);
-  const LossAndGrads sliced = one_step(c), unsliced = one_step(whole);
-  expect_same_step(c, sliced, unsliced);
-  EXPECT_NE(sliced.grads, unsliced.grads);
+  expect_only_summation_order_differs(c, whole);
 }
 
 // The same for Winograd's 3x3s, whose slices' dw are summed through a scratch copy (conv_backward_add): the
@@ -275,9 +286,5 @@ TEST(VisionResNet, SlicedWinogradBackwardAgainstFiniteDifferencesAndTheWholeBatc
     GTEST_SKIP() << "oneDNN has no Winograd kernel on this CPU";
   c.backward_slice_bytes = 16 << 10;
   EXPECT_EQ(check_every_tensor(c, 5), 3 + 6 + 9 + 2);
-  ResNetConfig whole = c;
-  whole.backward_slice_bytes = 0;
-  const LossAndGrads sliced = one_step(c), unsliced = one_step(whole);
-  expect_same_step(c, sliced, unsliced);
-  EXPECT_NE(sliced.grads, unsliced.grads);
+  expect_only_summation_order_differs(c, unsliced(c));
 }
